@@ -1,0 +1,21 @@
+//! toolpin's data model: normalized tools, canonical JSON, fingerprints and
+//! the lockfile. Pure: no network, no terminal, no processes.
+//!
+//! Tools stay `serde_json::Value` throughout; nothing a server sent is
+//! dropped except what normalization (docs/fingerprint.md) says.
+
+pub mod catalog;
+pub mod fingerprint;
+pub mod fs;
+pub mod glob;
+pub mod jcs;
+pub mod json;
+pub mod lockfile;
+pub mod normalize;
+pub mod pointer;
+
+pub use catalog::{Catalog, CatalogError, PinnedTool, ServerPin};
+pub use fingerprint::Fingerprint;
+pub use glob::Glob;
+pub use normalize::{ToolError, Transform};
+pub use pointer::Pointer;

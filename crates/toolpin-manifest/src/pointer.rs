@@ -1,0 +1,146 @@
+//! RFC 6901 JSON pointers, as used by `ignore = [...]` and in findings.
+
+use serde_json::Value;
+
+/// A parsed JSON pointer (`/a/b~1c` → `["a", "b/c"]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pointer {
+    text: String,
+    tokens: Vec<String>,
+}
+
+impl Pointer {
+    /// Parses `text`; the empty pointer (the whole document) is rejected
+    /// because no caller may remove a whole tool.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Err("an empty pointer names the whole tool".into());
+        }
+        let Some(rest) = text.strip_prefix('/') else {
+            return Err(format!(
+                "{text:?} is not a JSON pointer: it must start with '/'"
+            ));
+        };
+        let mut tokens = Vec::new();
+        for raw in rest.split('/') {
+            tokens.push(unescape(raw).ok_or_else(|| {
+                format!("{text:?} is not a JSON pointer: '~' must be followed by 0 or 1")
+            })?);
+        }
+        Ok(Self {
+            text: text.to_string(),
+            tokens,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    /// Removes the member or element this pointer names, if present.
+    /// Returns whether something was removed.
+    pub fn remove(&self, root: &mut Value) -> bool {
+        let Some((last, parents)) = self.tokens.split_last() else {
+            return false;
+        };
+        let mut cur = root;
+        for token in parents {
+            cur = match cur {
+                Value::Object(map) => match map.get_mut(token) {
+                    Some(v) => v,
+                    None => return false,
+                },
+                Value::Array(items) => match index(token).and_then(|i| items.get_mut(i)) {
+                    Some(v) => v,
+                    None => return false,
+                },
+                _ => return false,
+            };
+        }
+        match cur {
+            Value::Object(map) => map.remove(last).is_some(),
+            Value::Array(items) => match index(last) {
+                Some(i) if i < items.len() => {
+                    items.remove(i);
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Pointer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn index(token: &str) -> Option<usize> {
+    if token.is_empty() || (token.len() > 1 && token.starts_with('0')) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+fn unescape(raw: &str) -> Option<String> {
+    if !raw.contains('~') {
+        return Some(raw.to_string());
+    }
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next() {
+                Some('0') => out.push('~'),
+                Some('1') => out.push('/'),
+                _ => return None,
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+/// Escapes one reference token (`~` → `~0`, `/` → `~1`).
+pub fn escape_token(token: &str) -> std::borrow::Cow<'_, str> {
+    if token.contains(['~', '/']) {
+        token.replace('~', "~0").replace('/', "~1").into()
+    } else {
+        token.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_and_removes() {
+        let p = Pointer::parse("/_meta/a~1b").expect("valid");
+        assert_eq!(p.tokens(), ["_meta", "a/b"]);
+        let mut v = json!({"_meta": {"a/b": 1, "c": 2}});
+        assert!(p.remove(&mut v));
+        assert_eq!(v, json!({"_meta": {"c": 2}}));
+        assert!(!p.remove(&mut v));
+        let p = Pointer::parse("/xs/1").expect("valid");
+        let mut v = json!({"xs": [0, 1, 2]});
+        assert!(p.remove(&mut v));
+        assert_eq!(v, json!({"xs": [0, 2]}));
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        assert!(Pointer::parse("").is_err());
+        assert!(Pointer::parse("name").is_err());
+        assert!(Pointer::parse("/a~2").is_err());
+        assert_eq!(escape_token("a/b~c"), "a~1b~0c");
+    }
+}
