@@ -1,0 +1,71 @@
+//! Findings and the findings document (`--format json`), whose JSON Schema
+//! is docs/findings.schema.json. Later versions add fields, never rename.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::rule::{Kind, Rule, Severity};
+
+/// One difference between the pinned and the live catalog.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub server: String,
+    pub tool: String,
+    /// JSON pointer into the tool (empty for the whole tool).
+    pub pointer: String,
+    pub severity: Severity,
+    pub kind: Kind,
+    pub message: String,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+impl Finding {
+    pub fn new(rule: &'static Rule, server: &str, tool: &str, pointer: String) -> Self {
+        Self {
+            rule: rule.id,
+            server: server.to_string(),
+            tool: tool.to_string(),
+            pointer,
+            severity: rule.severity,
+            kind: rule.kind,
+            message: String::new(),
+            before: None,
+            after: None,
+        }
+    }
+}
+
+/// Counts over a comparison.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub tools_added: usize,
+    pub tools_removed: usize,
+    pub tools_changed: usize,
+    pub tools_unchanged: usize,
+    pub findings: usize,
+    /// Findings per severity, every severity present (0 when none).
+    pub by_severity: std::collections::BTreeMap<&'static str, usize>,
+}
+
+/// Catalog fingerprints on either side.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fingerprints {
+    pub before: String,
+    pub after: String,
+}
+
+/// The result of comparing two catalogs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    pub findings: Vec<Finding>,
+    pub summary: Summary,
+    pub fingerprints: Fingerprints,
+}
+
+impl Comparison {
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
