@@ -1,1 +1,293 @@
-fn main() {}
+//! toolpin: pin the tool definitions an agent is handed.
+//!
+//! Exit codes: 0 clean, 1 drift, 2 error (one line on stderr).
+
+mod config;
+mod error;
+mod pin;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::{json, Map, Value};
+use toolpin_capture::Format;
+use toolpin_manifest::{lockfile, Catalog};
+use toolpin_report::{ColorChoice, Style};
+
+use crate::error::CliError;
+
+#[derive(Parser)]
+#[command(
+    name = "toolpin",
+    version,
+    about = "Pin the tool definitions your agent is handed, and fail CI when they drift",
+    long_about = "toolpin captures the tool definitions an agent receives (MCP tools/list results, \
+OpenAI, Anthropic and Gemini tool arrays, or a command that prints them), writes them to a \
+lockfile with fingerprints, and reports every unreviewed change.\n\n\
+Exit codes: 0 no drift, 1 drift, 2 error.",
+    after_help = "Start with `toolpin lock`, commit toolpin.lock, and run `toolpin check` in CI."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// When to colour output [env: NO_COLOR disables colour in auto mode]
+    #[arg(long, global = true, value_enum, default_value_t = ColorArg::Auto)]
+    color: ColorArg,
+    /// Print nothing but errors and reports
+    #[arg(short, long, global = true)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(clap::Args)]
+struct ConfigArgs {
+    /// The configuration file
+    #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+    config: PathBuf,
+    /// Use [env.NAME] overrides and the lockfile toolpin.NAME.lock
+    #[arg(long, value_name = "NAME")]
+    env: Option<String>,
+    /// The lockfile to write or check [default: beside the config file]
+    #[arg(long, value_name = "PATH")]
+    lockfile: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReportFormat {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Report format: text for people, json for the findings document
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    format: ReportFormat,
+    /// Show whole before/after values in the text report
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Capture every configured server and write the lockfile
+    Lock {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Capture again and compare with the lockfile (exit 1 on drift)
+    Check {
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// Compare two lockfiles or tool files (exit 1 when they differ)
+    Diff {
+        /// The pinned side: a lockfile or a tool-definition file
+        old: PathBuf,
+        /// The new side: a lockfile or a tool-definition file
+        new: PathBuf,
+        /// Read both files as this format instead of detecting it
+        #[arg(long, value_name = "FORMAT")]
+        input_format: Option<Format>,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// Print the catalog fingerprint of a lockfile or tool file
+    Fingerprint {
+        /// A lockfile or tool-definition file [default: the configured lockfile]
+        path: Option<PathBuf>,
+        /// Print catalog, per-server and per-tool fingerprints as JSON
+        #[arg(long, conflicts_with = "release")]
+        json: bool,
+        /// Print the release-record line `tools <12 hex>`
+        #[arg(long)]
+        release: bool,
+        /// Read PATH as this format instead of detecting it
+        #[arg(long, value_name = "FORMAT")]
+        input_format: Option<Format>,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+}
+
+/// What a command concluded.
+enum Outcome {
+    Clean,
+    Drift,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(Outcome::Clean) => ExitCode::SUCCESS,
+        Ok(Outcome::Drift) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<Outcome, CliError> {
+    let color = match cli.color {
+        ColorArg::Auto => ColorChoice::Auto,
+        ColorArg::Always => ColorChoice::Always,
+        ColorArg::Never => ColorChoice::Never,
+    };
+    let style = Style {
+        color: toolpin_report::use_color(color),
+    };
+    match &cli.command {
+        Command::Lock { config } => lock(config, cli.quiet),
+        Command::Check { config, report } => {
+            let cfg = config::load(&config.config, config.env.as_deref())?;
+            let path = config
+                .lockfile
+                .clone()
+                .unwrap_or_else(|| cfg.default_lockfile());
+            let pinned = pin::read_lockfile(&path)?;
+            let live = pin::capture_config(&cfg)?;
+            report_comparison(&pinned, &live, report, style)
+        }
+        Command::Diff {
+            old,
+            new,
+            input_format,
+            report,
+        } => {
+            let old = pin::catalog_from_path(old, *input_format)?;
+            let new = pin::catalog_from_path(new, *input_format)?;
+            report_comparison(&old, &new, report, style)
+        }
+        Command::Fingerprint {
+            path,
+            json,
+            release,
+            input_format,
+            config,
+        } => {
+            let catalog = match path {
+                Some(p) => pin::catalog_from_path(p, *input_format)?,
+                None => {
+                    let lock = match &config.lockfile {
+                        Some(p) => p.clone(),
+                        None => {
+                            config::load(&config.config, config.env.as_deref())?.default_lockfile()
+                        }
+                    };
+                    pin::read_lockfile(&lock)?
+                }
+            };
+            let text = if *json {
+                fingerprints_json(&catalog)
+            } else if *release {
+                catalog.fingerprint.release_line() + "\n"
+            } else {
+                catalog.fingerprint.short() + "\n"
+            };
+            print(&text)?;
+            Ok(Outcome::Clean)
+        }
+    }
+}
+
+fn lock(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
+    let cfg = config::load(&args.config, args.env.as_deref())?;
+    let path = args
+        .lockfile
+        .clone()
+        .unwrap_or_else(|| cfg.default_lockfile());
+    let catalog = pin::capture_config(&cfg)?;
+    let text = lockfile::to_string(&catalog);
+    let unchanged = std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
+    if !unchanged {
+        toolpin_manifest::fs::write_atomic(&path, text.as_bytes())
+            .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if !quiet {
+        eprintln!(
+            "{} {} tool{} from {} server{} in {} ({})",
+            if unchanged { "Unchanged:" } else { "Pinned" },
+            catalog.tool_count(),
+            if catalog.tool_count() == 1 { "" } else { "s" },
+            catalog.servers.len(),
+            if catalog.servers.len() == 1 { "" } else { "s" },
+            display(&path),
+            catalog.fingerprint.release_line(),
+        );
+    }
+    Ok(Outcome::Clean)
+}
+
+fn report_comparison(
+    old: &Catalog,
+    new: &Catalog,
+    args: &ReportArgs,
+    style: Style,
+) -> Result<Outcome, CliError> {
+    let comparison = toolpin_drift::compare(old, new);
+    let text = match args.format {
+        ReportFormat::Text => toolpin_report::text::render(
+            &comparison,
+            toolpin_report::text::TextOptions {
+                style,
+                verbose: args.verbose,
+            },
+        ),
+        ReportFormat::Json => toolpin_report::json::render(&comparison),
+    };
+    print(&text)?;
+    Ok(if comparison.is_clean() {
+        Outcome::Clean
+    } else {
+        Outcome::Drift
+    })
+}
+
+fn fingerprints_json(catalog: &Catalog) -> String {
+    let mut servers = Map::new();
+    for (name, pin) in &catalog.servers {
+        let tools: Map<String, Value> = pin
+            .tools
+            .iter()
+            .map(|(n, t)| (n.clone(), json!(t.fingerprint.to_hex())))
+            .collect();
+        servers.insert(
+            name.clone(),
+            json!({"fingerprint": pin.fingerprint.to_hex(), "tools": tools}),
+        );
+    }
+    let doc = json!({
+        "catalog": catalog.fingerprint.to_hex(),
+        "release": catalog.fingerprint.release_line(),
+        "servers": servers,
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a message.
+fn print(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::new(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+fn display(path: &Path) -> String {
+    path.strip_prefix("./")
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}

@@ -1,0 +1,134 @@
+//! The human report: grouped by tool, most severe first, with before/after
+//! values shown like a diff.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+use toolpin_drift::{Comparison, Finding, Severity};
+
+use crate::style::Style;
+
+/// Options for the text report.
+#[derive(Clone, Copy, Debug)]
+pub struct TextOptions {
+    pub style: Style,
+    /// Show whole values, however long.
+    pub verbose: bool,
+}
+
+/// Longest value shown without `-v`, in lines.
+const MAX_LINES: usize = 12;
+
+pub fn render(c: &Comparison, opts: TextOptions) -> String {
+    let s = opts.style;
+    let mut out = String::new();
+    if c.is_clean() {
+        let _ = writeln!(
+            out,
+            "{} catalog matches the lockfile ({} tools, tools {})",
+            s.green("ok:"),
+            c.summary.tools_unchanged,
+            &c.fingerprints.after[..12]
+        );
+        return out;
+    }
+    let sm = &c.summary;
+    let _ = writeln!(
+        out,
+        "{} {} added, {} removed, {} changed ({} finding{})",
+        s.bold(&s.red("drift:")),
+        sm.tools_added,
+        sm.tools_removed,
+        sm.tools_changed,
+        sm.findings,
+        if sm.findings == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(
+        out,
+        "catalog {} → {}",
+        &c.fingerprints.before[..16],
+        &c.fingerprints.after[..16]
+    );
+
+    // Group findings by tool; the most severe tool first, then by name.
+    let mut groups: Vec<(&str, &str, Vec<&Finding>)> = Vec::new();
+    for f in &c.findings {
+        match groups.iter_mut().find(|g| g.1 == f.tool) {
+            Some(g) => g.2.push(f),
+            None => groups.push((&f.server, &f.tool, vec![f])),
+        }
+    }
+    let worst = |fs: &[&Finding]| {
+        fs.iter()
+            .map(|f| f.severity)
+            .min()
+            .unwrap_or(Severity::Info)
+    };
+    groups.sort_by(|a, b| worst(&a.2).cmp(&worst(&b.2)).then(a.1.cmp(b.1)));
+
+    for (server, tool, mut findings) in groups {
+        findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.pointer.cmp(&b.pointer)));
+        let _ = writeln!(out, "\n{}", s.bold(&format!("{server}/{tool}")));
+        for f in findings {
+            let sev = severity_label(f.severity, s);
+            let where_ = if f.pointer.is_empty() {
+                String::new()
+            } else {
+                format!("  {}", s.dim(&f.pointer))
+            };
+            let _ = writeln!(out, "  {sev}  {}{where_}", f.rule);
+            let _ = writeln!(out, "    {}", f.message);
+            if let Some(b) = &f.before {
+                push_value(&mut out, "-", b, opts, |t| s.red(t));
+            }
+            if let Some(a) = &f.after {
+                push_value(&mut out, "+", a, opts, |t| s.green(t));
+            }
+        }
+    }
+    out
+}
+
+fn severity_label(sev: Severity, s: Style) -> String {
+    let padded = format!("{:<8}", sev.name());
+    match sev {
+        Severity::Critical | Severity::High => s.red(&padded),
+        Severity::Medium => s.yellow(&padded),
+        Severity::Low | Severity::Info => s.dim(&padded),
+    }
+}
+
+fn push_value(
+    out: &mut String,
+    sign: &str,
+    v: &Value,
+    opts: TextOptions,
+    paint: impl Fn(&str) -> String,
+) {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let shown = if opts.verbose {
+        lines.len()
+    } else {
+        lines.len().min(MAX_LINES)
+    };
+    for line in &lines[..shown] {
+        let _ = writeln!(out, "    {}", paint(&format!("{sign} {line}")));
+    }
+    if shown < lines.len() {
+        let _ = writeln!(
+            out,
+            "    {}",
+            opts.style.dim(&format!(
+                "  … {} more lines (-v shows all)",
+                lines.len() - shown
+            ))
+        );
+    }
+    if lines.is_empty() {
+        let _ = writeln!(out, "    {}", paint(&format!("{sign} \"\"")));
+    }
+}

@@ -1,0 +1,426 @@
+//! `toolpin.toml`: which servers to pin and how the runtime sees them.
+//! Unknown keys and wrong types are errors with the file, line and key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use toolpin_capture::{Format, Source};
+use toolpin_manifest::{Glob, Pointer, Transform};
+
+use crate::error::CliError;
+
+/// Default deadline for an `exec` source.
+pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    servers: BTreeMap<String, ServerConfig>,
+    #[serde(default)]
+    env: BTreeMap<String, EnvConfig>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnvConfig {
+    #[serde(default)]
+    servers: BTreeMap<String, ServerConfig>,
+}
+
+/// One `[servers.NAME]` table (or an `[env.E.servers.NAME]` override, where
+/// every key is optional and replaces the base value).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerConfig {
+    file: Option<String>,
+    exec: Option<Vec<String>>,
+    format: Option<String>,
+    prefix: Option<String>,
+    include: Option<Vec<String>>,
+    exclude: Option<Vec<String>>,
+    ignore: Option<Vec<String>>,
+    timeout: Option<TimeoutValue>,
+    enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum TimeoutValue {
+    Seconds(f64),
+    Text(String),
+}
+
+impl ServerConfig {
+    fn overlay(mut self, over: &ServerConfig) -> ServerConfig {
+        // Naming a source in an override replaces the base's source.
+        if over.file.is_some() || over.exec.is_some() {
+            self.file = over.file.clone();
+            self.exec = over.exec.clone();
+        }
+        macro_rules! take {
+            ($($f:ident),*) => { $(if over.$f.is_some() { self.$f = over.$f.clone(); })* };
+        }
+        take!(format, prefix, include, exclude, ignore, timeout, enabled);
+        self
+    }
+}
+
+/// A server ready to capture.
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub name: String,
+    pub source: Source,
+    pub format: Option<Format>,
+    pub transform: Transform,
+    /// What the lockfile records about how the server was reached.
+    pub record: Value,
+}
+
+/// The resolved configuration for one environment.
+#[derive(Debug)]
+pub struct Config {
+    pub path: PathBuf,
+    pub environment: String,
+    pub servers: Vec<Server>,
+}
+
+impl Config {
+    /// The lockfile for this environment: `toolpin.lock` or
+    /// `toolpin.NAME.lock` beside the config file.
+    pub fn default_lockfile(&self) -> PathBuf {
+        let dir = self.path.parent().unwrap_or(Path::new(""));
+        if self.environment == "default" {
+            dir.join("toolpin.lock")
+        } else {
+            dir.join(format!("toolpin.{}.lock", self.environment))
+        }
+    }
+}
+
+/// Reads and validates `path`, applying `[env.NAME]` when `env` is given.
+pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
+    let origin = path.display().to_string();
+    let text = match std::fs::read(path) {
+        Ok(bytes) => {
+            String::from_utf8(bytes).map_err(|_| CliError::new(format!("{origin}: not UTF-8")))?
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CliError::new(format!(
+                "{origin} not found; create one (see the README) or pass --config"
+            )))
+        }
+        Err(e) => return Err(CliError::new(format!("cannot read {origin}: {e}"))),
+    };
+    let file: ConfigFile = toml::from_str(&text).map_err(|e| toml_error(&origin, &text, &e))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    resolve(file, env, &origin, &dir).map(|(environment, servers)| Config {
+        path: path.to_path_buf(),
+        environment,
+        servers,
+    })
+}
+
+fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> CliError {
+    let message = e.message().trim().replace('\n', " ");
+    let Some(span) = e.span() else {
+        return CliError::new(format!("{origin}: {message}"));
+    };
+    let start = span.start.min(text.len());
+    let line_no = text[..start].matches('\n').count() + 1;
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let column = text[line_start..start].chars().count() + 1;
+    // Name the key for type errors, whose message only names the value.
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
+    let named = match key {
+        Some(k) if !message.contains(&format!("`{k}`")) => format!("key `{k}`: {message}"),
+        _ => message,
+    };
+    CliError::new(format!("{origin}:{line_no}:{column}: {named}"))
+}
+
+fn resolve(
+    file: ConfigFile,
+    env: Option<&str>,
+    origin: &str,
+    dir: &Path,
+) -> Result<(String, Vec<Server>), CliError> {
+    let mut merged = file.servers;
+    let environment = match env {
+        None => "default".to_string(),
+        Some(name) => {
+            let Some(overrides) = file.env.get(name) else {
+                let known: Vec<&str> = file.env.keys().map(String::as_str).collect();
+                return Err(CliError::new(format!(
+                    "{origin}: no [env.{name}] table (defined: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            };
+            for (server, over) in &overrides.servers {
+                let base = merged.remove(server).unwrap_or_default();
+                merged.insert(server.clone(), base.overlay(over));
+            }
+            name.to_string()
+        }
+    };
+    if !environment
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(CliError::new(format!(
+            "environment name {environment:?} may hold only letters, digits, '-' and '_'"
+        )));
+    }
+    let mut servers = Vec::new();
+    for (name, cfg) in merged {
+        if cfg.enabled == Some(false) {
+            continue;
+        }
+        servers.push(
+            server(&name, cfg, dir)
+                .map_err(|m| CliError::new(format!("{origin}: servers.{name}: {m}")))?,
+        );
+    }
+    if servers.is_empty() {
+        return Err(CliError::new(format!(
+            "{origin} defines no servers; add a [servers.NAME] table"
+        )));
+    }
+    Ok((environment, servers))
+}
+
+fn server(name: &str, cfg: ServerConfig, dir: &Path) -> Result<Server, String> {
+    if name.is_empty() || name.contains('/') {
+        return Err("a server name must be non-empty and hold no '/'".into());
+    }
+    let mut record = Map::new();
+    let timeout = match &cfg.timeout {
+        None => DEFAULT_EXEC_TIMEOUT,
+        Some(t) => parse_timeout(t)?,
+    };
+    let source = match (&cfg.file, &cfg.exec) {
+        (Some(_), Some(_)) => return Err("set either `file` or `exec`, not both".into()),
+        (None, None) => return Err("no source: set `file` or `exec`".into()),
+        (Some(file), None) => {
+            if cfg.timeout.is_some() {
+                return Err("`timeout` applies to `exec` sources only".into());
+            }
+            record.insert("file".into(), json!(file));
+            Source::File {
+                path: dir.join(file),
+            }
+        }
+        (None, Some(argv)) => {
+            if argv.is_empty() || argv[0].is_empty() {
+                return Err("`exec` must name a program: exec = [\"program\", \"arg\", …]".into());
+            }
+            record.insert("exec".into(), json!(argv));
+            if cfg.timeout.is_some() {
+                record.insert("timeout_ms".into(), json!(timeout.as_millis() as u64));
+            }
+            Source::Exec {
+                argv: argv.clone(),
+                cwd: Some(dir.to_path_buf()).filter(|d| !d.as_os_str().is_empty()),
+                timeout,
+            }
+        }
+    };
+    let format = match &cfg.format {
+        None => None,
+        Some(f) => {
+            record.insert("format".into(), json!(f));
+            Some(f.parse::<Format>().map_err(|e| format!("`format`: {e}"))?)
+        }
+    };
+    let globs = |key: &str, list: &Option<Vec<String>>, record: &mut Map<String, Value>| {
+        let list = list.clone().unwrap_or_default();
+        if !list.is_empty() {
+            record.insert(key.into(), json!(list));
+        }
+        list.iter()
+            .map(|g| Glob::new(g).map_err(|e| format!("`{key}`: {e}")))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let include = globs("include", &cfg.include, &mut record)?;
+    let exclude = globs("exclude", &cfg.exclude, &mut record)?;
+    let ignore_list = cfg.ignore.clone().unwrap_or_default();
+    let mut ignore = Vec::new();
+    for text in &ignore_list {
+        let p = Pointer::parse(text).map_err(|e| format!("`ignore`: {e}"))?;
+        if p.tokens().len() == 1 && p.tokens()[0] == "name" {
+            return Err("`ignore`: the tool name cannot be ignored".into());
+        }
+        ignore.push(p);
+    }
+    if !ignore_list.is_empty() {
+        record.insert("ignore".into(), json!(ignore_list));
+    }
+    let prefix = cfg.prefix.clone().unwrap_or_default();
+    if !prefix.is_empty() {
+        record.insert("prefix".into(), json!(prefix));
+    }
+    Ok(Server {
+        name: name.to_string(),
+        source,
+        format,
+        transform: Transform {
+            prefix,
+            include,
+            exclude,
+            ignore,
+        },
+        record: Value::Object(record),
+    })
+}
+
+fn parse_timeout(t: &TimeoutValue) -> Result<Duration, String> {
+    let bad = || {
+        format!(
+            "`timeout`: {t:?} is not a duration; write seconds (30) or \"500ms\", \"30s\", \"2m\""
+        )
+    };
+    let secs = match t {
+        TimeoutValue::Seconds(s) => *s,
+        TimeoutValue::Text(text) => {
+            let text = text.trim();
+            let (num, scale) = if let Some(n) = text.strip_suffix("ms") {
+                (n, 0.001)
+            } else if let Some(n) = text.strip_suffix('s') {
+                (n, 1.0)
+            } else if let Some(n) = text.strip_suffix('m') {
+                (n, 60.0)
+            } else {
+                (text, 1.0)
+            };
+            num.trim().parse::<f64>().map_err(|_| bad())? * scale
+        }
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, env: Option<&str>) -> Result<(String, Vec<Server>), String> {
+        let file: ConfigFile =
+            toml::from_str(text).map_err(|e| toml_error("t.toml", text, &e).to_string())?;
+        resolve(file, env, "t.toml", Path::new("/base")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let err =
+            parse("[servers.a]\nfile = \"a.json\"\nprefx = \"x\"\n", None).expect_err("unknown");
+        assert!(
+            err.starts_with("t.toml:3:1: unknown field `prefx`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn wrong_type_names_key_and_line() {
+        let err = parse("[servers.a]\nfile = \"a.json\"\nprefix = 3\n", None).expect_err("type");
+        assert!(
+            err.starts_with("t.toml:3:10: key `prefix`: invalid type: integer `3`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn env_overrides_replace_the_source() {
+        let text = r#"
+[servers.orders]
+exec = ["python", "print_tools.py"]
+prefix = "orders__"
+[servers.billing]
+file = "billing.json"
+[env.staging.servers.orders]
+file = "orders.staging.json"
+[env.staging.servers.billing]
+enabled = false
+"#;
+        let (env, servers) = parse(text, Some("staging")).expect("valid");
+        assert_eq!(env, "staging");
+        assert_eq!(servers.len(), 1);
+        assert!(
+            matches!(&servers[0].source, Source::File { path } if path == Path::new("/base/orders.staging.json"))
+        );
+        assert_eq!(servers[0].transform.prefix, "orders__");
+        assert_eq!(
+            servers[0].record,
+            json!({"file": "orders.staging.json", "prefix": "orders__"})
+        );
+        assert!(parse(text, Some("prod"))
+            .expect_err("undefined")
+            .contains("no [env.prod] table"));
+    }
+
+    #[test]
+    fn semantic_errors_name_the_server_and_key() {
+        let cases = [
+            (
+                "[servers.a]\nfile = \"x\"\nexec = [\"y\"]\n",
+                "servers.a: set either `file` or `exec`",
+            ),
+            ("[servers.a]\nprefix = \"p\"\n", "servers.a: no source"),
+            (
+                "[servers.a]\nfile = \"x\"\nformat = \"gpt\"\n",
+                "servers.a: `format`: unknown format \"gpt\"",
+            ),
+            (
+                "[servers.a]\nfile = \"x\"\nignore = [\"_meta\"]\n",
+                "servers.a: `ignore`: \"_meta\" is not a JSON pointer",
+            ),
+            (
+                "[servers.a]\nfile = \"x\"\ninclude = [\"[ab\"]\n",
+                "servers.a: `include`: glob \"[ab\" has an unclosed '['",
+            ),
+            (
+                "[servers.a]\nexec = [\"x\"]\ntimeout = \"soon\"\n",
+                "servers.a: `timeout`",
+            ),
+            (
+                "[servers.a]\nexec = []\n",
+                "servers.a: `exec` must name a program",
+            ),
+            ("", "defines no servers"),
+        ];
+        for (text, want) in cases {
+            let err = parse(text, None).expect_err(want);
+            assert!(err.contains(want), "{err} lacks {want}");
+        }
+    }
+
+    #[test]
+    fn timeouts() {
+        let d = |t: TimeoutValue| parse_timeout(&t);
+        assert_eq!(
+            d(TimeoutValue::Seconds(2.5)),
+            Ok(Duration::from_millis(2500))
+        );
+        assert_eq!(
+            d(TimeoutValue::Text("500ms".into())),
+            Ok(Duration::from_millis(500))
+        );
+        assert_eq!(
+            d(TimeoutValue::Text("2m".into())),
+            Ok(Duration::from_secs(120))
+        );
+        assert!(d(TimeoutValue::Seconds(0.0)).is_err());
+    }
+}

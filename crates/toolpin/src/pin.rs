@@ -1,0 +1,86 @@
+//! Capture → transform → normalize → fingerprint: from configured servers
+//! (or one file) to a [`Catalog`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::json;
+use toolpin_capture::{source, Format, Source};
+use toolpin_manifest::{lockfile, Catalog, ServerPin, Transform};
+
+use crate::config::{Config, Server};
+use crate::error::CliError;
+
+/// Captures every configured server; the first failure stops the run.
+pub fn capture_config(config: &Config) -> Result<Catalog, CliError> {
+    let mut servers = BTreeMap::new();
+    for server in &config.servers {
+        let pin = capture_server(server)
+            .map_err(|e| CliError::new(format!("server {:?}: {e}", server.name)))?;
+        servers.insert(server.name.clone(), pin);
+    }
+    Catalog::new(config.environment.clone(), servers).map_err(|e| CliError::new(e.to_string()))
+}
+
+fn capture_server(server: &Server) -> Result<ServerPin, String> {
+    let raw = server
+        .source
+        .capture(server.format)
+        .map_err(|e| e.to_string())?;
+    let tools = server
+        .transform
+        .apply(raw.tools)
+        .map_err(|e| e.to_string())?;
+    ServerPin::new(
+        &server.name,
+        server.record.clone(),
+        raw.format.name(),
+        tools,
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Reads a lockfile or a tool-definition file (detected by content) as a
+/// catalog. A tool file becomes one server named after the file's stem.
+pub fn catalog_from_path(path: &Path, forced: Option<Format>) -> Result<Catalog, CliError> {
+    let origin = path.display().to_string();
+    let bytes = source::read_file(path).map_err(|e| CliError::new(e.to_string()))?;
+    let doc =
+        toolpin_manifest::json::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()))?;
+    if forced.is_none() && lockfile::is_lockfile(&doc) {
+        drop(doc);
+        return lockfile::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()));
+    }
+    drop(doc);
+    let raw = Source::File {
+        path: path.to_path_buf(),
+    }
+    .capture(forced)
+    .map_err(|e| CliError::new(e.to_string()))?;
+    let name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("file")
+        .replace('/', "_");
+    let tools = Transform::default()
+        .apply(raw.tools)
+        .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
+    let pin = ServerPin::new(&name, json!({"file": origin}), raw.format.name(), tools)
+        .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
+    Catalog::new("default", BTreeMap::from([(name, pin)])).map_err(|e| CliError::new(e.to_string()))
+}
+
+/// Reads the lockfile at `path`, with a pointer to `toolpin lock` when absent.
+pub fn read_lockfile(path: &Path) -> Result<Catalog, CliError> {
+    let origin = path.display().to_string();
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CliError::new(format!(
+                "{origin} not found; run `toolpin lock` to create it"
+            )))
+        }
+        Err(e) => return Err(CliError::new(format!("cannot read {origin}: {e}"))),
+    };
+    lockfile::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()))
+}
