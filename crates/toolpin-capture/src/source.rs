@@ -73,7 +73,15 @@ pub fn parse_tools(
     origin: &str,
     forced: Option<Format>,
 ) -> Result<RawCapture, CaptureError> {
-    let doc = json::parse(bytes, origin)?;
+    tools_from_document(json::parse(bytes, origin)?, origin, forced)
+}
+
+/// Extracts tools from an already parsed document.
+pub fn tools_from_document(
+    doc: Value,
+    origin: &str,
+    forced: Option<Format>,
+) -> Result<RawCapture, CaptureError> {
     let extracted = format::extract(doc, forced).map_err(|reason| CaptureError::Format {
         origin: origin.to_string(),
         reason,

@@ -92,6 +92,28 @@ impl ServerPin {
     }
 }
 
+/// The catalog fingerprint: every tool of every server by namespaced name.
+/// A name offered by two servers is an error naming both.
+pub fn catalog_fingerprint(
+    servers: &BTreeMap<String, ServerPin>,
+) -> Result<Fingerprint, CatalogError> {
+    let mut all: BTreeMap<&str, (&str, &Fingerprint)> = BTreeMap::new();
+    for (server, pin) in servers {
+        for (name, tool) in &pin.tools {
+            if let Some((first, _)) = all.insert(name, (server, &tool.fingerprint)) {
+                return Err(CatalogError::DuplicateAcrossServers {
+                    name: name.clone(),
+                    first: first.to_string(),
+                    second: server.clone(),
+                });
+            }
+        }
+    }
+    Ok(Fingerprint::of_named(
+        all.iter().map(|(name, (_, fp))| (*name, *fp)),
+    ))
+}
+
 /// Fingerprint over `(name, tool fingerprint)` pairs in name order.
 pub fn tools_fingerprint(tools: &BTreeMap<String, PinnedTool>) -> Fingerprint {
     Fingerprint::of_named(tools.iter().map(|(n, t)| (n.as_str(), &t.fingerprint)))
@@ -104,23 +126,7 @@ impl Catalog {
         environment: impl Into<String>,
         servers: BTreeMap<String, ServerPin>,
     ) -> Result<Self, CatalogError> {
-        let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
-        for (server, pin) in &servers {
-            for name in pin.tools.keys() {
-                if let Some(first) = owner.insert(name, server) {
-                    return Err(CatalogError::DuplicateAcrossServers {
-                        name: name.clone(),
-                        first: first.to_string(),
-                        second: server.clone(),
-                    });
-                }
-            }
-        }
-        let fingerprint = Fingerprint::of_named(
-            owner
-                .iter()
-                .map(|(name, server)| (*name, &servers[*server].tools[*name].fingerprint)),
-        );
+        let fingerprint = catalog_fingerprint(&servers)?;
         Ok(Self {
             environment: environment.into(),
             fingerprint,

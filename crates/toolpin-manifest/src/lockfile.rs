@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{tools_fingerprint, Catalog, ServerPin};
+use crate::catalog::{catalog_fingerprint, tools_fingerprint, Catalog, ServerPin};
 use crate::fingerprint::Fingerprint;
 use crate::json::{self, JsonError};
 
@@ -80,19 +80,26 @@ pub fn write(catalog: &Catalog, path: &Path) -> Result<(), LockfileError> {
 /// it covers, so a hand edit is caught rather than trusted.
 pub fn parse(bytes: &[u8], origin: &str) -> Result<Catalog, LockfileError> {
     let text = json::as_text(bytes, origin)?;
-    // Check the version first so a future format gets a clear message
-    // instead of an unknown-field error.
-    if let Ok(serde_json::Value::Object(doc)) = serde_json::from_str::<serde_json::Value>(text) {
-        if let Some(found) = doc.get("toolpin").and_then(serde_json::Value::as_u64) {
-            if found != LOCKFILE_VERSION {
-                return Err(LockfileError::Version {
-                    origin: origin.to_string(),
-                    found,
-                });
+    let doc: LockfileIn = match serde_json::from_str(text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            // A lockfile from a newer toolpin fails on its new fields; say
+            // that rather than naming the first unknown field.
+            #[derive(Deserialize)]
+            struct VersionProbe {
+                toolpin: u64,
             }
+            if let Ok(probe) = serde_json::from_str::<VersionProbe>(text) {
+                if probe.toolpin != LOCKFILE_VERSION {
+                    return Err(LockfileError::Version {
+                        origin: origin.to_string(),
+                        found: probe.toolpin,
+                    });
+                }
+            }
+            return Err(json::from_serde(&e, origin).into());
         }
-    }
-    let doc: LockfileIn = serde_json::from_str(text).map_err(|e| json::from_serde(&e, origin))?;
+    };
     if doc.toolpin != LOCKFILE_VERSION {
         return Err(LockfileError::Version {
             origin: origin.to_string(),
@@ -126,9 +133,9 @@ fn verify(doc: &LockfileIn, origin: &str) -> Result<(), LockfileError> {
             return Err(tampered(format!("the fingerprint of server {server}")));
         }
     }
-    let rebuilt = Catalog::new(doc.environment.clone(), doc.servers.clone())
+    let catalog = catalog_fingerprint(&doc.servers)
         .map_err(|e| tampered(format!("the server list ({e})")))?;
-    if rebuilt.fingerprint != doc.fingerprint {
+    if catalog != doc.fingerprint {
         return Err(tampered("the catalog fingerprint".into()));
     }
     Ok(())

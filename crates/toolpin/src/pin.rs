@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::json;
-use toolpin_capture::{source, Format, Source};
+use toolpin_capture::{source, Format};
 use toolpin_manifest::{lockfile, Catalog, ServerPin, Transform};
 
 use crate::config::{Config, Server};
@@ -49,14 +49,11 @@ pub fn catalog_from_path(path: &Path, forced: Option<Format>) -> Result<Catalog,
         toolpin_manifest::json::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()))?;
     if forced.is_none() && lockfile::is_lockfile(&doc) {
         drop(doc);
+        // Parsed again, typed, so that a structural error has its line.
         return lockfile::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()));
     }
-    drop(doc);
-    let raw = Source::File {
-        path: path.to_path_buf(),
-    }
-    .capture(forced)
-    .map_err(|e| CliError::new(e.to_string()))?;
+    let raw = source::tools_from_document(doc, &origin, forced)
+        .map_err(|e| CliError::new(e.to_string()))?;
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
