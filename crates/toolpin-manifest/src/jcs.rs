@@ -38,10 +38,11 @@ pub fn to_canonical_vec(value: &Value) -> Vec<u8> {
 
 fn write_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
     out.push(b'{');
-    // serde_json's map iterates in UTF-8 byte order, which is code point
-    // order. UTF-16 order differs only when a key holds a character at or
-    // above U+E000 (its UTF-8 lead byte is >= 0xEE); sort explicitly then.
-    if map.keys().any(|k| k.bytes().any(|b| b >= 0xEE)) {
+    // serde_json's default map iterates in UTF-8 byte order, which is code
+    // point order; UTF-16 order differs only for keys holding a character at
+    // or above U+E000 (UTF-8 lead byte >= 0xEE). Check rather than assume, so
+    // that a build with serde_json's `preserve_order` stays canonical.
+    if !iterates_in_utf16_order(map) {
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
         write_members(entries.into_iter(), out);
@@ -49,6 +50,17 @@ fn write_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
         write_members(map.iter(), out);
     }
     out.push(b'}');
+}
+
+fn iterates_in_utf16_order(map: &Map<String, Value>) -> bool {
+    let mut prev: Option<&str> = None;
+    for key in map.keys() {
+        if key.bytes().any(|b| b >= 0xEE) || prev.is_some_and(|p| p >= key.as_str()) {
+            return false;
+        }
+        prev = Some(key);
+    }
+    true
 }
 
 fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut Vec<u8>) {

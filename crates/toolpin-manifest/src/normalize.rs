@@ -5,10 +5,13 @@
 //!    `parameters` or `parametersJsonSchema` becomes `inputSchema`;
 //! 2. the `prefix` is prepended to `name` (namespacing as the runtime does);
 //! 3. a string `description` is trimmed of leading and trailing white space;
-//! 4. the configured `ignore` pointers are removed;
-//! 5. every `required` keyword inside `inputSchema` / `outputSchema` that is an
-//!    array of strings becomes a sorted set (code point order, duplicates
-//!    dropped).
+//! 4. every `required` keyword at a schema position inside `inputSchema` /
+//!    `outputSchema` (the root and what the subschema keywords listed below
+//!    lead to) that is an array of strings becomes a sorted set (code point
+//!    order, duplicates dropped);
+//! 5. the configured `ignore` pointers are removed (after step 4, so a
+//!    pointer into `required` names the same entry whatever order the server
+//!    sent).
 //!
 //! Nothing else changes: unknown members, `_meta`, annotations, Gemini's
 //! uppercase types all stay as given.
@@ -54,6 +57,8 @@ pub enum ToolError {
     SchemaConflict { name: String, members: String },
     #[error("tool {name:?} is nested deeper than {MAX_TOOL_DEPTH} levels")]
     TooDeep { name: String },
+    #[error("tool #{index} lost its \"name\" to an `ignore` pointer")]
+    NameIgnored { index: usize },
     #[error("duplicate tool name {name:?} (tools #{first} and #{second})")]
     Duplicate {
         name: String,
@@ -143,16 +148,17 @@ impl Transform {
                 *d = trimmed.to_string();
             }
         }
+        for member in ["inputSchema", "outputSchema"] {
+            if let Some(schema) = map.get_mut(member) {
+                normalize_schema(schema);
+            }
+        }
         let mut tool = Value::Object(map);
         for pointer in &self.ignore {
             pointer.remove(&mut tool);
         }
-        if let Value::Object(map) = &mut tool {
-            for member in ["inputSchema", "outputSchema"] {
-                if let Some(schema) = map.get_mut(member) {
-                    normalize_schema(schema);
-                }
-            }
+        if !tool.get("name").is_some_and(Value::is_string) {
+            return Err(ToolError::NameIgnored { index });
         }
         if depth_exceeds(&tool, MAX_TOOL_DEPTH) {
             return Err(ToolError::TooDeep {
@@ -372,6 +378,32 @@ mod tests {
             ]),
             Err(ToolError::SchemaConflict { .. })
         ));
+    }
+
+    #[test]
+    fn ignore_sees_required_sorted_and_keeps_the_name() {
+        let tr = Transform {
+            ignore: vec![Pointer::parse("/inputSchema/required/0").expect("pointer")],
+            ..Transform::default()
+        };
+        let a = tr.normalize(
+            json!({"name": "t", "inputSchema": {"required": ["b", "a"]}}),
+            0,
+        );
+        let b = tr.normalize(
+            json!({"name": "t", "inputSchema": {"required": ["a", "b"]}}),
+            0,
+        );
+        assert_eq!(a, b);
+        assert_eq!(a.expect("ok")["inputSchema"]["required"], json!(["b"]));
+        let tr = Transform {
+            ignore: vec![Pointer::parse("/name").expect("pointer")],
+            ..Transform::default()
+        };
+        assert_eq!(
+            tr.normalize(json!({"name": "t"}), 4),
+            Err(ToolError::NameIgnored { index: 4 })
+        );
     }
 
     #[test]

@@ -82,7 +82,11 @@ impl std::fmt::Display for Pointer {
 }
 
 fn index(token: &str) -> Option<usize> {
-    if token.is_empty() || (token.len() > 1 && token.starts_with('0')) {
+    // RFC 6901: "0" or digits without a leading zero; no sign.
+    if token.is_empty()
+        || !token.bytes().all(|b| b.is_ascii_digit())
+        || (token.len() > 1 && token.starts_with('0'))
+    {
         return None;
     }
     token.parse().ok()
@@ -134,6 +138,9 @@ mod tests {
         let mut v = json!({"xs": [0, 1, 2]});
         assert!(p.remove(&mut v));
         assert_eq!(v, json!({"xs": [0, 2]}));
+        for bad in ["/xs/+1", "/xs/01", "/xs/-"] {
+            assert!(!Pointer::parse(bad).expect("valid").remove(&mut v), "{bad}");
+        }
     }
 
     #[test]
