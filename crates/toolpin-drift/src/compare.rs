@@ -127,9 +127,16 @@ fn diff_values<'a>(
                 path.truncate(len);
             }
         }
+        // Numbers compare as the doubles canonical JSON prints, so `1.0`
+        // and `1` are the same value here as in the fingerprint.
+        (Some(Value::Number(x)), Some(Value::Number(y))) if same_number(x, y) => {}
         (x, y) if x != y => out.push((path.clone(), x, y)),
         _ => {}
     }
+}
+
+fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
+    x == y || matches!((x.as_f64(), y.as_f64()), (Some(a), Some(b)) if a == b)
 }
 
 fn classify(
@@ -305,6 +312,16 @@ mod tests {
         let c = compare(&old, &new);
         assert_eq!(rules(&c), vec![("field-changed", "a", "/inputSchema/enum")]);
         assert_eq!(c.findings[0].after, Some(json!(["x", "y", "z"])));
+    }
+
+    #[test]
+    fn equal_numbers_spelled_differently_are_no_finding() {
+        let old = catalog(vec![json!({"name": "a", "x": 1, "d": "one"})]);
+        let new = catalog(vec![json!({"name": "a", "x": 1.0, "d": "two"})]);
+        assert_eq!(
+            rules(&compare(&old, &new)),
+            vec![("field-changed", "a", "/d")]
+        );
     }
 
     #[test]

@@ -8,10 +8,20 @@ use toolpin_drift::{Comparison, Finding, Severity};
 
 use crate::style::Style;
 
+/// What the two sides of the comparison are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sides {
+    /// `toolpin check`: the lockfile against a fresh capture.
+    LockfileAndLive,
+    /// `toolpin diff`: any two catalogs.
+    TwoCatalogs,
+}
+
 /// Options for the text report.
 #[derive(Clone, Copy, Debug)]
 pub struct TextOptions {
     pub style: Style,
+    pub sides: Sides,
     /// Show whole values, however long.
     pub verbose: bool,
 }
@@ -23,9 +33,13 @@ pub fn render(c: &Comparison, opts: TextOptions) -> String {
     let s = opts.style;
     let mut out = String::new();
     if c.is_clean() {
+        let what = match opts.sides {
+            Sides::LockfileAndLive => "catalog matches the lockfile",
+            Sides::TwoCatalogs => "the two catalogs match",
+        };
         let _ = writeln!(
             out,
-            "{} catalog matches the lockfile ({} tools, tools {})",
+            "{} {what} ({} tools, tools {})",
             s.green("ok:"),
             c.summary.tools_unchanged,
             &c.fingerprints.after[..12]
@@ -78,11 +92,14 @@ pub fn render(c: &Comparison, opts: TextOptions) -> String {
             };
             let _ = writeln!(out, "  {sev}  {}{where_}", f.rule);
             let _ = writeln!(out, "    {}", f.message);
+            // Prose is shown as text; any other value as JSON, so that
+            // "50" and 50 look different.
+            let prose = f.pointer.ends_with("/description") || f.pointer.ends_with("/title");
             if let Some(b) = &f.before {
-                push_value(&mut out, "-", b, opts, |t| s.red(t));
+                push_value(&mut out, "-", b, prose, opts, |t| s.red(t));
             }
             if let Some(a) = &f.after {
-                push_value(&mut out, "+", a, opts, |t| s.green(t));
+                push_value(&mut out, "+", a, prose, opts, |t| s.green(t));
             }
         }
     }
@@ -102,11 +119,12 @@ fn push_value(
     out: &mut String,
     sign: &str,
     v: &Value,
+    prose: bool,
     opts: TextOptions,
     paint: impl Fn(&str) -> String,
 ) {
     let text = match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) if prose => s.clone(),
         other => serde_json::to_string_pretty(other).unwrap_or_default(),
     };
     let lines: Vec<&str> = text.lines().collect();

@@ -47,19 +47,55 @@ struct ServerConfig {
     enabled: Option<bool>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 enum TimeoutValue {
     Seconds(f64),
     Text(String),
 }
 
+impl<'de> Deserialize<'de> for TimeoutValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = TimeoutValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("seconds (30) or a duration string (\"500ms\", \"30s\", \"2m\")")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<TimeoutValue, E> {
+                Ok(TimeoutValue::Seconds(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<TimeoutValue, E> {
+                Ok(TimeoutValue::Seconds(v as f64))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<TimeoutValue, E> {
+                Ok(TimeoutValue::Seconds(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TimeoutValue, E> {
+                Ok(TimeoutValue::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl std::fmt::Display for TimeoutValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TimeoutValue::Seconds(s) => write!(f, "{s}"),
+            TimeoutValue::Text(t) => write!(f, "{t:?}"),
+        }
+    }
+}
+
 impl ServerConfig {
     fn overlay(mut self, over: &ServerConfig) -> ServerConfig {
-        // Naming a source in an override replaces the base's source.
+        // Naming a source in an override replaces the base's source and
+        // the settings that belong to it.
         if over.file.is_some() || over.exec.is_some() {
             self.file = over.file.clone();
             self.exec = over.exec.clone();
+            self.format = None;
+            self.timeout = None;
         }
         macro_rules! take {
             ($($f:ident),*) => { $(if over.$f.is_some() { self.$f = over.$f.clone(); })* };
@@ -156,6 +192,9 @@ fn resolve(
     let environment = match env {
         None => "default".to_string(),
         Some(name) => {
+            if name.is_empty() {
+                return Err(CliError::new("--env needs a name"));
+            }
             let Some(overrides) = file.env.get(name) else {
                 let known: Vec<&str> = file.env.keys().map(String::as_str).collect();
                 return Err(CliError::new(format!(
@@ -287,7 +326,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path) -> Result<Server, String> {
 fn parse_timeout(t: &TimeoutValue) -> Result<Duration, String> {
     let bad = || {
         format!(
-            "`timeout`: {t:?} is not a duration; write seconds (30) or \"500ms\", \"30s\", \"2m\""
+            "`timeout`: {t} is not a duration of up to a day; write seconds (30) or \"500ms\", \"30s\", \"2m\""
         )
     };
     let secs = match t {
@@ -368,6 +407,7 @@ enabled = false
         assert!(parse(text, Some("prod"))
             .expect_err("undefined")
             .contains("no [env.prod] table"));
+        assert!(parse(text, Some("")).is_err());
     }
 
     #[test]
@@ -404,6 +444,30 @@ enabled = false
             let err = parse(text, None).expect_err(want);
             assert!(err.contains(want), "{err} lacks {want}");
         }
+    }
+
+    #[test]
+    fn an_override_source_drops_the_base_source_settings() {
+        let text = "[servers.a]\nexec = [\"x\"]\ntimeout = 5\nformat = \"anthropic\"\n\
+                    [env.ci.servers.a]\nfile = \"a.json\"\n";
+        let (_, servers) = parse(text, Some("ci")).expect("valid");
+        assert!(matches!(servers[0].source, Source::File { .. }));
+        assert_eq!(servers[0].format, None);
+    }
+
+    #[test]
+    fn timeout_errors_read_well() {
+        let err = parse("[servers.a]\nexec = [\"x\"]\ntimeout = true\n", None).expect_err("bool");
+        assert!(
+            err.contains("expected seconds (30) or a duration string"),
+            "{err}"
+        );
+        let err =
+            parse("[servers.a]\nexec = [\"x\"]\ntimeout = \"25h\"\n", None).expect_err("long");
+        assert!(
+            err.contains("`timeout`: \"25h\" is not a duration"),
+            "{err}"
+        );
     }
 
     #[test]

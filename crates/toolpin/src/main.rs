@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{json, Map, Value};
 use toolpin_capture::Format;
 use toolpin_manifest::{lockfile, Catalog};
+use toolpin_report::text::Sides;
 use toolpin_report::{ColorChoice, Style};
 
 use crate::error::CliError;
@@ -97,7 +98,7 @@ enum Command {
         /// The new side: a lockfile or a tool-definition file
         new: PathBuf,
         /// Read both files as this format instead of detecting it
-        #[arg(long, value_name = "FORMAT")]
+        #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
         input_format: Option<Format>,
         #[command(flatten)]
         report: ReportArgs,
@@ -113,11 +114,18 @@ enum Command {
         #[arg(long)]
         release: bool,
         /// Read PATH as this format instead of detecting it
-        #[arg(long, value_name = "FORMAT")]
+        #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
         input_format: Option<Format>,
         #[command(flatten)]
         config: ConfigArgs,
     },
+}
+
+/// `--input-format` values, listed in `--help`.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name))
+        .try_map(|s| s.parse::<Format>())
 }
 
 /// What a command concluded.
@@ -157,7 +165,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 .unwrap_or_else(|| cfg.default_lockfile());
             let pinned = pin::read_lockfile(&path)?;
             let live = pin::capture_config(&cfg)?;
-            report_comparison(&pinned, &live, report, style)
+            report_comparison(Sides::LockfileAndLive, &pinned, &live, report, style)
         }
         Command::Diff {
             old,
@@ -167,7 +175,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
         } => {
             let old = pin::catalog_from_path(old, *input_format)?;
             let new = pin::catalog_from_path(new, *input_format)?;
-            report_comparison(&old, &new, report, style)
+            report_comparison(Sides::TwoCatalogs, &old, &new, report, style)
         }
         Command::Fingerprint {
             path,
@@ -230,6 +238,7 @@ fn lock(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
 }
 
 fn report_comparison(
+    sides: Sides,
     old: &Catalog,
     new: &Catalog,
     args: &ReportArgs,
@@ -241,6 +250,7 @@ fn report_comparison(
             &comparison,
             toolpin_report::text::TextOptions {
                 style,
+                sides,
                 verbose: args.verbose,
             },
         ),
