@@ -5,7 +5,8 @@
 
 pub mod exec;
 pub mod format;
+pub mod mcp;
 pub mod source;
 
 pub use format::Format;
-pub use source::{CaptureError, RawCapture, Source};
+pub use source::{CaptureError, Endpoint, RawCapture, Source};

@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use toolpin_manifest::json;
 
 use crate::exec::{self, ExecError, ExecSpec};
 use crate::format::{self, Format};
+use crate::mcp::{self, Client, McpError, SessionOptions, StdioSpec};
 
 /// Largest tool file read.
 pub const MAX_FILE_BYTES: u64 = 512 << 20;
@@ -24,13 +25,27 @@ pub enum Source {
         cwd: Option<PathBuf>,
         timeout: Duration,
     },
+    /// A live MCP server.
+    Mcp {
+        endpoint: Endpoint,
+        session: SessionOptions,
+    },
 }
 
-/// What a source returned: its tools as given, and their format.
+/// How to reach a live MCP server.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    Stdio(StdioSpec),
+}
+
+/// What a source returned: its tools as given, their format, and for a live
+/// server the session that served them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawCapture {
     pub format: Format,
     pub tools: Vec<Value>,
+    /// Protocol version, serverInfo and what toolpin declared (MCP only).
+    pub session: Option<Value>,
 }
 
 /// Why a source could not be captured; `Display` is one line.
@@ -44,27 +59,95 @@ pub enum CaptureError {
     Format { origin: String, reason: String },
     #[error("{0}")]
     Exec(#[from] ExecError),
+    #[error("{0}")]
+    Mcp(#[from] McpError),
 }
 
+/// How long a stdio server gets to exit after its stdin closes.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
 impl Source {
-    /// Captures the source's tools; `forced` skips format detection.
-    pub fn capture(&self, forced: Option<Format>) -> Result<RawCapture, CaptureError> {
-        let (bytes, origin) = match self {
-            Source::File { path } => (read_file(path)?, path.display().to_string()),
+    /// Captures the source's tools; `forced` skips format detection for
+    /// files and commands. Blocking sources run on tokio's blocking pool.
+    pub async fn capture(&self, forced: Option<Format>) -> Result<RawCapture, CaptureError> {
+        match self {
+            Source::File { path } => {
+                let path = path.clone();
+                run_blocking(move || {
+                    let bytes = read_file(&path)?;
+                    parse_tools(&bytes, &path.display().to_string(), forced)
+                })
+                .await
+            }
             Source::Exec { argv, cwd, timeout } => {
                 let spec = ExecSpec {
                     argv: argv.clone(),
                     cwd: cwd.clone(),
                     timeout: *timeout,
                 };
-                (
-                    exec::run(&spec)?,
-                    format!("output of `{}`", exec::display_command(argv)),
-                )
+                run_blocking(move || {
+                    let bytes = exec::run(&spec)?;
+                    let origin = format!("output of `{}`", exec::display_command(&spec.argv));
+                    parse_tools(&bytes, &origin, forced)
+                })
+                .await
             }
-        };
-        parse_tools(&bytes, &origin, forced)
+            Source::Mcp { endpoint, session } => capture_mcp(endpoint, session).await,
+        }
     }
+
+    /// Captures synchronously, for callers without a runtime.
+    pub fn capture_blocking(&self, forced: Option<Format>) -> Result<RawCapture, CaptureError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| CaptureError::Read {
+                path: "runtime".into(),
+                reason: e.to_string(),
+            })?;
+        rt.block_on(self.capture(forced))
+    }
+}
+
+async fn run_blocking<F>(f: F) -> Result<RawCapture, CaptureError>
+where
+    F: FnOnce() -> Result<RawCapture, CaptureError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(e) => Err(CaptureError::Read {
+            path: "source".into(),
+            reason: format!("capture task failed: {e}"),
+        }),
+    }
+}
+
+async fn capture_mcp(
+    endpoint: &Endpoint,
+    session: &SessionOptions,
+) -> Result<RawCapture, CaptureError> {
+    let mut client = match endpoint {
+        Endpoint::Stdio(spec) => {
+            tokio::time::timeout(session.timeouts.connect, Client::connect_stdio(spec))
+                .await
+                .map_err(|_| {
+                    McpError::new(mcp::Phase::Connect, "timed out starting the server")
+                })??
+        }
+    };
+    let outcome = mcp::capture(&mut client, session).await;
+    client.close(CLOSE_GRACE).await;
+    let captured = outcome?;
+    Ok(RawCapture {
+        format: Format::Mcp,
+        tools: captured.tools,
+        session: Some(json!({
+            "client_capabilities": session.client_capabilities,
+            "client_info": session.client_info,
+            "protocol_version": captured.protocol_version,
+            "server_info": captured.server_info,
+        })),
+    })
 }
 
 /// Parses a document of tool definitions.
@@ -89,6 +172,7 @@ pub fn tools_from_document(
     Ok(RawCapture {
         format: extracted.format,
         tools: extracted.tools,
+        session: None,
     })
 }
 

@@ -29,6 +29,11 @@ pub struct ServerPin {
     pub fingerprint: Fingerprint,
     /// The detected or forced source format (`mcp`, `openai-chat`, …).
     pub format: String,
+    /// For a live MCP server: the negotiated protocol version, the server's
+    /// serverInfo, and the client capabilities and info toolpin declared.
+    /// Not part of any fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Value>,
     /// How the server was reached, as configured (secrets as `${VAR}`).
     pub source: Value,
     /// Tools by namespaced name.
@@ -86,9 +91,18 @@ impl ServerPin {
         Ok(Self {
             fingerprint: tools_fingerprint(&pinned),
             format: format.into(),
+            session: None,
             source,
             tools: pinned,
         })
+    }
+}
+
+impl ServerPin {
+    /// Records the session a live server's tools were captured in.
+    pub fn with_session(mut self, session: Option<Value>) -> Self {
+        self.session = session;
+        self
     }
 }
 

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use toolpin_capture::{Format, Source};
+use toolpin_capture::mcp::{self, SessionOptions, StdioSpec, VersionChoice};
+use toolpin_capture::{Endpoint, Format, Source};
 use toolpin_manifest::{Glob, Pointer, Transform};
 
 use crate::error::CliError;
+use crate::expand::expand;
 
 /// Default deadline for an `exec` source.
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -36,15 +38,73 @@ struct EnvConfig {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ServerConfig {
+    // Sources: exactly one.
     file: Option<String>,
     exec: Option<Vec<String>>,
+    command: Option<Vec<String>>,
+    url: Option<String>,
+    // Per source kind.
     format: Option<String>,
+    timeout: Option<TimeoutValue>,
+    env: Option<BTreeMap<String, String>>,
+    cwd: Option<String>,
+    headers: Option<BTreeMap<String, String>>,
+    transport: Option<String>,
+    bearer_token_env: Option<String>,
+    protocol_version: Option<String>,
+    client_capabilities: Option<Value>,
+    client_info: Option<Value>,
+    connect_timeout: Option<TimeoutValue>,
+    init_timeout: Option<TimeoutValue>,
+    page_timeout: Option<TimeoutValue>,
+    max_pages: Option<usize>,
+    // What the runtime does to the tools.
     prefix: Option<String>,
     include: Option<Vec<String>>,
     exclude: Option<Vec<String>>,
     ignore: Option<Vec<String>>,
-    timeout: Option<TimeoutValue>,
     enabled: Option<bool>,
+}
+
+/// The kinds of source, and which keys belong to each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SourceKind {
+    File,
+    Exec,
+    Command,
+    Url,
+}
+
+const MCP_KEYS: [&str; 7] = [
+    "protocol_version",
+    "client_capabilities",
+    "client_info",
+    "connect_timeout",
+    "init_timeout",
+    "page_timeout",
+    "max_pages",
+];
+
+impl SourceKind {
+    fn key(self) -> &'static str {
+        match self {
+            SourceKind::File => "file",
+            SourceKind::Exec => "exec",
+            SourceKind::Command => "command",
+            SourceKind::Url => "url",
+        }
+    }
+
+    fn allows(self, key: &str) -> bool {
+        match key {
+            "format" => matches!(self, SourceKind::File | SourceKind::Exec),
+            "timeout" => self == SourceKind::Exec,
+            "env" | "cwd" => matches!(self, SourceKind::Exec | SourceKind::Command),
+            "headers" | "transport" | "bearer_token_env" => self == SourceKind::Url,
+            k if MCP_KEYS.contains(&k) => matches!(self, SourceKind::Command | SourceKind::Url),
+            _ => true,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -87,20 +147,74 @@ impl std::fmt::Display for TimeoutValue {
     }
 }
 
+macro_rules! source_settings {
+    ($m:ident) => {
+        $m!(
+            format,
+            timeout,
+            env,
+            cwd,
+            headers,
+            transport,
+            bearer_token_env,
+            protocol_version,
+            client_capabilities,
+            client_info,
+            connect_timeout,
+            init_timeout,
+            page_timeout,
+            max_pages
+        )
+    };
+}
+
 impl ServerConfig {
+    /// The source kinds named in this table.
+    fn kinds(&self) -> Vec<SourceKind> {
+        let mut kinds = Vec::new();
+        if self.file.is_some() {
+            kinds.push(SourceKind::File);
+        }
+        if self.exec.is_some() {
+            kinds.push(SourceKind::Exec);
+        }
+        if self.command.is_some() {
+            kinds.push(SourceKind::Command);
+        }
+        if self.url.is_some() {
+            kinds.push(SourceKind::Url);
+        }
+        kinds
+    }
+
+    /// Names of the source settings present.
+    fn settings(&self) -> Vec<&'static str> {
+        let mut keys = Vec::new();
+        macro_rules! present {
+            ($($f:ident),*) => { $(if self.$f.is_some() { keys.push(stringify!($f)); })* };
+        }
+        source_settings!(present);
+        keys
+    }
+
     fn overlay(mut self, over: &ServerConfig) -> ServerConfig {
-        // Naming a source in an override replaces the base's source and
-        // the settings that belong to it.
-        if over.file.is_some() || over.exec.is_some() {
+        // Naming a source in an override replaces the base's source, and
+        // drops base settings that do not apply to the new kind of source.
+        if let [kind] = over.kinds().as_slice() {
             self.file = over.file.clone();
             self.exec = over.exec.clone();
-            self.format = None;
-            self.timeout = None;
+            self.command = over.command.clone();
+            self.url = over.url.clone();
+            macro_rules! drop_inapplicable {
+                ($($f:ident),*) => { $(if !kind.allows(stringify!($f)) { self.$f = None; })* };
+            }
+            source_settings!(drop_inapplicable);
         }
         macro_rules! take {
             ($($f:ident),*) => { $(if over.$f.is_some() { self.$f = over.$f.clone(); })* };
         }
-        take!(format, prefix, include, exclude, ignore, timeout, enabled);
+        take!(file, exec, command, url, prefix, include, exclude, ignore, enabled);
+        source_settings!(take);
         self
     }
 }
@@ -114,6 +228,8 @@ pub struct Server {
     pub transform: Transform,
     /// What the lockfile records about how the server was reached.
     pub record: Value,
+    /// Values expanded from the environment, never to be printed.
+    pub secrets: Vec<(String, String)>,
 }
 
 /// The resolved configuration for one environment.
@@ -153,10 +269,12 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
     };
     let file: ConfigFile = toml::from_str(&text).map_err(|e| toml_error(&origin, &text, &e))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    resolve(file, env, &origin, &dir).map(|(environment, servers)| Config {
-        path: path.to_path_buf(),
-        environment,
-        servers,
+    resolve(file, env, &origin, &dir, &|k| std::env::var(k).ok()).map(|(environment, servers)| {
+        Config {
+            path: path.to_path_buf(),
+            environment,
+            servers,
+        }
     })
 }
 
@@ -182,11 +300,15 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> CliError {
     CliError::new(format!("{origin}:{line_no}:{column}: {named}"))
 }
 
+/// Reads an environment variable.
+type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 fn resolve(
     file: ConfigFile,
     env: Option<&str>,
     origin: &str,
     dir: &Path,
+    lookup: Lookup,
 ) -> Result<(String, Vec<Server>), CliError> {
     let mut merged = file.servers;
     let environment = match env {
@@ -227,7 +349,7 @@ fn resolve(
             continue;
         }
         servers.push(
-            server(&name, cfg, dir)
+            server(&name, cfg, dir, lookup)
                 .map_err(|m| CliError::new(format!("{origin}: servers.{name}: {m}")))?,
         );
     }
@@ -239,40 +361,96 @@ fn resolve(
     Ok((environment, servers))
 }
 
-fn server(name: &str, cfg: ServerConfig, dir: &Path) -> Result<Server, String> {
+fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<Server, String> {
     if name.is_empty() || name.contains('/') {
         return Err("a server name must be non-empty and hold no '/'".into());
     }
-    let mut record = Map::new();
-    let timeout = match &cfg.timeout {
-        None => DEFAULT_EXEC_TIMEOUT,
-        Some(t) => parse_timeout(t)?,
+    let kind = match cfg.kinds().as_slice() {
+        [kind] => *kind,
+        [] => return Err("no source: set `file`, `exec`, `command` or `url`".into()),
+        many => {
+            let names: Vec<&str> = many.iter().map(|k| k.key()).collect();
+            return Err(format!("set one source, not {}", names.join(" and ")));
+        }
     };
-    let source = match (&cfg.file, &cfg.exec) {
-        (Some(_), Some(_)) => return Err("set either `file` or `exec`, not both".into()),
-        (None, None) => return Err("no source: set `file` or `exec`".into()),
-        (Some(file), None) => {
-            if cfg.timeout.is_some() {
-                return Err("`timeout` applies to `exec` sources only".into());
-            }
+    if let Some(key) = cfg.settings().into_iter().find(|k| !kind.allows(k)) {
+        let owners: Vec<&str> = [
+            SourceKind::File,
+            SourceKind::Exec,
+            SourceKind::Command,
+            SourceKind::Url,
+        ]
+        .into_iter()
+        .filter(|k| k.allows(key))
+        .map(|k| k.key())
+        .collect();
+        return Err(format!(
+            "`{key}` applies to `{}` sources only",
+            owners.join("` and `")
+        ));
+    }
+    let mut record = Map::new();
+    let mut secrets = Vec::new();
+    let cwd = cfg
+        .cwd
+        .as_ref()
+        .map(|c| dir.join(c))
+        .or_else(|| Some(dir.to_path_buf()).filter(|d| !d.as_os_str().is_empty()));
+    let source = match kind {
+        SourceKind::File => {
+            let file = cfg.file.clone().unwrap_or_default();
             record.insert("file".into(), json!(file));
             Source::File {
                 path: dir.join(file),
             }
         }
-        (None, Some(argv)) => {
-            if argv.is_empty() || argv[0].is_empty() {
+        SourceKind::Exec => {
+            let argv = cfg.exec.clone().unwrap_or_default();
+            if argv.first().is_none_or(|p| p.is_empty()) {
                 return Err("`exec` must name a program: exec = [\"program\", \"arg\", …]".into());
             }
+            let timeout = match &cfg.timeout {
+                None => DEFAULT_EXEC_TIMEOUT,
+                Some(t) => {
+                    let d = parse_timeout("timeout", t)?;
+                    record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
+                    d
+                }
+            };
             record.insert("exec".into(), json!(argv));
-            if cfg.timeout.is_some() {
-                record.insert("timeout_ms".into(), json!(timeout.as_millis() as u64));
+            Source::Exec { argv, cwd, timeout }
+        }
+        SourceKind::Command => {
+            let command = cfg.command.clone().unwrap_or_default();
+            if command.first().is_none_or(|p| p.is_empty()) {
+                return Err(
+                    "`command` must name a program: command = [\"npx\", \"-y\", \"server\"]".into(),
+                );
             }
-            Source::Exec {
-                argv: argv.clone(),
-                cwd: Some(dir.to_path_buf()).filter(|d| !d.as_os_str().is_empty()),
-                timeout,
+            record.insert("command".into(), json!(command));
+            let mut env = BTreeMap::new();
+            if let Some(vars) = &cfg.env {
+                let mut recorded = Map::new();
+                for (key, value) in vars {
+                    let e = expand(value, lookup).map_err(|m| format!("`env.{key}`: {m}"))?;
+                    recorded.insert(key.clone(), json!(record_value(key, value)));
+                    secrets.extend(e.secrets);
+                    env.insert(key.clone(), e.value);
+                }
+                record.insert("env".into(), Value::Object(recorded));
             }
+            if let Some(c) = &cfg.cwd {
+                record.insert("cwd".into(), json!(c));
+            }
+            Source::Mcp {
+                endpoint: Endpoint::Stdio(StdioSpec { command, env, cwd }),
+                session: session_options(&cfg, &mut record)?,
+            }
+        }
+        SourceKind::Url => {
+            return Err(
+                "`url` sources (Streamable HTTP, SSE) are not supported by this build yet".into(),
+            );
         }
     };
     let format = match &cfg.format {
@@ -310,6 +488,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path) -> Result<Server, String> {
         record.insert("prefix".into(), json!(prefix));
     }
     Ok(Server {
+        secrets,
         name: name.to_string(),
         source,
         format,
@@ -323,10 +502,82 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path) -> Result<Server, String> {
     })
 }
 
-fn parse_timeout(t: &TimeoutValue) -> Result<Duration, String> {
+/// What the lockfile records for an env or header value: references as
+/// written; a literal value of a secret-looking key is redacted.
+fn record_value(key: &str, value: &str) -> String {
+    let upper = key.to_ascii_uppercase();
+    let secret_key = [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "AUTH",
+        "COOKIE",
+        "CREDENTIAL",
+    ]
+    .iter()
+    .any(|s| upper.contains(s));
+    if secret_key && !value.contains("${") {
+        "<redacted>".to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+fn session_options(
+    cfg: &ServerConfig,
+    record: &mut Map<String, Value>,
+) -> Result<SessionOptions, String> {
+    let mut opts = SessionOptions::default();
+    if let Some(v) = &cfg.protocol_version {
+        let known = v == mcp::STATELESS_VERSION || mcp::HANDSHAKE_VERSIONS.contains(&v.as_str());
+        if !known {
+            return Err(format!(
+                "`protocol_version`: {v:?} is not a protocol revision toolpin speaks ({}, {})",
+                mcp::STATELESS_VERSION,
+                mcp::HANDSHAKE_VERSIONS.join(", ")
+            ));
+        }
+        record.insert("protocol_version".into(), json!(v));
+        opts.version = VersionChoice::Pinned(v.clone());
+    }
+    if let Some(caps) = &cfg.client_capabilities {
+        if !caps.is_object() {
+            return Err("`client_capabilities` must be a table".into());
+        }
+        opts.client_capabilities = caps.clone();
+    }
+    if let Some(info) = &cfg.client_info {
+        if !info.get("name").is_some_and(Value::is_string)
+            || !info.get("version").is_some_and(Value::is_string)
+        {
+            return Err("`client_info` must be a table with string `name` and `version`".into());
+        }
+        opts.client_info = info.clone();
+    }
+    if let Some(t) = &cfg.connect_timeout {
+        opts.timeouts.connect = parse_timeout("connect_timeout", t)?;
+    }
+    if let Some(t) = &cfg.init_timeout {
+        opts.timeouts.initialize = parse_timeout("init_timeout", t)?;
+    }
+    if let Some(t) = &cfg.page_timeout {
+        opts.timeouts.page = parse_timeout("page_timeout", t)?;
+    }
+    if let Some(n) = cfg.max_pages {
+        if n == 0 {
+            return Err("`max_pages` must be at least 1".into());
+        }
+        opts.max_pages = n;
+    }
+    Ok(opts)
+}
+
+fn parse_timeout(key: &str, t: &TimeoutValue) -> Result<Duration, String> {
     let bad = || {
         format!(
-            "`timeout`: {t} is not a duration of up to a day; write seconds (30) or \"500ms\", \"30s\", \"2m\""
+            "`{key}`: {t} is not a duration of up to a day; write seconds (30) or \"500ms\", \"30s\", \"2m\""
         )
     };
     let secs = match t {
@@ -355,10 +606,14 @@ fn parse_timeout(t: &TimeoutValue) -> Result<Duration, String> {
 mod tests {
     use super::*;
 
+    fn test_env(name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "s3cret-value".to_string())
+    }
+
     fn parse(text: &str, env: Option<&str>) -> Result<(String, Vec<Server>), String> {
         let file: ConfigFile =
             toml::from_str(text).map_err(|e| toml_error("t.toml", text, &e).to_string())?;
-        resolve(file, env, "t.toml", Path::new("/base")).map_err(|e| e.to_string())
+        resolve(file, env, "t.toml", Path::new("/base"), &test_env).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -472,7 +727,7 @@ enabled = false
 
     #[test]
     fn timeouts() {
-        let d = |t: TimeoutValue| parse_timeout(&t);
+        let d = |t: TimeoutValue| parse_timeout("timeout", &t);
         assert_eq!(
             d(TimeoutValue::Seconds(2.5)),
             Ok(Duration::from_millis(2500))

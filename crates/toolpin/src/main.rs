@@ -4,6 +4,7 @@
 
 mod config;
 mod error;
+mod expand;
 mod pin;
 
 use std::io::Write;
@@ -59,6 +60,22 @@ struct ConfigArgs {
     /// The lockfile to write or check [default: beside the config file]
     #[arg(long, value_name = "PATH")]
     lockfile: Option<PathBuf>,
+    /// How many servers to capture at once
+    #[arg(short, long, default_value_t = 8, value_name = "N")]
+    jobs: usize,
+    /// Capture every server and report every failure instead of stopping at the first
+    #[arg(long)]
+    keep_going: bool,
+}
+
+impl ConfigArgs {
+    fn capture_options(&self, quiet: bool) -> pin::CaptureOptions {
+        pin::CaptureOptions {
+            jobs: self.jobs,
+            keep_going: self.keep_going,
+            progress: !quiet,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -164,7 +181,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 .clone()
                 .unwrap_or_else(|| cfg.default_lockfile());
             let pinned = pin::read_lockfile(&path)?;
-            let live = pin::capture_config(&cfg)?;
+            let live = pin::capture_config(&cfg, config.capture_options(cli.quiet))?;
             report_comparison(Sides::LockfileAndLive, &pinned, &live, report, style)
         }
         Command::Diff {
@@ -215,7 +232,7 @@ fn lock(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
         .lockfile
         .clone()
         .unwrap_or_else(|| cfg.default_lockfile());
-    let catalog = pin::capture_config(&cfg)?;
+    let catalog = pin::capture_config(&cfg, args.capture_options(quiet))?;
     let text = lockfile::to_string(&catalog);
     let unchanged = std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
     if !unchanged {

@@ -2,7 +2,13 @@
 //! (or one file) to a [`Catalog`].
 
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::Arc;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
 use serde_json::json;
 use toolpin_capture::{source, Format};
@@ -10,22 +16,120 @@ use toolpin_manifest::{lockfile, Catalog, ServerPin, Transform};
 
 use crate::config::{Config, Server};
 use crate::error::CliError;
+use crate::expand::redact;
 
-/// Captures every configured server; the first failure stops the run.
-pub fn capture_config(config: &Config) -> Result<Catalog, CliError> {
-    let mut servers = BTreeMap::new();
-    for server in &config.servers {
-        let pin = capture_server(server)
-            .map_err(|e| CliError::new(format!("server {:?}: {e}", server.name)))?;
-        servers.insert(server.name.clone(), pin);
-    }
-    Catalog::new(config.environment.clone(), servers).map_err(|e| CliError::new(e.to_string()))
+/// How to run a capture of many servers.
+#[derive(Clone, Copy, Debug)]
+pub struct CaptureOptions {
+    /// Servers captured at once.
+    pub jobs: usize,
+    /// Capture every server and report every failure, instead of stopping
+    /// at the first.
+    pub keep_going: bool,
+    /// Show a progress display (on a terminal, when not quiet).
+    pub progress: bool,
 }
 
-fn capture_server(server: &Server) -> Result<ServerPin, String> {
+/// Captures every configured server, concurrently and bounded by `jobs`.
+/// Any failure fails the whole capture, so no lockfile is written from it.
+pub fn capture_config(config: &Config, opts: CaptureOptions) -> Result<Catalog, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
+    let results = runtime.block_on(capture_all(&config.servers, opts));
+    let mut servers = BTreeMap::new();
+    let mut failures = Vec::new();
+    for (server, result) in config.servers.iter().zip(results) {
+        match result {
+            Some(Ok(pin)) => {
+                servers.insert(server.name.clone(), pin);
+            }
+            Some(Err(e)) => failures.push(format!(
+                "server {:?}: {}",
+                server.name,
+                redact(&e, &server.secrets)
+            )),
+            None => {}
+        }
+    }
+    match failures.len() {
+        0 => Catalog::new(config.environment.clone(), servers)
+            .map_err(|e| CliError::new(e.to_string())),
+        1 => Err(CliError::new(failures.remove(0))),
+        n => {
+            for f in &failures[..n - 1] {
+                eprintln!("error: {f}");
+            }
+            Err(CliError::new(format!(
+                "{} ({n} servers failed)",
+                failures[n - 1]
+            )))
+        }
+    }
+}
+
+/// One result per server, in order; `None` for servers not finished because
+/// another failed first (without `keep_going`).
+async fn capture_all(
+    servers: &[Server],
+    opts: CaptureOptions,
+) -> Vec<Option<Result<ServerPin, String>>> {
+    let progress = Progress::new(servers, opts.progress);
+    let semaphore = Arc::new(Semaphore::new(opts.jobs.max(1)));
+    let mut tasks = JoinSet::new();
+    for (index, server) in servers.iter().cloned().enumerate() {
+        let semaphore = Arc::clone(&semaphore);
+        let bar = progress.bar(index);
+        tasks.spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            if let Some(bar) = &bar {
+                bar.set_message(format!("{}: capturing", server.name));
+            }
+            let result = capture_server(&server).await;
+            if let Some(bar) = bar {
+                bar.finish_with_message(match &result {
+                    Ok(pin) => format!("{}: {} tools", server.name, pin.tools.len()),
+                    Err(_) => format!("{}: failed", server.name),
+                });
+            }
+            (index, result)
+        });
+    }
+    let mut results: Vec<Option<Result<ServerPin, String>>> = vec![None; servers.len()];
+    while let Some(joined) = tasks.join_next().await {
+        let (index, result) = match joined {
+            Ok(done) => done,
+            Err(e) => {
+                // A panicking capture is a bug; report it as a failure of
+                // the run rather than bringing the process down.
+                results
+                    .iter_mut()
+                    .find(|r| r.is_none())
+                    .into_iter()
+                    .for_each(|r| {
+                        *r = Some(Err(format!("internal error: capture task failed: {e}")));
+                    });
+                continue;
+            }
+        };
+        let failed = result.is_err();
+        results[index] = Some(result);
+        if failed && !opts.keep_going {
+            // Dropping the tasks kills their servers.
+            tasks.abort_all();
+            break;
+        }
+    }
+    progress.clear();
+    results
+}
+
+async fn capture_server(server: &Server) -> Result<ServerPin, String> {
     let raw = server
         .source
         .capture(server.format)
+        .await
         .map_err(|e| e.to_string())?;
     let tools = server
         .transform
@@ -37,7 +141,42 @@ fn capture_server(server: &Server) -> Result<ServerPin, String> {
         raw.format.name(),
         tools,
     )
+    .map(|pin| pin.with_session(raw.session))
     .map_err(|e| e.to_string())
+}
+
+/// Spinners on stderr, one per server; absent when not wanted.
+struct Progress {
+    multi: Option<MultiProgress>,
+    names: Vec<String>,
+}
+
+impl Progress {
+    fn new(servers: &[Server], wanted: bool) -> Self {
+        let multi = (wanted && std::io::stderr().is_terminal()).then(MultiProgress::new);
+        Self {
+            multi,
+            names: servers.iter().map(|s| s.name.clone()).collect(),
+        }
+    }
+
+    fn bar(&self, index: usize) -> Option<ProgressBar> {
+        let multi = self.multi.as_ref()?;
+        let bar = multi.add(ProgressBar::new_spinner());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_message(format!("{}: waiting", self.names[index]));
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        Some(bar)
+    }
+
+    fn clear(&self) {
+        if let Some(multi) = &self.multi {
+            let _ = multi.clear();
+        }
+    }
 }
 
 /// Reads a lockfile or a tool-definition file (detected by content) as a

@@ -1,0 +1,230 @@
+//! JSON-RPC over any transport: requests matched to responses by id,
+//! notifications kept for the caller, server-to-client requests answered.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::stdio::{StdioSpec, StdioTransport};
+use super::{excerpt, McpError, Phase};
+
+/// A message from the server, or the end of the stream and why.
+#[derive(Debug)]
+pub enum Incoming {
+    Message(Value),
+    Closed(String),
+}
+
+enum Transport {
+    Stdio(StdioTransport),
+}
+
+/// A connection to one MCP server.
+pub struct Client {
+    transport: Transport,
+    incoming: mpsc::UnboundedReceiver<Incoming>,
+    next_id: i64,
+    notifications: VecDeque<Value>,
+    closed: Option<String>,
+}
+
+/// How a request failed.
+#[derive(Debug)]
+pub enum RequestError {
+    /// The server answered with a JSON-RPC error object.
+    Rpc {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    /// No answer before the deadline.
+    Timeout(Duration),
+    /// The transport failed or the server went away.
+    Transport(String),
+}
+
+impl RequestError {
+    pub fn describe(&self) -> String {
+        match self {
+            RequestError::Rpc { code, message, .. } => format!(
+                "the server answered error {code}: {}",
+                excerpt(message, 200)
+            ),
+            RequestError::Timeout(d) => format!("no answer within {}", humanize(*d)),
+            RequestError::Transport(m) => m.clone(),
+        }
+    }
+}
+
+pub(crate) fn humanize(d: Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
+impl Client {
+    /// Starts a stdio server.
+    pub async fn connect_stdio(spec: &StdioSpec) -> Result<Self, McpError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let transport = StdioTransport::spawn(spec, tx).await?;
+        Ok(Self::new(Transport::Stdio(transport), rx))
+    }
+
+    fn new(transport: Transport, incoming: mpsc::UnboundedReceiver<Incoming>) -> Self {
+        Self {
+            transport,
+            incoming,
+            next_id: 0,
+            notifications: VecDeque::new(),
+            closed: None,
+        }
+    }
+
+    /// Sends a request and waits for its response (the `result` member).
+    pub async fn request(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Value, RequestError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut message = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(p) = params {
+            message["params"] = p;
+        }
+        self.send(&message).await.map_err(RequestError::Transport)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let msg = match tokio::time::timeout_at(deadline, self.next_message()).await {
+                Err(_) => return Err(RequestError::Timeout(timeout)),
+                Ok(Err(reason)) => return Err(RequestError::Transport(reason)),
+                Ok(Ok(msg)) => msg,
+            };
+            if msg.get("method").is_some() {
+                if msg.get("id").is_some() {
+                    self.answer_server_request(&msg).await;
+                } else {
+                    self.notifications.push_back(msg);
+                }
+                continue;
+            }
+            if msg.get("id") != Some(&json!(id)) {
+                // A response to something else (a request that timed out).
+                continue;
+            }
+            if let Some(result) = msg.get("result") {
+                return Ok(result.clone());
+            }
+            if let Some(error) = msg.get("error") {
+                return Err(RequestError::Rpc {
+                    code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                    message: error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    data: error.get("data").cloned(),
+                });
+            }
+            return Err(RequestError::Transport(format!(
+                "response {id} has neither result nor error: {}",
+                excerpt(&msg.to_string(), 200)
+            )));
+        }
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&mut self, method: &str, params: Option<Value>) -> Result<(), String> {
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(p) = params {
+            message["params"] = p;
+        }
+        self.send(&message).await
+    }
+
+    /// Notifications received so far, oldest first.
+    pub fn take_notifications(&mut self) -> Vec<Value> {
+        self.notifications.drain(..).collect()
+    }
+
+    async fn send(&mut self, message: &Value) -> Result<(), String> {
+        if let Some(reason) = &self.closed {
+            return Err(reason.clone());
+        }
+        match &mut self.transport {
+            Transport::Stdio(t) => t.send(message).await,
+        }
+    }
+
+    async fn next_message(&mut self) -> Result<Value, String> {
+        if let Some(reason) = &self.closed {
+            return Err(reason.clone());
+        }
+        match self.incoming.recv().await {
+            Some(Incoming::Message(v)) => Ok(v),
+            Some(Incoming::Closed(reason)) => {
+                let reason = self.explain_close(reason);
+                self.closed = Some(reason.clone());
+                Err(reason)
+            }
+            None => {
+                let reason = self.explain_close("the connection closed".into());
+                self.closed = Some(reason.clone());
+                Err(reason)
+            }
+        }
+    }
+
+    fn explain_close(&mut self, reason: String) -> String {
+        match &mut self.transport {
+            Transport::Stdio(t) => match t.exit_status() {
+                Some(status) => format!("{reason} (the server {status})"),
+                None => reason,
+            },
+        }
+    }
+
+    /// During capture toolpin offers nothing a server could ask for; it
+    /// answers pings and empty roots, and refuses the rest, so the server
+    /// never waits on it.
+    async fn answer_server_request(&mut self, msg: &Value) {
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        let reply = match msg.get("method").and_then(Value::as_str) {
+            Some("ping") => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            Some("roots/list") => json!({"jsonrpc": "2.0", "id": id, "result": {"roots": []}}),
+            _ => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "toolpin is capturing tool definitions and does not serve this request"}})
+            }
+        };
+        let _ = self.send(&reply).await;
+    }
+
+    /// What the server wrote about itself: the stderr tail for stdio.
+    pub fn server_said(&self) -> Option<String> {
+        match &self.transport {
+            Transport::Stdio(t) => Some(t.stderr_tail()).filter(|s| !s.is_empty()),
+        }
+    }
+
+    /// An error for `phase` carrying what the server said.
+    pub fn error(&self, phase: Phase, message: impl Into<String>) -> McpError {
+        McpError {
+            phase,
+            message: message.into(),
+            server_said: self.server_said(),
+        }
+    }
+
+    /// Ends the session and reaps the server.
+    pub async fn close(mut self, grace: Duration) {
+        match &mut self.transport {
+            Transport::Stdio(t) => t.close(grace).await,
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! Session set-up for every protocol revision, then `tools/list` to the end.
+//!
+//! - 2024-11-05 … 2025-11-25: `initialize`, then `notifications/initialized`.
+//! - 2026-07-28: no handshake; `server/discover`, and `_meta` carrying the
+//!   protocol version, client capabilities and client info on every request.
+//! - Auto (the default): probe with `server/discover`; a server that does
+//!   not know it (or does not answer within the probe time) gets the
+//!   `initialize` handshake instead, as the stateless revision prescribes for
+//!   stdio's backward compatibility.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::client::{humanize, Client, RequestError};
+use super::{excerpt, McpError, Phase, HANDSHAKE_VERSIONS, STATELESS_VERSION};
+
+/// Which protocol revision to speak.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum VersionChoice {
+    /// The newest both sides support.
+    #[default]
+    Auto,
+    /// Exactly this revision, or fail.
+    Pinned(String),
+}
+
+/// Deadlines per phase.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// Starting the process, or reaching the URL.
+    pub connect: Duration,
+    /// `initialize` or `server/discover`.
+    pub initialize: Duration,
+    /// Each `tools/list` page.
+    pub page: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            initialize: Duration::from_secs(30),
+            page: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Longest wait for an answer to the `server/discover` probe before falling
+/// back to the handshake (a server of an older revision may stay silent).
+pub const DISCOVER_PROBE: Duration = Duration::from_secs(5);
+
+/// What toolpin says about itself, and the guards.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    pub version: VersionChoice,
+    /// Declared client capabilities: servers may offer other tools to a
+    /// client that declares sampling, elicitation or roots.
+    pub client_capabilities: Value,
+    pub client_info: Value,
+    pub timeouts: Timeouts,
+    /// Page cap for `tools/list`.
+    pub max_pages: usize,
+}
+
+/// Default page cap.
+pub const DEFAULT_MAX_PAGES: usize = 1000;
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            version: VersionChoice::Auto,
+            client_capabilities: json!({}),
+            client_info: json!({"name": "toolpin", "version": env!("CARGO_PKG_VERSION")}),
+            timeouts: Timeouts::default(),
+            max_pages: DEFAULT_MAX_PAGES,
+        }
+    }
+}
+
+/// Everything a capture learned: the tools as served and the session that
+/// served them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Capture {
+    pub tools: Vec<Value>,
+    pub protocol_version: String,
+    pub server_info: Value,
+    pub pages: usize,
+}
+
+enum Mode {
+    Handshake,
+    Stateless,
+}
+
+/// Sets the session up and lists every tool.
+pub async fn capture(client: &mut Client, opts: &SessionOptions) -> Result<Capture, McpError> {
+    let (mode, protocol_version, server_info, capabilities) = open_session(client, opts).await?;
+    let offers_tools = capabilities
+        .as_ref()
+        .is_none_or(|c| c.get("tools").is_some());
+    let (tools, pages) = if offers_tools {
+        list_tools(client, opts, &mode, &protocol_version).await?
+    } else {
+        (Vec::new(), 0)
+    };
+    Ok(Capture {
+        tools,
+        protocol_version,
+        server_info,
+        pages,
+    })
+}
+
+type Opened = (Mode, String, Value, Option<Value>);
+
+async fn open_session(client: &mut Client, opts: &SessionOptions) -> Result<Opened, McpError> {
+    match &opts.version {
+        VersionChoice::Pinned(v) if v == STATELESS_VERSION => {
+            discover(client, opts, opts.timeouts.initialize)
+                .await?
+                .ok_or_else(|| {
+                    client.error(
+                        Phase::Discover,
+                        format!("the server does not support protocol {STATELESS_VERSION}"),
+                    )
+                })
+        }
+        VersionChoice::Pinned(v) => initialize(client, opts, v, true).await,
+        VersionChoice::Auto => {
+            let probe = opts.timeouts.initialize.min(DISCOVER_PROBE);
+            match discover(client, opts, probe).await {
+                Ok(Some(opened)) => Ok(opened),
+                // Closed transports and other hard failures end here too:
+                // the handshake attempt reports them with its own phase.
+                Ok(None) | Err(_) => initialize(client, opts, HANDSHAKE_VERSIONS[0], false).await,
+            }
+        }
+    }
+}
+
+fn stateless_meta(opts: &SessionOptions) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": opts.client_capabilities,
+        "io.modelcontextprotocol/clientInfo": opts.client_info,
+    })
+}
+
+/// `Ok(None)`: the server does not speak the stateless revision.
+async fn discover(
+    client: &mut Client,
+    opts: &SessionOptions,
+    timeout: Duration,
+) -> Result<Option<Opened>, McpError> {
+    let params = json!({"_meta": stateless_meta(opts)});
+    let result = match client
+        .request("server/discover", Some(params), timeout)
+        .await
+    {
+        Ok(r) => r,
+        Err(RequestError::Rpc { .. }) => return Ok(None),
+        Err(RequestError::Timeout(_)) => return Ok(None),
+        Err(e) => return Err(client.error(Phase::Discover, e.describe())),
+    };
+    let supported = result.get("supportedVersions").and_then(Value::as_array);
+    if !supported.is_some_and(|s| s.iter().any(|v| v == STATELESS_VERSION)) {
+        return Ok(None);
+    }
+    let server_info = result
+        .get("serverInfo")
+        .or_else(|| result.pointer("/_meta/io.modelcontextprotocol~1serverInfo"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let capabilities = result.get("capabilities").cloned();
+    Ok(Some((
+        Mode::Stateless,
+        STATELESS_VERSION.to_string(),
+        server_info,
+        capabilities,
+    )))
+}
+
+async fn initialize(
+    client: &mut Client,
+    opts: &SessionOptions,
+    version: &str,
+    pinned: bool,
+) -> Result<Opened, McpError> {
+    let params = json!({
+        "protocolVersion": version,
+        "capabilities": opts.client_capabilities,
+        "clientInfo": opts.client_info,
+    });
+    let result = client
+        .request("initialize", Some(params), opts.timeouts.initialize)
+        .await
+        .map_err(|e| client.error(Phase::Initialize, e.describe()))?;
+    let Some(chosen) = result.get("protocolVersion").and_then(Value::as_str) else {
+        return Err(client.error(
+            Phase::Initialize,
+            "the initialize result has no protocolVersion",
+        ));
+    };
+    if pinned && chosen != version {
+        return Err(client.error(
+            Phase::Initialize,
+            format!("protocol_version pins {version} but the server answered {chosen}"),
+        ));
+    }
+    if !HANDSHAKE_VERSIONS.contains(&chosen) {
+        return Err(client.error(
+            Phase::Initialize,
+            format!(
+                "the server chose protocol {chosen}, which toolpin does not speak (it speaks {})",
+                HANDSHAKE_VERSIONS.join(", ")
+            ),
+        ));
+    }
+    let chosen = chosen.to_string();
+    client
+        .notify("notifications/initialized", None)
+        .await
+        .map_err(|e| client.error(Phase::Initialize, e))?;
+    let server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
+    let capabilities = result.get("capabilities").cloned();
+    Ok((Mode::Handshake, chosen, server_info, capabilities))
+}
+
+async fn list_tools(
+    client: &mut Client,
+    opts: &SessionOptions,
+    mode: &Mode,
+    _version: &str,
+) -> Result<(Vec<Value>, usize), McpError> {
+    let mut tools = Vec::new();
+    let mut first_page_of: HashMap<String, usize> = HashMap::new();
+    let mut seen_cursors: HashSet<String> = HashSet::new();
+    let mut cursor: Option<Value> = None;
+    let mut page = 0;
+    loop {
+        page += 1;
+        let phase = Phase::ListTools { page };
+        let mut params = Map::new();
+        if let Some(c) = &cursor {
+            params.insert("cursor".into(), c.clone());
+        }
+        if let Mode::Stateless = mode {
+            params.insert("_meta".into(), stateless_meta(opts));
+        }
+        let params = (!params.is_empty()).then_some(Value::Object(params));
+        let result = client
+            .request("tools/list", params, opts.timeouts.page)
+            .await
+            .map_err(|e| match e {
+                RequestError::Timeout(d) => {
+                    client.error(phase.clone(), format!("no answer within {}", humanize(d)))
+                }
+                other => client.error(phase.clone(), other.describe()),
+            })?;
+        let Value::Object(mut result) = result else {
+            return Err(client.error(phase, "the result is not an object"));
+        };
+        match result.remove("tools") {
+            Some(Value::Array(page_tools)) => {
+                for tool in page_tools {
+                    if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                        if let Some(first) = first_page_of.insert(name.to_string(), page) {
+                            return Err(client.error(
+                                phase,
+                                format!("duplicate tool name {name:?} (also on page {first})"),
+                            ));
+                        }
+                    }
+                    tools.push(tool);
+                }
+            }
+            Some(other) => {
+                return Err(client.error(
+                    phase,
+                    format!(
+                        "\"tools\" is {}, expected an array",
+                        excerpt(&other.to_string(), 60)
+                    ),
+                ))
+            }
+            None => return Err(client.error(phase, "the result has no \"tools\" array")),
+        }
+        match result.remove("nextCursor") {
+            None | Some(Value::Null) => return Ok((tools, page)),
+            Some(next) => {
+                let key = next.to_string();
+                if !seen_cursors.insert(key) {
+                    return Err(client.error(
+                        phase,
+                        format!("pagination guard: cursor {} was already followed; the server's pagination does not advance", excerpt(&next.to_string(), 80)),
+                    ));
+                }
+                if page >= opts.max_pages {
+                    return Err(client.error(
+                        phase,
+                        format!(
+                            "pagination guard: more than {} pages (max_pages)",
+                            opts.max_pages
+                        ),
+                    ));
+                }
+                cursor = Some(next);
+            }
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The stdio transport: newline-delimited JSON-RPC on the child's stdin and
+//! stdout. stderr is kept apart (its tail explains failures) and never mixed
+//! into data. The child runs in its own process group and is always reaped.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+
+use super::client::Incoming;
+use super::{excerpt, McpError, Phase};
+
+/// Longest line accepted from a server (a whole tools/list page is one line).
+pub const MAX_LINE: usize = 256 << 20;
+/// stderr lines kept for error messages.
+const STDERR_LINES: usize = 20;
+
+/// How to start a stdio server.
+#[derive(Clone, Debug, Default)]
+pub struct StdioSpec {
+    pub command: Vec<String>,
+    /// Added to the inherited environment (values already expanded).
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
+pub struct StdioTransport {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl StdioTransport {
+    pub async fn spawn(
+        spec: &StdioSpec,
+        tx: mpsc::UnboundedSender<Incoming>,
+    ) -> Result<Self, McpError> {
+        let Some((program, args)) = spec.command.split_first() else {
+            return Err(McpError::new(Phase::Connect, "the command is empty"));
+        };
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .envs(&spec.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(cwd) = &spec.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| McpError::new(Phase::Connect, format!("cannot start `{program}`: {e}")))?;
+        let stdin = child.stdin.take();
+        let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_LINES)));
+        if let Some(out) = child.stdout.take() {
+            tokio::spawn(read_stdout(out, tx));
+        }
+        if let Some(err) = child.stderr.take() {
+            tokio::spawn(read_stderr(err, Arc::clone(&stderr)));
+        }
+        Ok(Self {
+            child,
+            stdin,
+            stderr,
+        })
+    }
+
+    pub async fn send(&mut self, message: &Value) -> Result<(), String> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err("the server's stdin is closed".into());
+        };
+        let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        stdin
+            .write_all(&line)
+            .await
+            .map_err(|e| format!("cannot write to the server: {e}"))?;
+        stdin
+            .flush()
+            .await
+            .map_err(|e| format!("cannot write to the server: {e}"))
+    }
+
+    /// The last lines of stderr, joined for a one-line message.
+    pub fn stderr_tail(&self) -> String {
+        let lines = self
+            .stderr
+            .lock()
+            .map(|l| l.iter().cloned().collect::<Vec<_>>())
+            .unwrap_or_default();
+        let tail = &lines[lines.len().saturating_sub(3)..];
+        tail.iter()
+            .map(|l| excerpt(l, 300))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    /// How the process ended, if it has.
+    pub fn exit_status(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => Some(match status.code() {
+                Some(code) => format!("exited with status {code}"),
+                None => "was killed by a signal".to_string(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Closes stdin (the polite way to end a stdio server), waits briefly,
+    /// then kills the process group; the child is always reaped.
+    pub async fn close(&mut self, grace: Duration) {
+        self.stdin.take();
+        if tokio::time::timeout(grace, self.child.wait())
+            .await
+            .is_err()
+        {
+            if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
+                // SAFETY: kill(2) has no memory effects; the negative pid is
+                // the group the child leads (process_group(0)).
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+            }
+            let _ = self.child.wait().await;
+        } else if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
+            // The server is gone; anything it left in its group goes too.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+async fn read_stdout(out: tokio::process::ChildStdout, tx: mpsc::UnboundedSender<Incoming>) {
+    let mut reader = BufReader::with_capacity(64 << 10, out);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await;
+        match read {
+            Ok(0) => {
+                let _ = tx.send(Incoming::Closed("the server closed its stdout".into()));
+                return;
+            }
+            Ok(_) if line.len() > MAX_LINE => {
+                let _ = tx.send(Incoming::Closed(format!(
+                    "the server sent a line longer than {MAX_LINE} bytes"
+                )));
+                return;
+            }
+            Ok(_) => {
+                let text = trim_line(&line);
+                if text.is_empty() {
+                    continue;
+                }
+                match serde_json::from_slice::<Value>(text) {
+                    Ok(v) => {
+                        if tx.send(Incoming::Message(v)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let shown =
+                            excerpt(&String::from_utf8_lossy(&text[..text.len().min(200)]), 120);
+                        let _ = tx.send(Incoming::Closed(format!(
+                            "the server sent invalid JSON on stdout ({}): {shown}",
+                            toolpin_manifest::json::from_serde(&e, "line").message
+                        )));
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Incoming::Closed(format!(
+                    "cannot read the server's stdout: {e}"
+                )));
+                return;
+            }
+        }
+    }
+}
+
+fn trim_line(line: &[u8]) -> &[u8] {
+    let mut end = line.len();
+    while end > 0 && matches!(line[end - 1], b'\n' | b'\r' | b' ' | b'\t') {
+        end -= 1;
+    }
+    let mut start = 0;
+    while start < end && matches!(line[start], b' ' | b'\t') {
+        start += 1;
+    }
+    &line[start..end]
+}
+
+async fn read_stderr(err: tokio::process::ChildStderr, keep: Arc<Mutex<VecDeque<String>>>) {
+    // Bytes, not `lines()`: a non-UTF-8 line must not stop the draining, or
+    // the server would block writing to a full pipe.
+    let mut reader = BufReader::new(err);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match (&mut reader)
+            .take(64 << 10)
+            .read_until(b'\n', &mut buf)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let line = String::from_utf8_lossy(&buf).trim().to_string();
+        if line.is_empty() {
+            continue;
+        }
+        if let Ok(mut keep) = keep.lock() {
+            if keep.len() == STDERR_LINES {
+                keep.pop_front();
+            }
+            keep.push_back(line);
+        }
+    }
+}
