@@ -9,7 +9,7 @@ use toolpin_manifest::json;
 
 use crate::exec::{self, ExecError, ExecSpec};
 use crate::format::{self, Format};
-use crate::mcp::{self, Client, McpError, SessionOptions, StdioSpec};
+use crate::mcp::{self, Client, HttpMode, HttpSpec, McpError, SessionOptions, StdioSpec};
 
 /// Largest tool file read.
 pub const MAX_FILE_BYTES: u64 = 512 << 20;
@@ -36,6 +36,7 @@ pub enum Source {
 #[derive(Clone, Debug)]
 pub enum Endpoint {
     Stdio(StdioSpec),
+    Http(HttpSpec),
 }
 
 /// What a source returned: its tools as given, their format, and for a live
@@ -122,22 +123,35 @@ where
     }
 }
 
-async fn capture_mcp(
-    endpoint: &Endpoint,
-    session: &SessionOptions,
-) -> Result<RawCapture, CaptureError> {
-    let mut client = match endpoint {
+async fn capture_mcp(endpoint: &Endpoint, session: &SessionOptions) -> Result<RawCapture, CaptureError> {
+    let captured = match endpoint {
         Endpoint::Stdio(spec) => {
-            tokio::time::timeout(session.timeouts.connect, Client::connect_stdio(spec))
+            let client = tokio::time::timeout(session.timeouts.connect, Client::connect_stdio(spec))
                 .await
-                .map_err(|_| {
-                    McpError::new(mcp::Phase::Connect, "timed out starting the server")
-                })??
+                .map_err(|_| McpError::new(mcp::Phase::Connect, "timed out starting the server"))??;
+            run_session(client, session).await?
+        }
+        Endpoint::Http(spec) => {
+            let client = Client::connect_http(spec, session.timeouts.connect).await?;
+            match run_session(client, session).await {
+                // A server that refuses the POST of the handshake may speak
+                // only the legacy HTTP+SSE transport: try that, as the
+                // transport's backward-compatibility rules say.
+                Err(first) if spec.mode == HttpMode::Auto && is_legacy_hint(&first) => {
+                    let legacy = HttpSpec { mode: HttpMode::Sse, ..spec.clone() };
+                    let retry = async {
+                        let client = Client::connect_http(&legacy, session.timeouts.connect).await?;
+                        run_session(client, session).await
+                    };
+                    retry.await.map_err(|second| McpError {
+                        message: format!("Streamable HTTP: {first}; legacy SSE: {second}"),
+                        ..second
+                    })?
+                }
+                other => other?,
+            }
         }
     };
-    let outcome = mcp::capture(&mut client, session).await;
-    client.close(CLOSE_GRACE).await;
-    let captured = outcome?;
     Ok(RawCapture {
         format: Format::Mcp,
         tools: captured.tools,
@@ -148,6 +162,16 @@ async fn capture_mcp(
             "server_info": captured.server_info,
         })),
     })
+}
+
+fn is_legacy_hint(e: &McpError) -> bool {
+    e.phase == mcp::Phase::Initialize && matches!(e.http_status, Some(400 | 404 | 405))
+}
+
+async fn run_session(mut client: Client, session: &SessionOptions) -> Result<mcp::Capture, McpError> {
+    let outcome = mcp::capture(&mut client, session).await;
+    client.close(CLOSE_GRACE).await;
+    outcome
 }
 
 /// Parses a document of tool definitions.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use toolpin_capture::mcp::{self, SessionOptions, StdioSpec, VersionChoice};
+use toolpin_capture::mcp::{self, HttpMode, HttpSpec, SessionOptions, StdioSpec, VersionChoice};
 use toolpin_capture::{Endpoint, Format, Source};
 use toolpin_manifest::{Glob, Pointer, Transform};
 
@@ -448,9 +448,49 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
             }
         }
         SourceKind::Url => {
-            return Err(
-                "`url` sources (Streamable HTTP, SSE) are not supported by this build yet".into(),
-            );
+            let written = cfg.url.clone().unwrap_or_default();
+            let url = expand(&written, lookup).map_err(|m| format!("`url`: {m}"))?;
+            secrets.extend(url.secrets);
+            record.insert("url".into(), json!(written));
+            let mut headers = Vec::new();
+            if let Some(table) = &cfg.headers {
+                let mut recorded = Map::new();
+                for (name, value) in table {
+                    let e = expand(value, lookup).map_err(|m| format!("`headers.{name}`: {m}"))?;
+                    recorded.insert(name.clone(), json!(record_value(name, value)));
+                    secrets.extend(e.secrets);
+                    headers.push((name.clone(), e.value));
+                }
+                record.insert("headers".into(), Value::Object(recorded));
+            }
+            if let Some(var) = &cfg.bearer_token_env {
+                let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| {
+                    format!("`bearer_token_env`: environment variable {var} is not set")
+                })?;
+                secrets.push((var.clone(), token.clone()));
+                headers.push(("Authorization".into(), format!("Bearer {token}")));
+                record.insert("bearer_token_env".into(), json!(var));
+            }
+            let mode = match cfg.transport.as_deref() {
+                None | Some("http") | Some("streamable-http") => HttpMode::Auto,
+                Some("sse") => HttpMode::Sse,
+                Some(other) => {
+                    return Err(format!(
+                        "`transport`: {other:?} is not a transport; use \"http\" (Streamable HTTP, the default) or \"sse\" (legacy HTTP+SSE)"
+                    ))
+                }
+            };
+            if let Some(t) = &cfg.transport {
+                record.insert("transport".into(), json!(t));
+            }
+            Source::Mcp {
+                endpoint: Endpoint::Http(HttpSpec {
+                    url: url.value,
+                    headers,
+                    mode,
+                }),
+                session: session_options(&cfg, &mut record)?,
+            }
         }
     };
     let format = match &cfg.format {

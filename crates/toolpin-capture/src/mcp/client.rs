@@ -8,8 +8,23 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::http::{HttpMode, HttpSpec, SseTransport, StreamableTransport};
 use super::stdio::{StdioSpec, StdioTransport};
 use super::{excerpt, McpError, Phase};
+
+/// Why a message could not be sent.
+#[derive(Debug)]
+pub struct SendError {
+    pub message: String,
+    /// The HTTP status, when the server refused with one.
+    pub http_status: Option<u16>,
+}
+
+impl SendError {
+    pub fn plain(message: impl Into<String>) -> Self {
+        Self { message: message.into(), http_status: None }
+    }
+}
 
 /// A message from the server, or the end of the stream and why.
 #[derive(Debug)]
@@ -20,6 +35,8 @@ pub enum Incoming {
 
 enum Transport {
     Stdio(StdioTransport),
+    Streamable(StreamableTransport),
+    Sse(SseTransport),
 }
 
 /// A connection to one MCP server.
@@ -44,6 +61,8 @@ pub enum RequestError {
     Timeout(Duration),
     /// The transport failed or the server went away.
     Transport(String),
+    /// The HTTP server refused the request.
+    Http { status: u16, message: String },
 }
 
 impl RequestError {
@@ -55,6 +74,23 @@ impl RequestError {
             ),
             RequestError::Timeout(d) => format!("no answer within {}", humanize(*d)),
             RequestError::Transport(m) => m.clone(),
+            RequestError::Http { message, .. } => message.clone(),
+        }
+    }
+
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            RequestError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+impl From<SendError> for RequestError {
+    fn from(e: SendError) -> Self {
+        match e.http_status {
+            Some(status) => RequestError::Http { status, message: e.message },
+            None => RequestError::Transport(e.message),
         }
     }
 }
@@ -73,6 +109,32 @@ impl Client {
         let (tx, rx) = mpsc::unbounded_channel();
         let transport = StdioTransport::spawn(spec, tx).await?;
         Ok(Self::new(Transport::Stdio(transport), rx))
+    }
+
+    /// Connects to an HTTP server: Streamable HTTP, or the legacy SSE
+    /// transport when `spec.mode` says so.
+    pub async fn connect_http(spec: &HttpSpec, connect_timeout: Duration) -> Result<Self, McpError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let transport = match spec.mode {
+            HttpMode::Auto => Transport::Streamable(
+                StreamableTransport::new(spec, connect_timeout, tx).map_err(|m| McpError::new(Phase::Connect, m))?,
+            ),
+            HttpMode::Sse => Transport::Sse(SseTransport::connect(spec, connect_timeout, tx).await.map_err(|e| McpError {
+                phase: Phase::Connect,
+                message: e.message,
+                server_said: None,
+                http_status: e.http_status,
+            })?),
+        };
+        Ok(Self::new(transport, rx))
+    }
+
+    /// Tells the transport the negotiated revision (HTTP sends it as a
+    /// header on every later request).
+    pub fn set_protocol_version(&mut self, version: &str) {
+        if let Transport::Streamable(t) = &mut self.transport {
+            t.set_protocol_version(version);
+        }
     }
 
     fn new(transport: Transport, incoming: mpsc::UnboundedReceiver<Incoming>) -> Self {
@@ -98,8 +160,14 @@ impl Client {
         if let Some(p) = params {
             message["params"] = p;
         }
-        self.send(&message).await.map_err(RequestError::Transport)?;
         let deadline = Instant::now() + timeout;
+        // Over HTTP the answer may arrive in the POST's own response, so the
+        // deadline covers sending too.
+        match tokio::time::timeout_at(deadline, self.send(&message)).await {
+            Err(_) => return Err(RequestError::Timeout(timeout)),
+            Ok(Err(e)) => return Err(e.into()),
+            Ok(Ok(())) => {}
+        }
         loop {
             let msg = match tokio::time::timeout_at(deadline, self.next_message()).await {
                 Err(_) => return Err(RequestError::Timeout(timeout)),
@@ -140,7 +208,7 @@ impl Client {
     }
 
     /// Sends a notification.
-    pub async fn notify(&mut self, method: &str, params: Option<Value>) -> Result<(), String> {
+    pub async fn notify(&mut self, method: &str, params: Option<Value>) -> Result<(), SendError> {
         let mut message = json!({"jsonrpc": "2.0", "method": method});
         if let Some(p) = params {
             message["params"] = p;
@@ -153,12 +221,14 @@ impl Client {
         self.notifications.drain(..).collect()
     }
 
-    async fn send(&mut self, message: &Value) -> Result<(), String> {
+    async fn send(&mut self, message: &Value) -> Result<(), SendError> {
         if let Some(reason) = &self.closed {
-            return Err(reason.clone());
+            return Err(SendError::plain(reason.clone()));
         }
         match &mut self.transport {
-            Transport::Stdio(t) => t.send(message).await,
+            Transport::Stdio(t) => t.send(message).await.map_err(SendError::plain),
+            Transport::Streamable(t) => t.send(message).await,
+            Transport::Sse(t) => t.send(message).await,
         }
     }
 
@@ -187,6 +257,7 @@ impl Client {
                 Some(status) => format!("{reason} (the server {status})"),
                 None => reason,
             },
+            Transport::Streamable(_) | Transport::Sse(_) => reason,
         }
     }
 
@@ -209,6 +280,7 @@ impl Client {
     pub fn server_said(&self) -> Option<String> {
         match &self.transport {
             Transport::Stdio(t) => Some(t.stderr_tail()).filter(|s| !s.is_empty()),
+            Transport::Streamable(_) | Transport::Sse(_) => None,
         }
     }
 
@@ -218,6 +290,15 @@ impl Client {
             phase,
             message: message.into(),
             server_said: self.server_said(),
+            http_status: None,
+        }
+    }
+
+    /// An error for `phase` from a failed request.
+    pub fn request_error(&self, phase: Phase, e: &RequestError) -> McpError {
+        McpError {
+            http_status: e.http_status(),
+            ..self.error(phase, e.describe())
         }
     }
 
@@ -225,6 +306,8 @@ impl Client {
     pub async fn close(mut self, grace: Duration) {
         match &mut self.transport {
             Transport::Stdio(t) => t.close(grace).await,
+            Transport::Streamable(t) => t.close().await,
+            Transport::Sse(t) => t.close(),
         }
     }
 }

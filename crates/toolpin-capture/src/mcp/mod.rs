@@ -8,10 +8,13 @@
 //! requests, hands over notifications and closes.
 
 mod client;
+mod http;
 mod session;
+mod sse;
 mod stdio;
 
-pub use client::{Client, Incoming};
+pub use client::{Client, Incoming, RequestError, SendError};
+pub use http::{HttpMode, HttpSpec};
 pub use session::{capture, Capture, SessionOptions, Timeouts, VersionChoice, DEFAULT_MAX_PAGES};
 pub use stdio::StdioSpec;
 
@@ -53,6 +56,8 @@ pub struct McpError {
     pub message: String,
     /// The last lines the server wrote to stderr, or an HTTP body excerpt.
     pub server_said: Option<String>,
+    /// The HTTP status the server refused with, if it did.
+    pub http_status: Option<u16>,
 }
 
 impl McpError {
@@ -61,6 +66,7 @@ impl McpError {
             phase,
             message: message.into(),
             server_said: None,
+            http_status: None,
         }
     }
 }

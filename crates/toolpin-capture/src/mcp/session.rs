@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::client::{humanize, Client, RequestError};
+use super::client::{Client, RequestError};
 use super::{excerpt, McpError, Phase, HANDSHAKE_VERSIONS, STATELESS_VERSION};
 
 /// Which protocol revision to speak.
@@ -162,7 +162,7 @@ async fn discover(
         Ok(r) => r,
         Err(RequestError::Rpc { .. }) => return Ok(None),
         Err(RequestError::Timeout(_)) => return Ok(None),
-        Err(e) => return Err(client.error(Phase::Discover, e.describe())),
+        Err(e) => return Err(client.request_error(Phase::Discover, &e)),
     };
     let supported = result.get("supportedVersions").and_then(Value::as_array);
     if !supported.is_some_and(|s| s.iter().any(|v| v == STATELESS_VERSION)) {
@@ -196,7 +196,7 @@ async fn initialize(
     let result = client
         .request("initialize", Some(params), opts.timeouts.initialize)
         .await
-        .map_err(|e| client.error(Phase::Initialize, e.describe()))?;
+        .map_err(|e| client.request_error(Phase::Initialize, &e))?;
     let Some(chosen) = result.get("protocolVersion").and_then(Value::as_str) else {
         return Err(client.error(
             Phase::Initialize,
@@ -219,10 +219,11 @@ async fn initialize(
         ));
     }
     let chosen = chosen.to_string();
+    client.set_protocol_version(&chosen);
     client
         .notify("notifications/initialized", None)
         .await
-        .map_err(|e| client.error(Phase::Initialize, e))?;
+        .map_err(|e| client.error(Phase::Initialize, e.message))?;
     let server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
     let capabilities = result.get("capabilities").cloned();
     Ok((Mode::Handshake, chosen, server_info, capabilities))
@@ -253,12 +254,7 @@ async fn list_tools(
         let result = client
             .request("tools/list", params, opts.timeouts.page)
             .await
-            .map_err(|e| match e {
-                RequestError::Timeout(d) => {
-                    client.error(phase.clone(), format!("no answer within {}", humanize(d)))
-                }
-                other => client.error(phase.clone(), other.describe()),
-            })?;
+            .map_err(|e| client.request_error(phase.clone(), &e))?;
         let Value::Object(mut result) = result else {
             return Err(client.error(phase, "the result is not an object"));
         };
