@@ -52,3 +52,41 @@ impl Style {
         self.wrap("2", t)
     }
 }
+
+/// Makes text from a server safe to print: control characters (other than
+/// tab, and newline when `keep_newlines`), C1 controls and bidirectional
+/// overrides are shown as `\u{…}` escapes, so a tool definition can neither
+/// move the cursor, hide text, forge report lines nor reorder what a
+/// reviewer sees.
+pub fn printable(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\t' && !(keep_newlines && c == '\n'))
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn escapes_what_a_terminal_would_act_on() {
+        assert_eq!(printable("plain text", false), "plain text");
+        assert_eq!(printable("a\u{1b}[2Kb\rc", false), "a\\u{1b}[2Kb\\u{d}c");
+        assert_eq!(printable("line\nnext", true), "line\nnext");
+        assert_eq!(printable("line\nnext", false), "line\\u{a}next");
+        assert_eq!(printable("x\u{202e}y\u{9b}", true), "x\\u{202e}y\\u{9b}");
+    }
+}

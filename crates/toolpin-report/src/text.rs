@@ -6,7 +6,7 @@ use std::fmt::Write;
 use serde_json::Value;
 use toolpin_drift::{Comparison, Finding, Severity};
 
-use crate::style::Style;
+use crate::style::{printable, Style};
 
 /// What the two sides of the comparison are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,16 +82,17 @@ pub fn render(c: &Comparison, opts: TextOptions) -> String {
 
     for (server, tool, mut findings) in groups {
         findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.pointer.cmp(&b.pointer)));
-        let _ = writeln!(out, "\n{}", s.bold(&format!("{server}/{tool}")));
+        let title = printable(&format!("{server}/{tool}"), false).into_owned();
+        let _ = writeln!(out, "\n{}", s.bold(&title));
         for f in findings {
             let sev = severity_label(f.severity, s);
             let where_ = if f.pointer.is_empty() {
                 String::new()
             } else {
-                format!("  {}", s.dim(&f.pointer))
+                format!("  {}", s.dim(&printable(&f.pointer, false)))
             };
             let _ = writeln!(out, "  {sev}  {}{where_}", f.rule);
-            let _ = writeln!(out, "    {}", f.message);
+            let _ = writeln!(out, "    {}", printable(&f.message, false));
             // Prose is shown as text; any other value as JSON, so that
             // "50" and 50 look different.
             let prose = f.pointer.ends_with("/description") || f.pointer.ends_with("/title");
@@ -123,10 +124,11 @@ fn push_value(
     opts: TextOptions,
     paint: impl Fn(&str) -> String,
 ) {
-    let text = match v {
+    let text: String = match v {
         Value::String(s) if prose => s.clone(),
         other => serde_json::to_string_pretty(other).unwrap_or_default(),
     };
+    let text = printable(&text, true);
     let lines: Vec<&str> = text.lines().collect();
     let shown = if opts.verbose {
         lines.len()

@@ -17,8 +17,14 @@ impl CliError {
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Keep it to one line whatever the source said.
-        f.write_str(&self.message.replace('\n', " "))
+        // One line, whatever the source said, and nothing a terminal
+        // would act on.
+        let line: String = self
+            .message
+            .chars()
+            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+            .collect();
+        f.write_str(&toolpin_report::style::printable(&line, false))
     }
 }
 
