@@ -59,6 +59,7 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
             }
         }
     }
+    compare_server_versions(old, new, &mut findings);
     summary.findings = findings.len();
     for sev in Severity::ALL {
         summary.by_severity.insert(
@@ -73,6 +74,41 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
             before: old.fingerprint.to_hex(),
             after: new.fingerprint.to_hex(),
         },
+    }
+}
+
+/// The pointer of a server's version inside its lockfile entry.
+pub const SERVER_VERSION_POINTER: &str = "/session/server_info/version";
+
+/// A server present on both sides whose serverInfo.version moved.
+fn compare_server_versions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>) {
+    for (name, before) in &old.servers {
+        let Some(after) = new.servers.get(name) else {
+            continue;
+        };
+        let version = |pin: &toolpin_manifest::ServerPin| {
+            pin.session
+                .as_ref()
+                .and_then(|s| s.pointer("/server_info/version"))
+                .cloned()
+        };
+        let (b, a) = (version(before), version(after));
+        if b.is_some() && a.is_some() && b != a {
+            let mut f = Finding::new(
+                &rule::SERVER_VERSION_CHANGED,
+                name,
+                "",
+                SERVER_VERSION_POINTER.into(),
+            );
+            f.message = format!(
+                "server {name}: version {} → {}",
+                b.as_ref().map(Value::to_string).unwrap_or_default(),
+                a.as_ref().map(Value::to_string).unwrap_or_default()
+            );
+            f.before = b;
+            f.after = a;
+            out.push(f);
+        }
     }
 }
 
@@ -322,6 +358,27 @@ mod tests {
             rules(&compare(&old, &new)),
             vec![("field-changed", "a", "/d")]
         );
+    }
+
+    #[test]
+    fn server_version_change_is_reported_not_failed() {
+        let with_version = |v: &str| {
+            let pin = ServerPin::new("s", json!({}), "mcp", vec![json!({"name": "a"})])
+                .expect("pin")
+                .with_session(Some(json!({"server_info": {"name": "x", "version": v}})));
+            Catalog::new("default", BTreeMap::from([("s".to_string(), pin)])).expect("catalog")
+        };
+        let c = compare(&with_version("1.0.0"), &with_version("1.1.0"));
+        assert_eq!(
+            rules(&c),
+            vec![("server-version-changed", "", SERVER_VERSION_POINTER)]
+        );
+        assert_eq!(
+            c.findings[0].message,
+            "server s: version \"1.0.0\" → \"1.1.0\""
+        );
+        assert!(!c.fails());
+        assert!(!compare(&with_version("1.0.0"), &with_version("1.0.0")).fails());
     }
 
     #[test]

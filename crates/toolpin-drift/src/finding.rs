@@ -68,4 +68,13 @@ impl Comparison {
     pub fn is_clean(&self) -> bool {
         self.findings.is_empty()
     }
+
+    /// Whether any finding fails the check. Behavioural findings (a server
+    /// version moved) are reported but never fail it: the manifest is what
+    /// is pinned.
+    pub fn fails(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| f.kind != crate::rule::Kind::Behavioural)
+    }
 }

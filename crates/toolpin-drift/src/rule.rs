@@ -122,6 +122,12 @@ rules! {
         breaks: "Consumers of structured results lose their contract.",
         kind: Structural, severity: High, rerun: ["consumers"],
     }
+    SERVER_VERSION_CHANGED {
+        id: "server-version-changed",
+        summary: "the server's serverInfo.version moved",
+        breaks: "The declaration may be unchanged while the service behind it changed: results, latency, validation. Reported, never failed: it asks for contract tests, not a re-pin.",
+        kind: Behavioural, severity: Info, rerun: ["tool-cases"],
+    }
     FIELD_CHANGED {
         id: "field-changed",
         summary: "any other member of the tool object differs",

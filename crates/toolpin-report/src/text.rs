@@ -32,7 +32,7 @@ const MAX_LINES: usize = 12;
 pub fn render(c: &Comparison, opts: TextOptions) -> String {
     let s = opts.style;
     let mut out = String::new();
-    if c.is_clean() {
+    if !c.fails() {
         let what = match opts.sides {
             Sides::LockfileAndLive => "catalog matches the lockfile",
             Sides::TwoCatalogs => "the two catalogs match",
@@ -44,8 +44,17 @@ pub fn render(c: &Comparison, opts: TextOptions) -> String {
             c.summary.tools_unchanged,
             &c.fingerprints.after[..12]
         );
-        return out;
+        if c.is_clean() {
+            return out;
+        }
+    } else {
+        push_drift_header(&mut out, c, s);
     }
+    push_groups(&mut out, c, opts);
+    out
+}
+
+fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
     let sm = &c.summary;
     let _ = writeln!(
         out,
@@ -63,11 +72,15 @@ pub fn render(c: &Comparison, opts: TextOptions) -> String {
         &c.fingerprints.before[..16],
         &c.fingerprints.after[..16]
     );
+}
 
-    // Group findings by tool; the most severe tool first, then by name.
+fn push_groups(out: &mut String, c: &Comparison, opts: TextOptions) {
+    let s = opts.style;
+    // Group findings by tool (server-level findings have no tool and group
+    // by server); the most severe first, then by name.; the most severe tool first, then by name.
     let mut groups: Vec<(&str, &str, Vec<&Finding>)> = Vec::new();
     for f in &c.findings {
-        match groups.iter_mut().find(|g| g.1 == f.tool) {
+        match groups.iter_mut().find(|g| g.1 == f.tool && g.0 == f.server) {
             Some(g) => g.2.push(f),
             None => groups.push((&f.server, &f.tool, vec![f])),
         }
@@ -82,7 +95,11 @@ pub fn render(c: &Comparison, opts: TextOptions) -> String {
 
     for (server, tool, mut findings) in groups {
         findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.pointer.cmp(&b.pointer)));
-        let title = printable(&format!("{server}/{tool}"), false).into_owned();
+        let title = if tool.is_empty() {
+            printable(&format!("server {server}"), false).into_owned()
+        } else {
+            printable(&format!("{server}/{tool}"), false).into_owned()
+        };
         let _ = writeln!(out, "\n{}", s.bold(&title));
         for f in findings {
             let sev = severity_label(f.severity, s);
@@ -97,14 +114,13 @@ pub fn render(c: &Comparison, opts: TextOptions) -> String {
             // "50" and 50 look different.
             let prose = f.pointer.ends_with("/description") || f.pointer.ends_with("/title");
             if let Some(b) = &f.before {
-                push_value(&mut out, "-", b, prose, opts, |t| s.red(t));
+                push_value(out, "-", b, prose, opts, |t| s.red(t));
             }
             if let Some(a) = &f.after {
-                push_value(&mut out, "+", a, prose, opts, |t| s.green(t));
+                push_value(out, "+", a, prose, opts, |t| s.green(t));
             }
         }
     }
-    out
 }
 
 fn severity_label(sev: Severity, s: Style) -> String {

@@ -101,6 +101,11 @@ enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Capture every configured server and list its tools, without writing anything
+    Ls {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
     /// Capture again and compare with the lockfile (exit 1 on drift)
     Check {
         #[command(flatten)]
@@ -174,6 +179,12 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
     };
     match &cli.command {
         Command::Lock { config } => lock(config, cli.quiet),
+        Command::Ls { config } => {
+            let cfg = config::load(&config.config, config.env.as_deref())?;
+            let catalog = pin::capture_config(&cfg, config.capture_options(cli.quiet))?;
+            print(&list_tools(&catalog, style))?;
+            Ok(Outcome::Clean)
+        }
         Command::Check { config, report } => {
             let cfg = config::load(&config.config, config.env.as_deref())?;
             let path = config
@@ -274,11 +285,50 @@ fn report_comparison(
         ReportFormat::Json => toolpin_report::json::render(&comparison),
     };
     print(&text)?;
-    Ok(if comparison.is_clean() {
+    Ok(if !comparison.fails() {
         Outcome::Clean
     } else {
         Outcome::Drift
     })
+}
+
+/// `toolpin ls`: each server, then each tool with the first line of its
+/// description.
+fn list_tools(catalog: &Catalog, style: Style) -> String {
+    use std::fmt::Write;
+    use toolpin_report::style::printable;
+    let mut out = String::new();
+    for (name, pin) in &catalog.servers {
+        let session = pin.session.as_ref();
+        let about = match session {
+            Some(s) => format!(
+                ", {} {}, protocol {}",
+                s.pointer("/server_info/name").and_then(Value::as_str).unwrap_or("?"),
+                s.pointer("/server_info/version").and_then(Value::as_str).unwrap_or("?"),
+                s.get("protocol_version").and_then(Value::as_str).unwrap_or("?"),
+            ),
+            None => format!(", {}", pin.format),
+        };
+        let count = pin.tools.len();
+        let heading = format!("{name} ({count} tool{}{about})", if count == 1 { "" } else { "s" });
+        let _ = writeln!(out, "{}", style.bold(&printable(&heading, false)));
+        let width = pin.tools.keys().map(|n| n.chars().count()).max().unwrap_or(0);
+        for (tool_name, tool) in &pin.tools {
+            let first_line = tool
+                .tool
+                .get("description")
+                .and_then(Value::as_str)
+                .and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))
+                .unwrap_or("");
+            let _ = writeln!(
+                out,
+                "  {:<width$}  {}",
+                printable(tool_name, false),
+                style.dim(&printable(first_line, false))
+            );
+        }
+    }
+    out
 }
 
 fn fingerprints_json(catalog: &Catalog) -> String {

@@ -22,7 +22,10 @@ pub struct SendError {
 
 impl SendError {
     pub fn plain(message: impl Into<String>) -> Self {
-        Self { message: message.into(), http_status: None }
+        Self {
+            message: message.into(),
+            http_status: None,
+        }
     }
 }
 
@@ -89,7 +92,10 @@ impl RequestError {
 impl From<SendError> for RequestError {
     fn from(e: SendError) -> Self {
         match e.http_status {
-            Some(status) => RequestError::Http { status, message: e.message },
+            Some(status) => RequestError::Http {
+                status,
+                message: e.message,
+            },
             None => RequestError::Transport(e.message),
         }
     }
@@ -113,18 +119,26 @@ impl Client {
 
     /// Connects to an HTTP server: Streamable HTTP, or the legacy SSE
     /// transport when `spec.mode` says so.
-    pub async fn connect_http(spec: &HttpSpec, connect_timeout: Duration) -> Result<Self, McpError> {
+    pub async fn connect_http(
+        spec: &HttpSpec,
+        connect_timeout: Duration,
+    ) -> Result<Self, McpError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let transport = match spec.mode {
             HttpMode::Auto => Transport::Streamable(
-                StreamableTransport::new(spec, connect_timeout, tx).map_err(|m| McpError::new(Phase::Connect, m))?,
+                StreamableTransport::new(spec, connect_timeout, tx)
+                    .map_err(|m| McpError::new(Phase::Connect, m))?,
             ),
-            HttpMode::Sse => Transport::Sse(SseTransport::connect(spec, connect_timeout, tx).await.map_err(|e| McpError {
-                phase: Phase::Connect,
-                message: e.message,
-                server_said: None,
-                http_status: e.http_status,
-            })?),
+            HttpMode::Sse => Transport::Sse(
+                SseTransport::connect(spec, connect_timeout, tx)
+                    .await
+                    .map_err(|e| McpError {
+                        phase: Phase::Connect,
+                        message: e.message,
+                        server_said: None,
+                        http_status: e.http_status,
+                    })?,
+            ),
         };
         Ok(Self::new(transport, rx))
     }

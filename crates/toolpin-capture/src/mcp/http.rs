@@ -12,8 +12,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::client::{Incoming, SendError};
-use super::sse::Parser;
 use super::excerpt;
+use super::sse::Parser;
 
 /// Largest response body read.
 const MAX_BODY: usize = 256 << 20;
@@ -51,9 +51,11 @@ fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
 fn header_map(spec: &HttpSpec) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
     for (name, value) in &spec.headers {
-        let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| format!("invalid header name {name:?}"))?;
+        let n = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("invalid header name {name:?}"))?;
         // The value may hold a secret: never echo it.
-        let v = HeaderValue::from_str(value).map_err(|_| format!("header {name:?} has a value that is not valid in HTTP"))?;
+        let v = HeaderValue::from_str(value)
+            .map_err(|_| format!("header {name:?} has a value that is not valid in HTTP"))?;
         map.insert(n, v);
     }
     Ok(map)
@@ -63,7 +65,9 @@ fn parse_url(url: &str) -> Result<Url, String> {
     let parsed = Url::parse(url).map_err(|e| format!("invalid URL: {e}"))?;
     match parsed.scheme() {
         "http" | "https" => Ok(parsed),
-        other => Err(format!("unsupported URL scheme {other:?}: use http or https")),
+        other => Err(format!(
+            "unsupported URL scheme {other:?}: use http or https"
+        )),
     }
 }
 
@@ -84,7 +88,11 @@ async fn status_error(resp: reqwest::Response) -> SendError {
 
 async fn read_limited(mut resp: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| format!("reading the response failed: {e}"))? {
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| format!("reading the response failed: {e}"))?
+    {
         if body.len() + chunk.len() > limit {
             return Err(format!("the response is larger than {limit} bytes"));
         }
@@ -109,7 +117,11 @@ fn transport_error(what: &str, e: reqwest::Error) -> SendError {
         source = s.source();
     }
     SendError {
-        message: if detail.is_empty() { format!("{what} {kind}") } else { format!("{what} {kind}: {detail}") },
+        message: if detail.is_empty() {
+            format!("{what} {kind}")
+        } else {
+            format!("{what} {kind}: {detail}")
+        },
         http_status: None,
     }
 }
@@ -125,7 +137,11 @@ pub struct StreamableTransport {
 }
 
 impl StreamableTransport {
-    pub fn new(spec: &HttpSpec, connect_timeout: Duration, tx: mpsc::UnboundedSender<Incoming>) -> Result<Self, String> {
+    pub fn new(
+        spec: &HttpSpec,
+        connect_timeout: Duration,
+        tx: mpsc::UnboundedSender<Incoming>,
+    ) -> Result<Self, String> {
         Ok(Self {
             http: build_client(connect_timeout)?,
             url: parse_url(&spec.url)?,
@@ -172,11 +188,16 @@ impl StreamableTransport {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
-        let request_id = message.get("id").filter(|_| message.get("method").is_some()).cloned();
+        let request_id = message
+            .get("id")
+            .filter(|_| message.get("method").is_some())
+            .cloned();
         if content_type.starts_with("text/event-stream") {
             self.read_event_stream(resp, request_id).await
         } else {
-            let body = read_limited(resp, MAX_BODY).await.map_err(SendError::plain)?;
+            let body = read_limited(resp, MAX_BODY)
+                .await
+                .map_err(SendError::plain)?;
             if body.iter().all(u8::is_ascii_whitespace) {
                 return Ok(());
             }
@@ -193,18 +214,30 @@ impl StreamableTransport {
 
     /// Reads SSE `message` events until the response to `request_id`
     /// arrives (the server may close the stream then, or keep it open).
-    async fn read_event_stream(&mut self, mut resp: reqwest::Response, request_id: Option<Value>) -> Result<(), SendError> {
+    async fn read_event_stream(
+        &mut self,
+        mut resp: reqwest::Response,
+        request_id: Option<Value>,
+    ) -> Result<(), SendError> {
         let mut parser = Parser::new(MAX_BODY);
-        while let Some(chunk) = resp.chunk().await.map_err(|e| transport_error("reading the event stream", e))? {
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| transport_error("reading the event stream", e))?
+        {
             for event in parser.feed(&chunk).map_err(SendError::plain)? {
                 if event.event != "message" || event.data.trim().is_empty() {
                     continue;
                 }
                 let value: Value = serde_json::from_str(&event.data).map_err(|e| {
-                    SendError::plain(format!("the server sent an event that is not JSON ({e}): {}", excerpt(&event.data, 120)))
+                    SendError::plain(format!(
+                        "the server sent an event that is not JSON ({e}): {}",
+                        excerpt(&event.data, 120)
+                    ))
                 })?;
                 let answers = request_id.as_ref().is_some_and(|id| {
-                    value.get("id") == Some(id) && (value.get("result").is_some() || value.get("error").is_some())
+                    value.get("id") == Some(id)
+                        && (value.get("result").is_some() || value.get("error").is_some())
                 });
                 self.deliver(value);
                 if answers {
@@ -229,7 +262,11 @@ impl StreamableTransport {
     /// Ends the session on the server (DELETE), when it gave one.
     pub async fn close(&mut self) {
         if let Some(id) = self.session_id.take() {
-            let req = self.http.delete(self.url.clone()).headers(self.headers.clone()).header(SESSION_HEADER, id);
+            let req = self
+                .http
+                .delete(self.url.clone())
+                .headers(self.headers.clone())
+                .header(SESSION_HEADER, id);
             let _ = tokio::time::timeout(Duration::from_secs(2), req.send()).await;
         }
     }
@@ -245,7 +282,11 @@ pub struct SseTransport {
 
 impl SseTransport {
     /// Opens the event stream and waits for its `endpoint` event.
-    pub async fn connect(spec: &HttpSpec, connect_timeout: Duration, tx: mpsc::UnboundedSender<Incoming>) -> Result<Self, SendError> {
+    pub async fn connect(
+        spec: &HttpSpec,
+        connect_timeout: Duration,
+        tx: mpsc::UnboundedSender<Incoming>,
+    ) -> Result<Self, SendError> {
         let http = build_client(connect_timeout).map_err(SendError::plain)?;
         let url = parse_url(&spec.url).map_err(SendError::plain)?;
         let headers = header_map(spec).map_err(SendError::plain)?;
@@ -262,17 +303,28 @@ impl SseTransport {
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
         let reader = tokio::spawn(read_legacy_stream(resp, tx, endpoint_tx));
         let endpoint = match tokio::time::timeout(connect_timeout, endpoint_rx).await {
-            Ok(Ok(path)) => url.join(&path).map_err(|e| SendError::plain(format!("the endpoint event holds an invalid URL: {e}")))?,
+            Ok(Ok(path)) => url.join(&path).map_err(|e| {
+                SendError::plain(format!("the endpoint event holds an invalid URL: {e}"))
+            })?,
             Ok(Err(_)) => {
                 reader.abort();
-                return Err(SendError::plain("the event stream ended before its `endpoint` event"));
+                return Err(SendError::plain(
+                    "the event stream ended before its `endpoint` event",
+                ));
             }
             Err(_) => {
                 reader.abort();
-                return Err(SendError::plain("no `endpoint` event on the event stream (is this a legacy SSE server?)"));
+                return Err(SendError::plain(
+                    "no `endpoint` event on the event stream (is this a legacy SSE server?)",
+                ));
             }
         };
-        Ok(Self { http, endpoint, headers, reader })
+        Ok(Self {
+            http,
+            endpoint,
+            headers,
+            reader,
+        })
     }
 
     pub async fn send(&mut self, message: &Value) -> Result<(), SendError> {
@@ -304,18 +356,26 @@ impl Drop for SseTransport {
     }
 }
 
-async fn read_legacy_stream(mut resp: reqwest::Response, tx: mpsc::UnboundedSender<Incoming>, endpoint: oneshot::Sender<String>) {
+async fn read_legacy_stream(
+    mut resp: reqwest::Response,
+    tx: mpsc::UnboundedSender<Incoming>,
+    endpoint: oneshot::Sender<String>,
+) {
     let mut endpoint = Some(endpoint);
     let mut parser = Parser::new(MAX_BODY);
     loop {
         let chunk = match resp.chunk().await {
             Ok(Some(c)) => c,
             Ok(None) => {
-                let _ = tx.send(Incoming::Closed("the server closed the event stream".into()));
+                let _ = tx.send(Incoming::Closed(
+                    "the server closed the event stream".into(),
+                ));
                 return;
             }
             Err(e) => {
-                let _ = tx.send(Incoming::Closed(transport_error("reading the event stream", e).message));
+                let _ = tx.send(Incoming::Closed(
+                    transport_error("reading the event stream", e).message,
+                ));
                 return;
             }
         };

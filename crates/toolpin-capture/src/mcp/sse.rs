@@ -24,7 +24,10 @@ pub struct Parser {
 
 impl Parser {
     pub fn new(max_line: usize) -> Self {
-        Self { max_line, ..Self::default() }
+        Self {
+            max_line,
+            ..Self::default()
+        }
     }
 
     /// Feeds a chunk; returns the events it completes. An error means a line
@@ -52,7 +55,10 @@ impl Parser {
         }
         self.buf.drain(..start);
         if self.buf.len() > self.max_line {
-            return Err(format!("an event-stream line exceeds {} bytes", self.max_line));
+            return Err(format!(
+                "an event-stream line exceeds {} bytes",
+                self.max_line
+            ));
         }
         Ok(events)
     }
@@ -66,7 +72,11 @@ impl Parser {
                 }
                 let event = std::mem::take(&mut self.event);
                 events.push(Event {
-                    event: if event.is_empty() { "message".into() } else { event },
+                    event: if event.is_empty() {
+                        "message".into()
+                    } else {
+                        event
+                    },
                     data,
                     id: self.id.clone(),
                 });
@@ -104,14 +114,26 @@ mod tests {
     fn parses_events_across_chunks() {
         let mut p = Parser::new(1 << 20);
         let mut all = Vec::new();
-        for chunk in ["event: endpoint\r\ndata: /messages?s", "ession=1\r\n\r\n: ping\n\nda", "ta: {\"a\":1}\nid: 7\n\n"] {
+        for chunk in [
+            "event: endpoint\r\ndata: /messages?s",
+            "ession=1\r\n\r\n: ping\n\nda",
+            "ta: {\"a\":1}\nid: 7\n\n",
+        ] {
             all.extend(p.feed(chunk.as_bytes()).expect("feeds"));
         }
         assert_eq!(
             all,
             vec![
-                Event { event: "endpoint".into(), data: "/messages?session=1".into(), id: None },
-                Event { event: "message".into(), data: "{\"a\":1}".into(), id: Some("7".into()) },
+                Event {
+                    event: "endpoint".into(),
+                    data: "/messages?session=1".into(),
+                    id: None
+                },
+                Event {
+                    event: "message".into(),
+                    data: "{\"a\":1}".into(),
+                    id: Some("7".into())
+                },
             ]
         );
     }
@@ -120,7 +142,14 @@ mod tests {
     fn joins_multiline_data_and_skips_empty_events() {
         let mut p = Parser::new(1 << 20);
         let events = p.feed(b"event: x\n\ndata: a\ndata:b\n\n").expect("feeds");
-        assert_eq!(events, vec![Event { event: "message".into(), data: "a\nb".into(), id: None }]);
+        assert_eq!(
+            events,
+            vec![Event {
+                event: "message".into(),
+                data: "a\nb".into(),
+                id: None
+            }]
+        );
     }
 
     #[test]

@@ -139,6 +139,22 @@ impl StdioTransport {
     }
 }
 
+impl Drop for StdioTransport {
+    /// A capture abandoned midway (another server failed, a deadline
+    /// passed) still takes the server and everything it started down;
+    /// tokio reaps the child.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
+                // SAFETY: as in `close`.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
 async fn read_stdout(out: tokio::process::ChildStdout, tx: mpsc::UnboundedSender<Incoming>) {
     let mut reader = BufReader::with_capacity(64 << 10, out);
     let mut line = Vec::new();
