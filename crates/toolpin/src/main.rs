@@ -5,6 +5,7 @@
 mod config;
 mod error;
 mod expand;
+mod init;
 mod pin;
 
 use std::io::Write;
@@ -96,6 +97,13 @@ struct ReportArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Write a toolpin.toml from the MCP servers your clients already use
+    ///
+    /// Reads the MCP configuration of Claude Desktop, Claude Code, Cursor, VS Code,
+    /// Windsurf, Zed, Codex and Gemini CLI, in the current directory and in your home
+    /// directory, and writes one commented [servers.NAME] table per server found.
+    /// Secrets are never copied: literal values become ${VAR} references to export.
+    Init(init::InitArgs),
     /// Capture every configured server and write the lockfile
     Lock {
         #[command(flatten)]
@@ -158,14 +166,39 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    let code = match run(&cli) {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,
         Ok(Outcome::Drift) => ExitCode::from(1),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
+    };
+    if std::env::var_os("TOOLPIN_RUSAGE").is_some() {
+        report_own_usage();
     }
+    code
+}
+
+/// For benchmarks (docs/performance.md): toolpin's own CPU time and peak
+/// RSS, without the servers it started.
+fn report_own_usage() {
+    // SAFETY: getrusage fills the struct it is given; zeroed is a valid
+    // starting value for this plain C struct.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return;
+        }
+        usage
+    };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    eprintln!(
+        "rusage: user_ms={:.1} sys_ms={:.1} max_rss_kib={}",
+        ms(usage.ru_utime),
+        ms(usage.ru_stime),
+        usage.ru_maxrss
+    );
 }
 
 fn run(cli: &Cli) -> Result<Outcome, CliError> {
@@ -178,6 +211,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
         color: toolpin_report::use_color(color),
     };
     match &cli.command {
+        Command::Init(args) => init::run(args).map(|()| Outcome::Clean),
         Command::Lock { config } => lock(config, cli.quiet),
         Command::Ls { config } => {
             let cfg = config::load(&config.config, config.env.as_deref())?;
