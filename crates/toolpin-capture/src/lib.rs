@@ -7,5 +7,5 @@ pub mod exec;
 pub mod format;
 pub mod source;
 
-pub use format::Format;
-pub use source::{CaptureError, RawCapture, Source};
+pub use format::{Format, ToolSink};
+pub use source::{CaptureError, Source};

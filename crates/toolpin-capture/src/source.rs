@@ -4,11 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::Value;
 use toolpin_manifest::json;
 
 use crate::exec::{self, ExecError, ExecSpec};
-use crate::format::{self, Format};
+use crate::format::{self, Format, ToolSink};
 
 /// Largest tool file read.
 pub const MAX_FILE_BYTES: u64 = 512 << 20;
@@ -26,13 +25,6 @@ pub enum Source {
     },
 }
 
-/// What a source returned: its tools as given, and their format.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RawCapture {
-    pub format: Format,
-    pub tools: Vec<Value>,
-}
-
 /// Why a source could not be captured; `Display` is one line.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
@@ -47,8 +39,13 @@ pub enum CaptureError {
 }
 
 impl Source {
-    /// Captures the source's tools; `forced` skips format detection.
-    pub fn capture(&self, forced: Option<Format>) -> Result<RawCapture, CaptureError> {
+    /// Captures the source's tools into `sink`, one at a time, and says
+    /// which format they were in; `forced` skips format detection.
+    pub fn capture(
+        &self,
+        forced: Option<Format>,
+        sink: &mut dyn ToolSink,
+    ) -> Result<Format, CaptureError> {
         let (bytes, origin) = match self {
             Source::File { path } => (read_file(path)?, path.display().to_string()),
             Source::Exec { argv, cwd, timeout } => {
@@ -63,33 +60,29 @@ impl Source {
                 )
             }
         };
-        parse_tools(&bytes, &origin, forced)
+        parse_tools(&bytes, &origin, forced, sink)
     }
 }
 
-/// Parses a document of tool definitions.
+/// Reads a document of tool definitions into `sink`, streaming: errors,
+/// including a tool the sink refuses, carry the document's line and column.
 pub fn parse_tools(
     bytes: &[u8],
     origin: &str,
     forced: Option<Format>,
-) -> Result<RawCapture, CaptureError> {
-    tools_from_document(json::parse(bytes, origin)?, origin, forced)
-}
-
-/// Extracts tools from an already parsed document.
-pub fn tools_from_document(
-    doc: Value,
-    origin: &str,
-    forced: Option<Format>,
-) -> Result<RawCapture, CaptureError> {
-    let extracted = format::extract(doc, forced).map_err(|reason| CaptureError::Format {
-        origin: origin.to_string(),
-        reason,
-    })?;
-    Ok(RawCapture {
-        format: extracted.format,
-        tools: extracted.tools,
-    })
+    sink: &mut dyn ToolSink,
+) -> Result<Format, CaptureError> {
+    let text = json::as_text(bytes, origin)?;
+    if text.trim().is_empty() {
+        return Err(json::JsonError {
+            origin: origin.to_string(),
+            line: 1,
+            column: 1,
+            message: "empty document, expected JSON".into(),
+        }
+        .into());
+    }
+    format::stream(text, forced, sink).map_err(|e| json::from_serde(&e, origin).into())
 }
 
 /// Reads a file, refusing directories and anything over [`MAX_FILE_BYTES`].

@@ -216,12 +216,8 @@ fn lock(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
         .clone()
         .unwrap_or_else(|| cfg.default_lockfile());
     let catalog = pin::capture_config(&cfg)?;
-    let text = lockfile::to_string(&catalog);
-    let unchanged = std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
-    if !unchanged {
-        toolpin_manifest::fs::write_atomic(&path, text.as_bytes())
-            .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?;
-    }
+    let unchanged = lockfile::write(&catalog, &path).map_err(|e| CliError::new(e.to_string()))?
+        == toolpin_manifest::fs::Replaced::Unchanged;
     if !quiet {
         eprintln!(
             "{} {} tool{} from {} server{} in {} ({})",

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 use toolpin_capture::{source, Format};
-use toolpin_manifest::{lockfile, Catalog, ServerPin, Transform};
+use toolpin_manifest::{lockfile, Catalog, PinBuilder, ServerPin, Transform};
 
 use crate::config::{Config, Server};
 use crate::error::CliError;
@@ -23,21 +23,12 @@ pub fn capture_config(config: &Config) -> Result<Catalog, CliError> {
 }
 
 fn capture_server(server: &Server) -> Result<ServerPin, String> {
-    let raw = server
+    let mut builder = PinBuilder::new(server.transform.clone());
+    let format = server
         .source
-        .capture(server.format)
+        .capture(server.format, &mut builder)
         .map_err(|e| e.to_string())?;
-    let tools = server
-        .transform
-        .apply(raw.tools)
-        .map_err(|e| e.to_string())?;
-    ServerPin::new(
-        &server.name,
-        server.record.clone(),
-        raw.format.name(),
-        tools,
-    )
-    .map_err(|e| e.to_string())
+    Ok(builder.finish(server.record.clone(), format.name(), None))
 }
 
 /// Reads a lockfile or a tool-definition file (detected by content) as a
@@ -45,25 +36,18 @@ fn capture_server(server: &Server) -> Result<ServerPin, String> {
 pub fn catalog_from_path(path: &Path, forced: Option<Format>) -> Result<Catalog, CliError> {
     let origin = path.display().to_string();
     let bytes = source::read_file(path).map_err(|e| CliError::new(e.to_string()))?;
-    let doc =
-        toolpin_manifest::json::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()))?;
-    if forced.is_none() && lockfile::is_lockfile(&doc) {
-        drop(doc);
-        // Parsed again, typed, so that a structural error has its line.
+    if forced.is_none() && lockfile::looks_like_lockfile(&bytes) {
         return lockfile::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()));
     }
-    let raw = source::tools_from_document(doc, &origin, forced)
+    let mut builder = PinBuilder::new(Transform::default());
+    let format = source::parse_tools(&bytes, &origin, forced, &mut builder)
         .map_err(|e| CliError::new(e.to_string()))?;
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("file")
         .replace('/', "_");
-    let tools = Transform::default()
-        .apply(raw.tools)
-        .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
-    let pin = ServerPin::new(&name, json!({"file": origin}), raw.format.name(), tools)
-        .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
+    let pin = builder.finish(json!({ "file": origin }), format.name(), None);
     Catalog::new("default", BTreeMap::from([(name, pin)])).map_err(|e| CliError::new(e.to_string()))
 }
 
