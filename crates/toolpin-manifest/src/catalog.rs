@@ -69,8 +69,8 @@ impl PinnedTool {
         let exact = crate::jcs::write_canonical_exact(tool, scratch);
         let fingerprint = Fingerprint::of_bytes(scratch);
         let json = if exact {
-            // JCS output is UTF-8 by construction.
-            String::from_utf8_lossy(scratch).into()
+            // JCS output is UTF-8 by construction; checking is cheap.
+            std::str::from_utf8(scratch).unwrap_or_default().into()
         } else {
             serde_json::to_string(tool).unwrap_or_default().into()
         };

@@ -212,48 +212,45 @@ fn unify_schema_member(map: &mut Map<String, Value>) -> Result<(), ToolError> {
     }
 }
 
-/// Keywords whose value is one subschema.
-const SUBSCHEMA: [&str; 11] = [
-    "additionalProperties",
-    "additionalItems",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "contains",
-    "propertyNames",
-    "not",
-    "if",
-    "then",
-    "else",
-    "items",
-];
-/// Keywords whose value is an array of subschemas.
-const SUBSCHEMA_ARRAYS: [&str; 5] = ["anyOf", "oneOf", "allOf", "prefixItems", "items"];
-/// Keywords whose value maps names to subschemas.
-const SUBSCHEMA_MAPS: [&str; 6] = [
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-];
+/// What a schema keyword's value holds, as far as the walk is concerned.
+enum Keyword {
+    Required,
+    /// One subschema (`items` may also be an array: the old tuple form).
+    Subschema,
+    /// An array of subschemas.
+    Subschemas,
+    /// A map from names to subschemas.
+    SubschemaMap,
+    Other,
+}
 
-/// Makes `required` a sorted set at every schema position below `schema`.
-///
-/// One pass over the members, classifying each key, rather than a map
-/// lookup per keyword (22 of them, for schemas of a handful of members):
-/// the lookups were half the cost of normalizing a large catalog.
+/// Classifies a key with one `match`, which compiles to a length switch:
+/// much cheaper than searching keyword lists for every member of every
+/// schema of a large catalog.
+fn keyword(key: &str) -> Keyword {
+    match key {
+        "required" => Keyword::Required,
+        "additionalProperties" | "additionalItems" | "unevaluatedProperties" | "unevaluatedItems"
+        | "contains" | "propertyNames" | "not" | "if" | "then" | "else" | "items" => Keyword::Subschema,
+        "anyOf" | "oneOf" | "allOf" | "prefixItems" => Keyword::Subschemas,
+        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+        | "dependencies" => Keyword::SubschemaMap,
+        _ => Keyword::Other,
+    }
+}
+
+/// Makes `required` a sorted set at every schema position below `schema`,
+/// in one pass over each schema's members.
 fn normalize_schema(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
     for (key, sub) in map.iter_mut() {
-        let key = key.as_str();
-        match sub {
-            Value::Array(req) if key == "required" => sort_required(req),
-            Value::Object(_) if SUBSCHEMA.contains(&key) => normalize_schema(sub),
-            Value::Array(subs) if SUBSCHEMA_ARRAYS.contains(&key) => {
+        match (keyword(key), sub) {
+            (Keyword::Required, Value::Array(req)) => sort_required(req),
+            (Keyword::Subschema, sub @ Value::Object(_)) => normalize_schema(sub),
+            (Keyword::Subschema | Keyword::Subschemas, Value::Array(subs)) => {
                 subs.iter_mut().for_each(normalize_schema);
             }
-            Value::Object(subs) if SUBSCHEMA_MAPS.contains(&key) => {
+            (Keyword::SubschemaMap, Value::Object(subs)) => {
                 subs.values_mut().for_each(normalize_schema);
             }
             _ => {}

@@ -1,7 +1,7 @@
 //! Writes a large, realistic, deterministic MCP `tools/list` result.
 //!
 //! ```text
-//! cargo run --release -p toolpin-manifest --example gen_catalog -- [N] [PATH]
+//! cargo run --release -p toolpin-capture --example gen_catalog -- [N] [PATH]
 //! ```
 //!
 //! `N` defaults to 12,000 tools (about 17 MB); `PATH` defaults to
