@@ -80,6 +80,25 @@ impl FromStr for Format {
     }
 }
 
+/// Receives a source's tools one at a time, each exactly as given apart
+/// from its format's envelope.
+pub trait ToolSink {
+    fn push(&mut self, tool: Value) -> Result<(), String>;
+}
+
+impl ToolSink for Vec<Value> {
+    fn push(&mut self, tool: Value) -> Result<(), String> {
+        Vec::push(self, tool);
+        Ok(())
+    }
+}
+
+impl ToolSink for toolpin_manifest::PinBuilder {
+    fn push(&mut self, tool: Value) -> Result<(), String> {
+        toolpin_manifest::PinBuilder::push(self, tool).map_err(|e| e.to_string())
+    }
+}
+
 /// A document's tools, extracted.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Extracted {
@@ -87,30 +106,405 @@ pub struct Extracted {
     pub tools: Vec<Value>,
 }
 
-/// Extracts tools from `doc`, detecting the format unless `forced`.
+/// Extracts tools from a parsed document, detecting the format unless
+/// `forced`.
 pub fn extract(doc: Value, forced: Option<Format>) -> Result<Extracted, String> {
-    let format = match forced {
-        Some(f) => f,
-        None => detect(&doc)?,
-    };
-    let tools = match format {
-        Format::Mcp => extract_mcp(doc)?,
-        Format::Gemini => extract_gemini(doc)?,
-        Format::OpenAiChat | Format::OpenAiResponses | Format::Anthropic => {
-            let Value::Array(items) = doc else {
-                return Err(format!(
-                    "expected an array of tools for format {format}, found {}",
-                    type_name(&doc)
-                ));
-            };
-            items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| unwrap_tool(format, item, i))
-                .collect::<Result<_, _>>()?
-        }
-    };
+    let mut tools = Vec::new();
+    let format = extract_into(doc, forced, &mut tools)?;
     Ok(Extracted { format, tools })
+}
+
+/// [`extract`] into a sink.
+pub fn extract_into(
+    doc: Value,
+    forced: Option<Format>,
+    sink: &mut dyn ToolSink,
+) -> Result<Format, String> {
+    let mut walker = Walker::new(forced, sink);
+    match doc {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match key.as_str() {
+                    "tools" => walker.array(value, Container::Tools, "\"tools\"")?,
+                    "functionDeclarations" | "function_declarations" => {
+                        walker.array(value, Container::Declarations, "\"functionDeclarations\"")?
+                    }
+                    "result" => {
+                        if let Value::Object(mut result) = value {
+                            if let Some(tools) = result.remove("tools") {
+                                walker.array(tools, Container::Tools, "\"tools\"")?;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            walker.found = true;
+            for item in items {
+                walker.element(item, Container::Top)?;
+            }
+        }
+        other => return Err(not_a_document(&other)),
+    }
+    walker.finish()
+}
+
+/// Reads a document of tool definitions as a stream: the whole document is
+/// never a `Value` tree, only one tool at a time, so memory stays near the
+/// size of the text however many tools it holds.
+pub fn stream(
+    text: &str,
+    forced: Option<Format>,
+    sink: &mut dyn ToolSink,
+) -> Result<Format, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut walker = Walker::new(forced, sink);
+    serde::de::DeserializeSeed::deserialize(DocSeed(&mut walker), &mut de)?;
+    de.end()?;
+    walker.finish().map_err(serde::de::Error::custom)
+}
+
+fn not_a_document(v: &Value) -> String {
+    format!(
+        "cannot detect the format: the document is {}, expected an object or an array of tools",
+        type_name(v)
+    )
+}
+
+const UNDETECTED: &str =
+    "cannot detect the format: expected a tools/list result {\"tools\": [...]}, \
+     a list of pages, an array of tools, or Gemini {\"functionDeclarations\": [...]}";
+
+/// Where an element sits, which says what it can be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Container {
+    /// An element of a top-level array: a tool of any format, an MCP page,
+    /// or a Gemini tool object.
+    Top,
+    /// An element of a `tools` array: a tool, or a Gemini tool object.
+    Tools,
+    /// An element of `functionDeclarations`: a Gemini function.
+    Declarations,
+}
+
+/// Format detection and extraction, one element at a time.
+struct Walker<'s> {
+    sink: &'s mut dyn ToolSink,
+    forced: Option<Format>,
+    /// Formats every element so far is compatible with.
+    allowed: u8,
+    /// The first element that narrowed `allowed`, for the mixed-format error.
+    first: Option<(usize, u8)>,
+    /// Tools handed to the sink.
+    count: usize,
+    /// Whether the document had a place for tools at all.
+    found: bool,
+}
+
+impl<'s> Walker<'s> {
+    fn new(forced: Option<Format>, sink: &'s mut dyn ToolSink) -> Self {
+        Self {
+            sink,
+            forced,
+            allowed: u8::MAX,
+            first: None,
+            count: 0,
+            found: false,
+        }
+    }
+
+    fn array(&mut self, value: Value, container: Container, what: &str) -> Result<(), String> {
+        self.found = true;
+        match value {
+            Value::Array(items) => items
+                .into_iter()
+                .try_for_each(|item| self.element(item, container)),
+            other => Err(format!(
+                "{what} is {}, expected an array",
+                type_name(&other)
+            )),
+        }
+    }
+
+    /// Narrows the formats by one element's; an empty set is the
+    /// mixed-format error.
+    fn narrow(&mut self, bits: u8) -> Result<(), String> {
+        if self.forced.is_some() {
+            // `unwrap_tool` checks each tool's shape against the forced
+            // format, with a more specific message.
+            return Ok(());
+        }
+        if self.allowed & bits == 0 {
+            let (j, prev) = self.first.unwrap_or((0, self.allowed));
+            return Err(format!(
+                "cannot detect the format: tool #{j} looks like {} but tool #{} like {}; \
+                 set `format` to say which",
+                describe_bits(prev),
+                self.count,
+                describe_bits(bits)
+            ));
+        }
+        if bits != u8::MAX && self.first.is_none() {
+            self.first = Some((self.count, bits));
+        }
+        self.allowed &= bits;
+        Ok(())
+    }
+
+    fn element(&mut self, item: Value, container: Container) -> Result<(), String> {
+        if container == Container::Declarations {
+            self.narrow(Format::Gemini.bit())?;
+            return self.tool(item);
+        }
+        if let Value::Object(map) = &item {
+            if has_gemini_declarations(map) {
+                let Value::Object(mut map) = item else {
+                    return Ok(());
+                };
+                let decls = map
+                    .remove("functionDeclarations")
+                    .or_else(|| map.remove("function_declarations"));
+                return self.array(
+                    decls.unwrap_or(Value::Null),
+                    Container::Declarations,
+                    "\"functionDeclarations\"",
+                );
+            }
+            if container == Container::Top && map.get("tools").is_some_and(Value::is_array) {
+                // An MCP tools/list page.
+                self.narrow(Format::Mcp.bit())?;
+                let Value::Object(mut map) = item else {
+                    return Ok(());
+                };
+                if let Some(Value::Array(tools)) = map.remove("tools") {
+                    for tool in tools {
+                        self.tool(tool)?;
+                    }
+                }
+                return Ok(());
+            }
+            if gemini_builtin(map) && self.allowed & Format::Gemini.bit() != 0 {
+                // A Gemini built-in tool ({"googleSearch": {}}) declares no
+                // function the model names: nothing of it to pin.
+                return Ok(());
+            }
+        }
+        let bits = candidates(&item);
+        self.narrow(bits)?;
+        let single = |b: u8| Format::ALL.into_iter().find(|f| f.bit() == b);
+        // The element's own shape says how to read it; failing that, the
+        // format the elements before it settled on.
+        let tool = match self
+            .forced
+            .or_else(|| single(bits))
+            .or_else(|| single(self.allowed))
+        {
+            Some(format) => unwrap_tool(format, item, self.count)?,
+            // Several formats fit, and they read such a tool alike.
+            None => item,
+        };
+        self.tool(tool)
+    }
+
+    fn tool(&mut self, tool: Value) -> Result<(), String> {
+        self.count += 1;
+        self.sink.push(tool)
+    }
+
+    fn finish(self) -> Result<Format, String> {
+        if let Some(forced) = self.forced {
+            return Ok(forced);
+        }
+        if !self.found {
+            return Err(UNDETECTED.into());
+        }
+        // Preference when several fit (an empty array, or tools with a name
+        // and description only): MCP, whose reading is the plainest.
+        Ok(Format::ALL
+            .into_iter()
+            .find(|f| self.allowed & f.bit() != 0)
+            .unwrap_or(Format::Mcp))
+    }
+}
+
+/// An object with nothing that makes it a tool or a container, in a list
+/// that may be Gemini's (`{"googleSearch": {}}`, `{"codeExecution": {}}`).
+fn gemini_builtin(map: &Map<String, Value>) -> bool {
+    !map.contains_key("name") && !map.contains_key("type") && map.len() == 1
+}
+
+struct DocSeed<'w, 's>(&'w mut Walker<'s>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for DocSeed<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DocSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object or an array of tools")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "tools" => map.next_value_seed(ArraySeed(&mut *self.0, Container::Tools))?,
+                "functionDeclarations" | "function_declarations" => {
+                    map.next_value_seed(ArraySeed(&mut *self.0, Container::Declarations))?
+                }
+                "result" => map.next_value_seed(ResultSeed(&mut *self.0))?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.found = true;
+        while let Some(item) = seq.next_element::<Value>()? {
+            self.0
+                .element(item, Container::Top)
+                .map_err(serde::de::Error::custom)?;
+        }
+        Ok(())
+    }
+
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        Err(E::custom(not_a_document(&Value::String(String::new()))))
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<(), E> {
+        Err(E::custom(not_a_document(&Value::Bool(v))))
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Err(E::custom(not_a_document(&Value::from(0))))
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Err(E::custom(not_a_document(&Value::from(0))))
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Err(E::custom(not_a_document(&Value::from(0))))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Err(E::custom(not_a_document(&Value::Null)))
+    }
+}
+
+/// A `result` member (a JSON-RPC response): look for its `tools`.
+struct ResultSeed<'w, 's>(&'w mut Walker<'s>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ResultSeed<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ResultSeed<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a result object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "tools" {
+                map.next_value_seed(ArraySeed(&mut *self.0, Container::Tools))?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+    // Anything else under `result` holds no tools.
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// An array of elements streamed into the walker.
+struct ArraySeed<'w, 's>(&'w mut Walker<'s>, Container);
+
+impl ArraySeed<'_, '_> {
+    fn label(&self) -> &'static str {
+        match self.1 {
+            Container::Declarations => "\"functionDeclarations\"",
+            _ => "\"tools\"",
+        }
+    }
+
+    fn not_array<E: serde::de::Error>(&self, found: &str) -> E {
+        E::custom(format!("{} is {found}, expected an array", self.label()))
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ArraySeed<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ArraySeed<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of tools")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.found = true;
+        while let Some(item) = seq.next_element::<Value>()? {
+            self.0
+                .element(item, self.1)
+                .map_err(serde::de::Error::custom)?;
+        }
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        Err(self.not_array("an object"))
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        Err(self.not_array("a string"))
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        Err(self.not_array("a boolean"))
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Err(self.not_array("a number"))
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Err(self.not_array("a number"))
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Err(self.not_array("a number"))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Err(self.not_array("null"))
+    }
 }
 
 /// Formats a single array element is compatible with (a bit set).
@@ -129,7 +523,9 @@ fn candidates(item: &Value) -> u8 {
     } else if map.get("tools").is_some_and(Value::is_array) {
         // An MCP tools/list page inside a list of pages.
         Format::Mcp.bit()
-    } else if map.contains_key("input_schema") {
+    } else if map.contains_key("input_schema")
+        || map.get("type").and_then(Value::as_str) == Some("custom")
+    {
         Format::Anthropic.bit()
     } else if map.contains_key("inputSchema") {
         Format::Mcp.bit()
@@ -147,62 +543,6 @@ fn has_gemini_declarations(map: &Map<String, Value>) -> bool {
     map.contains_key("functionDeclarations") || map.contains_key("function_declarations")
 }
 
-fn detect(doc: &Value) -> Result<Format, String> {
-    match doc {
-        Value::Object(map) => {
-            if has_gemini_declarations(map) {
-                return Ok(Format::Gemini);
-            }
-            let tools = map
-                .get("tools")
-                .or_else(|| map.get("result").and_then(|r| r.get("tools")));
-            match tools {
-                Some(Value::Array(items))
-                    if items.iter().any(|i| i.as_object().is_some_and(has_gemini_declarations)) =>
-                {
-                    Ok(Format::Gemini)
-                }
-                Some(_) => Ok(Format::Mcp),
-                None => Err(
-                    "cannot detect the format: expected a tools/list result {\"tools\": [...]}, \
-                     a list of pages, an array of tools, or Gemini {\"functionDeclarations\": [...]}"
-                        .into(),
-                ),
-            }
-        }
-        Value::Array(items) => {
-            let mut allowed = u8::MAX;
-            let mut first_kind: Option<(usize, u8)> = None;
-            for (i, item) in items.iter().enumerate() {
-                let c = candidates(item);
-                if allowed & c == 0 {
-                    let (j, prev) = first_kind.unwrap_or((0, allowed));
-                    return Err(format!(
-                        "cannot detect the format: element #{j} looks like {} but element #{i} like {}; \
-                         set `format` to say which",
-                        describe_bits(prev),
-                        describe_bits(c)
-                    ));
-                }
-                if c != u8::MAX && first_kind.is_none() {
-                    first_kind = Some((i, c));
-                }
-                allowed &= c;
-            }
-            // Preference when several fit (an empty array, or tools with a
-            // name and description only): MCP, whose reading is the plainest.
-            Ok(Format::ALL
-                .into_iter()
-                .find(|f| allowed & f.bit() != 0)
-                .unwrap_or(Format::Mcp))
-        }
-        other => Err(format!(
-            "cannot detect the format: the document is {}, expected an object or an array of tools",
-            type_name(other)
-        )),
-    }
-}
-
 fn describe_bits(bits: u8) -> String {
     let names: Vec<&str> = Format::ALL
         .iter()
@@ -210,99 +550,6 @@ fn describe_bits(bits: u8) -> String {
         .map(|f| f.describe())
         .collect();
     names.join(" or ")
-}
-
-fn extract_mcp(doc: Value) -> Result<Vec<Value>, String> {
-    match doc {
-        Value::Object(mut map) => {
-            let tools = match map.remove("tools") {
-                Some(t) => t,
-                None => match map.remove("result") {
-                    Some(Value::Object(mut result)) => {
-                        result.remove("tools").unwrap_or(Value::Null)
-                    }
-                    _ => Value::Null,
-                },
-            };
-            match tools {
-                Value::Array(items) => Ok(items),
-                Value::Null => Err("expected a \"tools\" array (an MCP tools/list result)".into()),
-                other => Err(format!(
-                    "\"tools\" is {}, expected an array",
-                    type_name(&other)
-                )),
-            }
-        }
-        Value::Array(items) => {
-            let pages = items
-                .iter()
-                .any(|i| i.get("tools").is_some_and(Value::is_array));
-            if !pages {
-                return Ok(items);
-            }
-            let mut tools = Vec::new();
-            for (i, page) in items.into_iter().enumerate() {
-                match page {
-                    Value::Object(mut map) => match map.remove("tools") {
-                        Some(Value::Array(t)) => tools.extend(t),
-                        _ => return Err(format!("page #{i} has no \"tools\" array")),
-                    },
-                    other => {
-                        return Err(format!(
-                            "page #{i} is {}, expected an object",
-                            type_name(&other)
-                        ))
-                    }
-                }
-            }
-            Ok(tools)
-        }
-        other => Err(format!(
-            "expected a tools/list result or an array, found {}",
-            type_name(&other)
-        )),
-    }
-}
-
-fn extract_gemini(doc: Value) -> Result<Vec<Value>, String> {
-    let groups = match doc {
-        Value::Object(mut map) if map.contains_key("tools") && !has_gemini_declarations(&map) => {
-            match map.remove("tools") {
-                Some(Value::Array(items)) => items,
-                _ => return Err("\"tools\" is not an array".into()),
-            }
-        }
-        Value::Object(map) => vec![Value::Object(map)],
-        Value::Array(items) => items,
-        other => {
-            return Err(format!(
-                "expected a Gemini tool object, found {}",
-                type_name(&other)
-            ))
-        }
-    };
-    let mut tools = Vec::new();
-    for (i, group) in groups.into_iter().enumerate() {
-        let Value::Object(mut map) = group else {
-            return Err(format!("element #{i} is not a Gemini tool object"));
-        };
-        let decls = map
-            .remove("functionDeclarations")
-            .or_else(|| map.remove("function_declarations"));
-        match decls {
-            Some(Value::Array(d)) => tools.extend(d),
-            Some(other) => {
-                return Err(format!(
-                    "element #{i}: functionDeclarations is {}, expected an array",
-                    type_name(&other)
-                ))
-            }
-            // Gemini's built-in tools ({"googleSearch": {}}) declare no
-            // functions the model names; there is nothing of them to pin.
-            None => {}
-        }
-    }
-    Ok(tools)
 }
 
 /// Removes the format's envelope from one array element.
@@ -417,11 +664,11 @@ mod tests {
         )
         .expect_err("mixed");
         assert!(
-            err.contains("element #0 looks like an Anthropic tool"),
+            err.contains("tool #0 looks like an Anthropic tool"),
             "{err}"
         );
         assert!(
-            err.contains("element #1 like an OpenAI Chat Completions tool"),
+            err.contains("tool #1 like an OpenAI Chat Completions tool"),
             "{err}"
         );
     }

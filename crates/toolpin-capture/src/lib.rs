@@ -8,5 +8,5 @@ pub mod format;
 pub mod mcp;
 pub mod source;
 
-pub use format::Format;
-pub use source::{CaptureError, Endpoint, RawCapture, Source};
+pub use format::{Format, ToolSink};
+pub use source::{CaptureError, Captured, Endpoint, Source};

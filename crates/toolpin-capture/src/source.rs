@@ -1,5 +1,6 @@
-//! Sources: where a server's tools come from. Each source yields a
-//! [`RawCapture`]; transforms and normalization happen downstream.
+//! Sources: where a server's tools come from. Each source hands its tools,
+//! one at a time and exactly as given, to a [`ToolSink`]; transforms and
+//! normalization happen there.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use serde_json::{json, Value};
 use toolpin_manifest::json;
 
 use crate::exec::{self, ExecError, ExecSpec};
-use crate::format::{self, Format};
+use crate::format::{self, Format, ToolSink};
 use crate::mcp::{self, Client, HttpMode, HttpSpec, McpError, SessionOptions, StdioSpec};
 
 /// Largest tool file read.
@@ -39,12 +40,10 @@ pub enum Endpoint {
     Http(HttpSpec),
 }
 
-/// What a source returned: its tools as given, their format, and for a live
-/// server the session that served them.
+/// What a capture learned besides the tools.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RawCapture {
+pub struct Captured {
     pub format: Format,
-    pub tools: Vec<Value>,
     /// Protocol version, serverInfo and what toolpin declared (MCP only).
     pub session: Option<Value>,
 }
@@ -68,15 +67,31 @@ pub enum CaptureError {
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 impl Source {
-    /// Captures the source's tools; `forced` skips format detection for
-    /// files and commands. Blocking sources run on tokio's blocking pool.
-    pub async fn capture(&self, forced: Option<Format>) -> Result<RawCapture, CaptureError> {
+    /// Captures the source's tools into `sink` and gives the sink back with
+    /// what was learned; `forced` skips format detection for files and
+    /// commands, which run on tokio's blocking pool.
+    pub async fn capture<S>(
+        &self,
+        forced: Option<Format>,
+        mut sink: S,
+    ) -> Result<(S, Captured), CaptureError>
+    where
+        S: ToolSink + Send + 'static,
+    {
         match self {
             Source::File { path } => {
                 let path = path.clone();
                 run_blocking(move || {
                     let bytes = read_file(&path)?;
-                    parse_tools(&bytes, &path.display().to_string(), forced)
+                    let format =
+                        parse_tools(&bytes, &path.display().to_string(), forced, &mut sink)?;
+                    Ok((
+                        sink,
+                        Captured {
+                            format,
+                            session: None,
+                        },
+                    ))
                 })
                 .await
             }
@@ -89,30 +104,35 @@ impl Source {
                 run_blocking(move || {
                     let bytes = exec::run(&spec)?;
                     let origin = format!("output of `{}`", exec::display_command(&spec.argv));
-                    parse_tools(&bytes, &origin, forced)
+                    let format = parse_tools(&bytes, &origin, forced, &mut sink)?;
+                    Ok((
+                        sink,
+                        Captured {
+                            format,
+                            session: None,
+                        },
+                    ))
                 })
                 .await
             }
-            Source::Mcp { endpoint, session } => capture_mcp(endpoint, session).await,
+            Source::Mcp { endpoint, session } => {
+                let session_record = capture_mcp(endpoint, session, &mut sink).await?;
+                Ok((
+                    sink,
+                    Captured {
+                        format: Format::Mcp,
+                        session: Some(session_record),
+                    },
+                ))
+            }
         }
-    }
-
-    /// Captures synchronously, for callers without a runtime.
-    pub fn capture_blocking(&self, forced: Option<Format>) -> Result<RawCapture, CaptureError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| CaptureError::Read {
-                path: "runtime".into(),
-                reason: e.to_string(),
-            })?;
-        rt.block_on(self.capture(forced))
     }
 }
 
-async fn run_blocking<F>(f: F) -> Result<RawCapture, CaptureError>
+async fn run_blocking<T, F>(f: F) -> Result<T, CaptureError>
 where
-    F: FnOnce() -> Result<RawCapture, CaptureError> + Send + 'static,
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, CaptureError> + Send + 'static,
 {
     match tokio::task::spawn_blocking(f).await {
         Ok(result) => result,
@@ -123,25 +143,37 @@ where
     }
 }
 
-async fn capture_mcp(endpoint: &Endpoint, session: &SessionOptions) -> Result<RawCapture, CaptureError> {
+async fn capture_mcp(
+    endpoint: &Endpoint,
+    session: &SessionOptions,
+    sink: &mut (dyn ToolSink + Send),
+) -> Result<Value, CaptureError> {
     let captured = match endpoint {
         Endpoint::Stdio(spec) => {
-            let client = tokio::time::timeout(session.timeouts.connect, Client::connect_stdio(spec))
-                .await
-                .map_err(|_| McpError::new(mcp::Phase::Connect, "timed out starting the server"))??;
-            run_session(client, session).await?
+            let client =
+                tokio::time::timeout(session.timeouts.connect, Client::connect_stdio(spec))
+                    .await
+                    .map_err(|_| {
+                        McpError::new(mcp::Phase::Connect, "timed out starting the server")
+                    })??;
+            run_session(client, session, sink).await?
         }
         Endpoint::Http(spec) => {
             let client = Client::connect_http(spec, session.timeouts.connect).await?;
-            match run_session(client, session).await {
+            match run_session(client, session, sink).await {
                 // A server that refuses the POST of the handshake may speak
                 // only the legacy HTTP+SSE transport: try that, as the
-                // transport's backward-compatibility rules say.
+                // transport's backward-compatibility rules say. Nothing was
+                // listed yet, so the sink is untouched.
                 Err(first) if spec.mode == HttpMode::Auto && is_legacy_hint(&first) => {
-                    let legacy = HttpSpec { mode: HttpMode::Sse, ..spec.clone() };
+                    let legacy = HttpSpec {
+                        mode: HttpMode::Sse,
+                        ..spec.clone()
+                    };
                     let retry = async {
-                        let client = Client::connect_http(&legacy, session.timeouts.connect).await?;
-                        run_session(client, session).await
+                        let client =
+                            Client::connect_http(&legacy, session.timeouts.connect).await?;
+                        run_session(client, session, sink).await
                     };
                     retry.await.map_err(|second| McpError {
                         message: format!("Streamable HTTP: {first}; legacy SSE: {second}"),
@@ -152,52 +184,47 @@ async fn capture_mcp(endpoint: &Endpoint, session: &SessionOptions) -> Result<Ra
             }
         }
     };
-    Ok(RawCapture {
-        format: Format::Mcp,
-        tools: captured.tools,
-        session: Some(json!({
-            "client_capabilities": session.client_capabilities,
-            "client_info": session.client_info,
-            "protocol_version": captured.protocol_version,
-            "server_info": captured.server_info,
-        })),
-    })
+    Ok(json!({
+        "client_capabilities": session.client_capabilities,
+        "client_info": session.client_info,
+        "protocol_version": captured.protocol_version,
+        "server_info": captured.server_info,
+    }))
 }
 
 fn is_legacy_hint(e: &McpError) -> bool {
     e.phase == mcp::Phase::Initialize && matches!(e.http_status, Some(400 | 404 | 405))
 }
 
-async fn run_session(mut client: Client, session: &SessionOptions) -> Result<mcp::Capture, McpError> {
-    let outcome = mcp::capture(&mut client, session).await;
+async fn run_session(
+    mut client: Client,
+    session: &SessionOptions,
+    sink: &mut (dyn ToolSink + Send),
+) -> Result<mcp::Capture, McpError> {
+    let outcome = mcp::capture(&mut client, session, sink).await;
     client.close(CLOSE_GRACE).await;
     outcome
 }
 
-/// Parses a document of tool definitions.
+/// Reads a document of tool definitions into `sink`, streaming: errors,
+/// including a tool the sink refuses, carry the document's line and column.
 pub fn parse_tools(
     bytes: &[u8],
     origin: &str,
     forced: Option<Format>,
-) -> Result<RawCapture, CaptureError> {
-    tools_from_document(json::parse(bytes, origin)?, origin, forced)
-}
-
-/// Extracts tools from an already parsed document.
-pub fn tools_from_document(
-    doc: Value,
-    origin: &str,
-    forced: Option<Format>,
-) -> Result<RawCapture, CaptureError> {
-    let extracted = format::extract(doc, forced).map_err(|reason| CaptureError::Format {
-        origin: origin.to_string(),
-        reason,
-    })?;
-    Ok(RawCapture {
-        format: extracted.format,
-        tools: extracted.tools,
-        session: None,
-    })
+    sink: &mut dyn ToolSink,
+) -> Result<Format, CaptureError> {
+    let text = json::as_text(bytes, origin)?;
+    if text.trim().is_empty() {
+        return Err(json::JsonError {
+            origin: origin.to_string(),
+            line: 1,
+            column: 1,
+            message: "empty document, expected JSON".into(),
+        }
+        .into());
+    }
+    format::stream(text, forced, sink).map_err(|e| json::from_serde(&e, origin).into())
 }
 
 /// Reads a file, refusing directories and anything over [`MAX_FILE_BYTES`].

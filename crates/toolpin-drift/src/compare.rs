@@ -31,7 +31,7 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
                 summary.tools_removed += 1;
                 let mut f = Finding::new(&rule::TOOL_REMOVED, server, name, String::new());
                 f.message = format!("{name}: tool removed");
-                f.before = Some(tool.tool.clone());
+                f.before = Some(tool.value());
                 findings.push(f);
             }
             std::cmp::Ordering::Greater => {
@@ -41,7 +41,7 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
                 summary.tools_added += 1;
                 let mut f = Finding::new(&rule::TOOL_ADDED, server, name, String::new());
                 f.message = format!("{name}: new tool");
-                f.after = Some(tool.tool.clone());
+                f.after = Some(tool.value());
                 findings.push(f);
             }
             std::cmp::Ordering::Equal => {
@@ -119,13 +119,9 @@ fn compare_tool(
     after: &PinnedTool,
     out: &mut Vec<Finding>,
 ) {
+    let (before, after) = (before.value(), after.value());
     let mut diffs = Vec::new();
-    diff_values(
-        &mut String::new(),
-        Some(&before.tool),
-        Some(&after.tool),
-        &mut diffs,
-    );
+    diff_values(&mut String::new(), Some(&before), Some(&after), &mut diffs);
     for (pointer, b, a) in diffs {
         out.push(classify(server, name, pointer, b, a));
     }

@@ -1,12 +1,13 @@
 //! The pinned catalog: servers, their normalized tools and fingerprints.
 //! This is exactly what the lockfile holds.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fingerprint::Fingerprint;
+use crate::normalize::{tool_name, ToolError, Transform};
 
 /// Every tool the model is handed, grouped by the server it came from.
 ///
@@ -41,11 +42,101 @@ pub struct ServerPin {
 }
 
 /// One normalized tool and its fingerprint.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// The tool is held as JSON text, not as a `Value` tree: a tree costs about
+/// ten times the text in memory, and a catalog of thousands of tools is
+/// read, compared and written without needing more than one tree at a time.
+/// The text is the tool's canonical (RFC 8785) form, the bytes its
+/// fingerprint hashes, unless the tool holds an integer beyond 2^53, which
+/// canonical form would round; then it is compact JSON with the exact
+/// number. Either parses back to the normalized tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PinnedTool {
+    /// The fingerprint as pinned (for a lockfile: as written in it).
     pub fingerprint: Fingerprint,
-    pub tool: Value,
+    /// The fingerprint of `json`'s content; differs from `fingerprint` only
+    /// in a lockfile edited by hand.
+    content: Fingerprint,
+    /// The tool's `name` member ("" if it has none).
+    name: Box<str>,
+    json: Box<str>,
+}
+
+impl PinnedTool {
+    /// Pins one normalized tool; `scratch` is reused between calls.
+    pub fn new(tool: &Value, scratch: &mut Vec<u8>) -> Self {
+        scratch.clear();
+        let exact = crate::jcs::write_canonical_exact(tool, scratch);
+        let fingerprint = Fingerprint::of_bytes(scratch);
+        let json = if exact {
+            // JCS output is UTF-8 by construction; checking is cheap.
+            std::str::from_utf8(scratch).unwrap_or_default().into()
+        } else {
+            serde_json::to_string(tool).unwrap_or_default().into()
+        };
+        let name = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .into();
+        Self {
+            fingerprint,
+            content: fingerprint,
+            name,
+            json,
+        }
+    }
+
+    /// The tool's `name` member ("" if it has none).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the content hashes to the pinned fingerprint.
+    pub fn is_intact(&self) -> bool {
+        self.content == self.fingerprint
+    }
+
+    /// The normalized tool.
+    pub fn value(&self) -> Value {
+        // The text was written by `new` or checked on reading a lockfile.
+        serde_json::from_str(&self.json).unwrap_or(Value::Null)
+    }
+
+    /// The tool as JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+}
+
+impl Serialize for PinnedTool {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("PinnedTool", 2)?;
+        st.serialize_field("fingerprint", &self.fingerprint)?;
+        // One tool's tree at a time, for the pretty lockfile layout.
+        st.serialize_field("tool", &self.value())?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for PinnedTool {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Written {
+            fingerprint: Fingerprint,
+            tool: Value,
+        }
+        let written = Written::deserialize(d)?;
+        let pinned = PinnedTool::new(&written.tool, &mut Vec::new());
+        // Keep the fingerprint as written: the lockfile reader checks it
+        // against the content's (`is_intact`) and reports a hand edit.
+        Ok(Self {
+            fingerprint: written.fingerprint,
+            ..pinned
+        })
+    }
 }
 
 /// Why tools cannot form one catalog.
@@ -61,8 +152,76 @@ pub enum CatalogError {
     DuplicateInServer { server: String, name: String },
 }
 
+/// Pins a server's tools one at a time, as a source yields them: filters,
+/// namespaces, normalizes and fingerprints each, so only one tool is ever a
+/// `Value` tree.
+pub struct PinBuilder {
+    transform: Transform,
+    tools: BTreeMap<String, PinnedTool>,
+    /// Server-side name → index of the tool that had it.
+    seen: HashMap<String, usize>,
+    index: usize,
+    scratch: Vec<u8>,
+}
+
+impl PinBuilder {
+    pub fn new(transform: Transform) -> Self {
+        Self {
+            transform,
+            tools: BTreeMap::new(),
+            seen: HashMap::new(),
+            index: 0,
+            scratch: Vec::with_capacity(4096),
+        }
+    }
+
+    /// Takes the next raw tool as the server gave it.
+    pub fn push(&mut self, raw: Value) -> Result<(), ToolError> {
+        let index = self.index;
+        self.index += 1;
+        let name = tool_name(&raw, index)?;
+        if !self.transform.keeps(name) {
+            return Ok(());
+        }
+        if let Some(&first) = self.seen.get(name) {
+            return Err(ToolError::Duplicate {
+                name: name.to_string(),
+                first,
+                second: index,
+            });
+        }
+        self.seen.insert(name.to_string(), index);
+        let tool = self.transform.normalize(raw, index)?;
+        let pinned = PinnedTool::new(&tool, &mut self.scratch);
+        let full_name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+        self.tools.insert(full_name.to_string(), pinned);
+        Ok(())
+    }
+
+    /// How many raw tools were pushed.
+    pub fn pushed(&self) -> usize {
+        self.index
+    }
+
+    /// The pinned server.
+    pub fn finish(
+        self,
+        source: Value,
+        format: impl Into<String>,
+        session: Option<Value>,
+    ) -> ServerPin {
+        ServerPin {
+            fingerprint: tools_fingerprint(&self.tools),
+            format: format.into(),
+            session,
+            source,
+            tools: self.tools,
+        }
+    }
+}
+
 impl ServerPin {
-    /// Pins normalized tools (each must have a string `name`).
+    /// Pins already normalized tools (each must have a string `name`).
     pub fn new(
         server: &str,
         source: Value,
@@ -77,9 +236,8 @@ impl ServerPin {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let fingerprint = Fingerprint::of_tool(&tool, &mut scratch);
             if pinned
-                .insert(name.clone(), PinnedTool { fingerprint, tool })
+                .insert(name.clone(), PinnedTool::new(&tool, &mut scratch))
                 .is_some()
             {
                 return Err(CatalogError::DuplicateInServer {
@@ -96,9 +254,7 @@ impl ServerPin {
             tools: pinned,
         })
     }
-}
 
-impl ServerPin {
     /// Records the session a live server's tools were captured in.
     pub fn with_session(mut self, session: Option<Value>) -> Self {
         self.session = session;

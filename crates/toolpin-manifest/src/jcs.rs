@@ -9,11 +9,24 @@ use serde_json::{Map, Number, Value};
 
 /// Appends the canonical form of `value` to `out`.
 pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    write_value(value, out, &mut true);
+}
+
+/// Like [`write_canonical`], and says whether the canonical text parses back
+/// to the same numbers: false when an integer beyond 2^53 had to be rounded
+/// through a double, as JCS prescribes.
+pub fn write_canonical_exact(value: &Value, out: &mut Vec<u8>) -> bool {
+    let mut exact = true;
+    write_value(value, out, &mut exact);
+    exact
+}
+
+fn write_value(value: &Value, out: &mut Vec<u8>, exact: &mut bool) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => write_number(n, out),
+        Value::Number(n) => write_number(n, out, exact),
         Value::String(s) => write_string(s, out),
         Value::Array(items) => {
             out.push(b'[');
@@ -21,11 +34,11 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_canonical(item, out);
+                write_value(item, out, exact);
             }
             out.push(b']');
         }
-        Value::Object(map) => write_object(map, out),
+        Value::Object(map) => write_object(map, out, exact),
     }
 }
 
@@ -36,41 +49,40 @@ pub fn to_canonical_vec(value: &Value) -> Vec<u8> {
     out
 }
 
-fn write_object(map: &Map<String, Value>, out: &mut Vec<u8>) {
+fn write_object(map: &Map<String, Value>, out: &mut Vec<u8>, exact: &mut bool) {
     out.push(b'{');
-    // serde_json's default map iterates in UTF-8 byte order, which is code
-    // point order; UTF-16 order differs only for keys holding a character at
-    // or above U+E000 (UTF-8 lead byte >= 0xEE). Check rather than assume, so
-    // that a build with serde_json's `preserve_order` stays canonical.
+    // serde_json's map iterates in UTF-8 byte order, which is code point
+    // order; UTF-16 order differs only for keys holding a character at or
+    // above U+E000 (UTF-8 lead byte >= 0xEE).
     if !iterates_in_utf16_order(map) {
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-        write_members(entries.into_iter(), out);
+        write_members(entries.into_iter(), out, exact);
     } else {
-        write_members(map.iter(), out);
+        write_members(map.iter(), out, exact);
     }
     out.push(b'}');
 }
 
 fn iterates_in_utf16_order(map: &Map<String, Value>) -> bool {
-    let mut prev: Option<&str> = None;
-    for key in map.keys() {
-        if key.bytes().any(|b| b >= 0xEE) || prev.is_some_and(|p| p >= key.as_str()) {
-            return false;
-        }
-        prev = Some(key);
-    }
-    true
+    // serde_json's map is sorted by bytes (the test
+    // `serde_json_maps_iterate_sorted` fails the build if a feature such as
+    // `preserve_order` changes that); only high code points need a look.
+    !map.keys().any(|k| k.bytes().any(|b| b >= 0xEE))
 }
 
-fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut Vec<u8>) {
+fn write_members<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut Vec<u8>,
+    exact: &mut bool,
+) {
     for (i, (key, value)) in members.enumerate() {
         if i > 0 {
             out.push(b',');
         }
         write_string(key, out);
         out.push(b':');
-        write_canonical(value, out);
+        write_value(value, out, exact);
     }
 }
 
@@ -78,7 +90,7 @@ fn write_members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out
 /// themselves; anything else goes through the double, as JCS requires.
 const MAX_EXACT: u64 = 1 << 53;
 
-fn write_number(n: &Number, out: &mut Vec<u8>) {
+fn write_number(n: &Number, out: &mut Vec<u8>, exact: &mut bool) {
     if let Some(u) = n.as_u64() {
         if u <= MAX_EXACT {
             out.extend_from_slice(itoa_u64(u, &mut [0u8; 20]));
@@ -90,6 +102,9 @@ fn write_number(n: &Number, out: &mut Vec<u8>) {
             out.extend_from_slice(itoa_u64(i.unsigned_abs(), &mut [0u8; 20]));
             return;
         }
+    }
+    if !n.is_f64() {
+        *exact = false;
     }
     // serde_json never holds NaN or infinities, so every f64 here is finite.
     let f = n.as_f64().unwrap_or(0.0);
@@ -114,10 +129,15 @@ fn itoa_u64(mut u: u64, buf: &mut [u8; 20]) -> &[u8] {
 /// the short escapes where JSON has one and `\u00xx` otherwise, everything
 /// else (including non-ASCII) as raw UTF-8.
 pub fn write_string(s: &str, out: &mut Vec<u8>) {
+    out.reserve(s.len() + 2);
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
+        // Fast path: nearly every byte is copied as it is.
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
         let escape: &[u8] = match b {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -193,6 +213,34 @@ mod tests {
         // before U+FB01 there, though after it in code point order.
         let v = json!({"\u{1F600}": 1, "\u{FB01}": 2, "a": 3});
         assert_eq!(canon(&v), "{\"a\":3,\"\u{1F600}\":1,\"\u{FB01}\":2}");
+    }
+
+    #[test]
+    fn serde_json_maps_iterate_sorted() {
+        // Canonical output relies on it; serde_json's `preserve_order`
+        // feature (enabled by any crate in the build) would break it.
+        let v: Value = serde_json::from_str(r#"{"b": 1, "a": 2, "c": 3}"#).expect("parse");
+        let keys: Vec<&String> = v.as_object().expect("object").keys().collect();
+        assert_eq!(keys, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn reports_rounded_integers() {
+        let mut out = Vec::new();
+        assert!(write_canonical_exact(
+            &json!({"a": 9007199254740992_u64, "b": 0.1}),
+            &mut out
+        ));
+        out.clear();
+        assert!(!write_canonical_exact(
+            &json!([9007199254740993_u64]),
+            &mut out
+        ));
+        out.clear();
+        assert!(!write_canonical_exact(
+            &json!([-9007199254740993_i64]),
+            &mut out
+        ));
     }
 
     #[test]

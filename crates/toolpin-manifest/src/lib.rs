@@ -14,7 +14,7 @@ pub mod lockfile;
 pub mod normalize;
 pub mod pointer;
 
-pub use catalog::{Catalog, CatalogError, PinnedTool, ServerPin};
+pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};
 pub use fingerprint::Fingerprint;
 pub use glob::Glob;
 pub use normalize::{ToolError, Transform};

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{catalog_fingerprint, tools_fingerprint, Catalog, ServerPin};
 use crate::fingerprint::Fingerprint;
+use crate::fs::Replaced;
 use crate::json::{self, JsonError};
 
 /// The lockfile format version this build reads and writes.
@@ -23,7 +24,7 @@ pub enum LockfileError {
     Version { origin: String, found: u64 },
     #[error("{origin}: {what} does not match its content (edited by hand?); run `toolpin lock` to re-pin")]
     Tampered { origin: String, what: String },
-    #[error("{origin}: cannot write: {source}")]
+    #[error("cannot write {origin}: {source}")]
     Write {
         origin: String,
         source: std::io::Error,
@@ -47,32 +48,52 @@ struct LockfileIn {
     toolpin: u64,
 }
 
+/// Whether a document is a toolpin lockfile (an object with a top-level
+/// `toolpin` member), without building it: the other members are skipped.
+pub fn looks_like_lockfile(bytes: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        toolpin: Option<serde::de::IgnoredAny>,
+    }
+    let starts_object = bytes
+        .iter()
+        .find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF)
+        == Some(&b'{');
+    starts_object && serde_json::from_slice::<Probe>(bytes).is_ok_and(|p| p.toolpin.is_some())
+}
+
 /// Whether a parsed JSON document looks like a toolpin lockfile.
 pub fn is_lockfile(doc: &serde_json::Value) -> bool {
     doc.get("toolpin").is_some_and(serde_json::Value::is_u64)
 }
 
-/// The lockfile text for `catalog`: 2-space indent, keys sorted, trailing newline.
-pub fn to_string(catalog: &Catalog) -> String {
-    let out = LockfileOut {
+/// Writes the lockfile text for `catalog`: 2-space indent, keys sorted,
+/// trailing newline.
+pub fn write_to(catalog: &Catalog, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let doc = LockfileOut {
         environment: &catalog.environment,
         fingerprint: &catalog.fingerprint,
         servers: &catalog.servers,
         toolpin: LOCKFILE_VERSION,
     };
-    // Serializing plain data with string keys cannot fail.
-    let mut text = serde_json::to_string_pretty(&out).unwrap_or_default();
-    text.push('\n');
-    text
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+    out.write_all(b"\n")
 }
 
-/// Writes `catalog` to `path` atomically.
-pub fn write(catalog: &Catalog, path: &Path) -> Result<(), LockfileError> {
-    crate::fs::write_atomic(path, to_string(catalog).as_bytes()).map_err(|source| {
-        LockfileError::Write {
-            origin: path.display().to_string(),
-            source,
-        }
+/// The lockfile text for `catalog`.
+pub fn to_string(catalog: &Catalog) -> String {
+    let mut buf = Vec::new();
+    // Writing plain data with string keys to memory cannot fail.
+    let _ = write_to(catalog, &mut buf);
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+/// Writes `catalog` to `path` atomically, streaming; a lockfile that
+/// already says the same is left untouched.
+pub fn write(catalog: &Catalog, path: &Path) -> Result<Replaced, LockfileError> {
+    crate::fs::replace_with(path, |w| write_to(catalog, w)).map_err(|source| LockfileError::Write {
+        origin: path.display().to_string(),
+        source,
     })
 }
 
@@ -119,13 +140,12 @@ fn verify(doc: &LockfileIn, origin: &str) -> Result<(), LockfileError> {
         origin: origin.to_string(),
         what,
     };
-    let mut scratch = Vec::with_capacity(4096);
     for (server, pin) in &doc.servers {
         for (name, pinned) in &pin.tools {
-            if pinned.tool.get("name").and_then(serde_json::Value::as_str) != Some(name.as_str()) {
+            if pinned.name() != name {
                 return Err(tampered(format!("tool {server}/{name}: the key")));
             }
-            if Fingerprint::of_tool(&pinned.tool, &mut scratch) != pinned.fingerprint {
+            if !pinned.is_intact() {
                 return Err(tampered(format!("the fingerprint of tool {server}/{name}")));
             }
         }

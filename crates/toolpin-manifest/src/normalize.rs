@@ -109,6 +109,17 @@ impl Transform {
     /// Filters, namespaces and normalizes a server's raw tools, in the order
     /// given. Duplicate names among the kept tools are an error.
     pub fn apply(&self, raw: Vec<Value>) -> Result<Vec<Value>, ToolError> {
+        self.apply_map(raw, |tool| tool)
+    }
+
+    /// [`Transform::apply`], handing each normalized tool to `f` as soon as
+    /// it is ready, while it is still in cache (what
+    /// [`crate::ServerPin::from_raw`] fingerprints it with).
+    pub fn apply_map<T>(
+        &self,
+        raw: Vec<Value>,
+        mut f: impl FnMut(Value) -> T,
+    ) -> Result<Vec<T>, ToolError> {
         let mut seen: std::collections::HashMap<String, usize> =
             std::collections::HashMap::with_capacity(raw.len());
         let mut out = Vec::with_capacity(raw.len());
@@ -125,7 +136,7 @@ impl Transform {
                 });
             }
             seen.insert(name.to_string(), index);
-            out.push(self.normalize(tool, index)?);
+            out.push(f(self.normalize(tool, index)?));
         }
         Ok(out)
     }
@@ -201,65 +212,67 @@ fn unify_schema_member(map: &mut Map<String, Value>) -> Result<(), ToolError> {
     }
 }
 
-/// Keywords whose value is one subschema.
-const SUBSCHEMA: [&str; 11] = [
-    "additionalProperties",
-    "additionalItems",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "contains",
-    "propertyNames",
-    "not",
-    "if",
-    "then",
-    "else",
-    "items",
-];
-/// Keywords whose value is an array of subschemas.
-const SUBSCHEMA_ARRAYS: [&str; 5] = ["anyOf", "oneOf", "allOf", "prefixItems", "items"];
-/// Keywords whose value maps names to subschemas.
-const SUBSCHEMA_MAPS: [&str; 6] = [
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-];
+/// What a schema keyword's value holds, as far as the walk is concerned.
+enum Keyword {
+    Required,
+    /// One subschema (`items` may also be an array: the old tuple form).
+    Subschema,
+    /// An array of subschemas.
+    Subschemas,
+    /// A map from names to subschemas.
+    SubschemaMap,
+    Other,
+}
 
-/// Makes `required` a sorted set at every schema position below `schema`.
+/// Classifies a key with one `match`, which compiles to a length switch:
+/// much cheaper than searching keyword lists for every member of every
+/// schema of a large catalog.
+fn keyword(key: &str) -> Keyword {
+    match key {
+        "required" => Keyword::Required,
+        "additionalProperties"
+        | "additionalItems"
+        | "unevaluatedProperties"
+        | "unevaluatedItems"
+        | "contains"
+        | "propertyNames"
+        | "not"
+        | "if"
+        | "then"
+        | "else"
+        | "items" => Keyword::Subschema,
+        "anyOf" | "oneOf" | "allOf" | "prefixItems" => Keyword::Subschemas,
+        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+        | "dependencies" => Keyword::SubschemaMap,
+        _ => Keyword::Other,
+    }
+}
+
+/// Makes `required` a sorted set at every schema position below `schema`,
+/// in one pass over each schema's members.
 fn normalize_schema(schema: &mut Value) {
     let Value::Object(map) = schema else { return };
-    if let Some(Value::Array(req)) = map.get_mut("required") {
-        if req.iter().all(Value::is_string) {
-            let mut names: Vec<String> = req
-                .drain(..)
-                .filter_map(|v| match v {
-                    Value::String(s) => Some(s),
-                    _ => None,
-                })
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            req.extend(names.into_iter().map(Value::String));
-        }
-    }
-    for key in SUBSCHEMA {
-        if let Some(sub) = map.get_mut(key) {
-            if sub.is_object() {
-                normalize_schema(sub);
+    for (key, sub) in map.iter_mut() {
+        match (keyword(key), sub) {
+            (Keyword::Required, Value::Array(req)) => sort_required(req),
+            (Keyword::Subschema, sub @ Value::Object(_)) => normalize_schema(sub),
+            (Keyword::Subschema | Keyword::Subschemas, Value::Array(subs)) => {
+                subs.iter_mut().for_each(normalize_schema);
             }
+            (Keyword::SubschemaMap, Value::Object(subs)) => {
+                subs.values_mut().for_each(normalize_schema);
+            }
+            _ => {}
         }
     }
-    for key in SUBSCHEMA_ARRAYS {
-        if let Some(Value::Array(subs)) = map.get_mut(key) {
-            subs.iter_mut().for_each(normalize_schema);
-        }
-    }
-    for key in SUBSCHEMA_MAPS {
-        if let Some(Value::Object(subs)) = map.get_mut(key) {
-            subs.values_mut().for_each(normalize_schema);
-        }
+}
+
+/// An array of strings becomes a sorted set (code point order); any other
+/// array is left as it is.
+fn sort_required(req: &mut Vec<Value>) {
+    if req.iter().all(Value::is_string) {
+        req.sort_unstable_by(|a, b| a.as_str().cmp(&b.as_str()));
+        req.dedup();
     }
 }
 

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::Value;
-use toolpin_manifest::{Catalog, Fingerprint, Glob, Pointer, ServerPin, Transform};
+use toolpin_manifest::{
+    jcs, Catalog, Fingerprint, Glob, PinBuilder, Pointer, ServerPin, Transform,
+};
 
 const VECTORS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -99,9 +101,24 @@ fn check(case: &Case) -> Vec<String> {
         Ok(pin) => pin,
         Err(e) => return vec![format!("ServerPin::new failed: {e}")],
     };
-    let pinned: Vec<&Value> = pin.tools.values().map(|t| &t.tool).collect();
-    if pinned != case.normalized.iter().collect::<Vec<_>>() {
+    // Pinned tools are held as canonical text, so compare canonical forms
+    // (`1.0` and `1` are one number there, as in the fingerprint).
+    let canon = |v: &Value| String::from_utf8(jcs::to_canonical_vec(v)).unwrap_or_default();
+    let pinned: Vec<String> = pin.tools.values().map(|t| canon(&t.value())).collect();
+    if pinned != case.normalized.iter().map(canon).collect::<Vec<_>>() {
         errs.push("ServerPin's tools, in name order, differ from normalized".into());
+    }
+    // The streaming builder pins the same as apply-then-new.
+    let mut builder = PinBuilder::new(tr.clone());
+    let streamed = case.input.iter().try_for_each(|t| builder.push(t.clone()));
+    match streamed {
+        Ok(()) => {
+            let built = builder.finish(Value::Null, "mcp", None);
+            if built.tools != pin.tools || built.fingerprint != pin.fingerprint {
+                errs.push("PinBuilder differs from Transform::apply + ServerPin::new".into());
+            }
+        }
+        Err(e) => errs.push(format!("PinBuilder failed: {e}")),
     }
 
     let mut expected_tools = BTreeMap::new();

@@ -209,6 +209,8 @@ impl ServerConfig {
                 ($($f:ident),*) => { $(if !kind.allows(stringify!($f)) { self.$f = None; })* };
             }
             source_settings!(drop_inapplicable);
+            // The base's format described the base's source.
+            self.format = None;
         }
         macro_rules! take {
             ($($f:ident),*) => { $(if over.$f.is_some() { self.$f = over.$f.clone(); })* };
@@ -369,8 +371,11 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         [kind] => *kind,
         [] => return Err("no source: set `file`, `exec`, `command` or `url`".into()),
         many => {
-            let names: Vec<&str> = many.iter().map(|k| k.key()).collect();
-            return Err(format!("set one source, not {}", names.join(" and ")));
+            let names: Vec<String> = many.iter().map(|k| format!("`{}`", k.key())).collect();
+            return Err(format!(
+                "set exactly one of `file`, `exec`, `command` or `url` (found {})",
+                names.join(" and ")
+            ));
         }
     };
     if let Some(key) = cfg.settings().into_iter().find(|k| !kind.allows(k)) {
@@ -434,6 +439,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
                 for (key, value) in vars {
                     let e = expand(value, lookup).map_err(|m| format!("`env.{key}`: {m}"))?;
                     recorded.insert(key.clone(), json!(record_value(key, value)));
+                    note_literal_secret(key, value, &mut secrets);
                     secrets.extend(e.secrets);
                     env.insert(key.clone(), e.value);
                 }
@@ -458,6 +464,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
                 for (name, value) in table {
                     let e = expand(value, lookup).map_err(|m| format!("`headers.{name}`: {m}"))?;
                     recorded.insert(name.clone(), json!(record_value(name, value)));
+                    note_literal_secret(name, value, &mut secrets);
                     secrets.extend(e.secrets);
                     headers.push((name.clone(), e.value));
                 }
@@ -467,7 +474,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
                 let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| {
                     format!("`bearer_token_env`: environment variable {var} is not set")
                 })?;
-                secrets.push((var.clone(), token.clone()));
+                secrets.push((format!("${{{var}}}"), token.clone()));
                 headers.push(("Authorization".into(), format!("Bearer {token}")));
                 record.insert("bearer_token_env".into(), json!(var));
             }
@@ -542,11 +549,10 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
     })
 }
 
-/// What the lockfile records for an env or header value: references as
-/// written; a literal value of a secret-looking key is redacted.
-fn record_value(key: &str, value: &str) -> String {
+/// Whether an env or header name says its value is a secret.
+fn secret_looking(key: &str) -> bool {
     let upper = key.to_ascii_uppercase();
-    let secret_key = [
+    [
         "KEY",
         "TOKEN",
         "SECRET",
@@ -557,8 +563,26 @@ fn record_value(key: &str, value: &str) -> String {
         "CREDENTIAL",
     ]
     .iter()
-    .any(|s| upper.contains(s));
-    if secret_key && !value.contains("${") {
+    .any(|s| upper.contains(s))
+}
+
+/// A literal secret written straight into toolpin.toml is kept out of
+/// messages too, not only out of the lockfile. The literal parts of a value
+/// that mixes text and references (`Bearer ${TOKEN}`) are not secret.
+fn note_literal_secret(key: &str, value: &str, secrets: &mut Vec<(String, String)>) {
+    if secret_looking(key) && !value.contains("${") {
+        secrets.push(("<redacted>".into(), value.to_string()));
+        // "Bearer abc…" is also echoed as just the credential.
+        if let Some((_, credential)) = value.split_once(' ') {
+            secrets.push(("<redacted>".into(), credential.to_string()));
+        }
+    }
+}
+
+/// What the lockfile records for an env or header value: references as
+/// written; a literal value of a secret-looking key is redacted.
+fn record_value(key: &str, value: &str) -> String {
+    if secret_looking(key) && !value.contains("${") {
         "<redacted>".to_string()
     } else {
         value.to_string()
@@ -710,7 +734,7 @@ enabled = false
         let cases = [
             (
                 "[servers.a]\nfile = \"x\"\nexec = [\"y\"]\n",
-                "servers.a: set either `file` or `exec`",
+                "servers.a: set exactly one of `file`, `exec`, `command` or `url` (found `file` and `exec`)",
             ),
             ("[servers.a]\nprefix = \"p\"\n", "servers.a: no source"),
             (

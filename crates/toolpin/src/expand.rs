@@ -4,6 +4,7 @@
 
 /// A string with its references expanded, and the values that came from the
 /// environment.
+#[derive(Debug)]
 pub struct Expanded {
     pub value: String,
     pub secrets: Vec<(String, String)>,
@@ -32,7 +33,7 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Exp
         }
         match (lookup(name), default) {
             (Some(v), _) if !v.is_empty() || default.is_none() => {
-                secrets.push((name.to_string(), v.clone()));
+                secrets.push((format!("${{{name}}}"), v.clone()));
                 value.push_str(&v);
             }
             (_, Some(d)) => value.push_str(d),
@@ -45,14 +46,15 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Exp
     Ok(Expanded { value, secrets })
 }
 
-/// Replaces every secret value in `text` with its `${NAME}` reference.
+/// Replaces every secret value in `text` with its stand-in (`${NAME}` for a
+/// value from the environment, `<redacted>` for a literal).
 pub fn redact(text: &str, secrets: &[(String, String)]) -> String {
     let mut out = text.to_string();
     // Longest first, so a secret containing another is replaced whole.
     let mut sorted: Vec<&(String, String)> = secrets.iter().filter(|(_, v)| v.len() >= 4).collect();
     sorted.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
     for (name, value) in sorted {
-        out = out.replace(value.as_str(), &format!("${{{name}}}"));
+        out = out.replace(value.as_str(), name);
     }
     out
 }
@@ -73,7 +75,7 @@ mod tests {
     fn expands_references_and_defaults() {
         let e = expand("Bearer ${TOKEN}", &env).expect("expands");
         assert_eq!(e.value, "Bearer s3cret-value");
-        assert_eq!(e.secrets, vec![("TOKEN".into(), "s3cret-value".into())]);
+        assert_eq!(e.secrets, vec![("${TOKEN}".into(), "s3cret-value".into())]);
         assert_eq!(
             expand("${MISSING:-dflt}/x", &env).expect("default").value,
             "dflt/x"
@@ -103,7 +105,7 @@ mod tests {
 
     #[test]
     fn redacts_secret_values() {
-        let s = vec![("TOKEN".to_string(), "s3cret-value".to_string())];
+        let s = vec![("${TOKEN}".to_string(), "s3cret-value".to_string())];
         assert_eq!(redact("401 for s3cret-value", &s), "401 for ${TOKEN}");
     }
 }

@@ -278,12 +278,8 @@ fn lock(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
         .clone()
         .unwrap_or_else(|| cfg.default_lockfile());
     let catalog = pin::capture_config(&cfg, args.capture_options(quiet))?;
-    let text = lockfile::to_string(&catalog);
-    let unchanged = std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
-    if !unchanged {
-        toolpin_manifest::fs::write_atomic(&path, text.as_bytes())
-            .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?;
-    }
+    let unchanged = lockfile::write(&catalog, &path).map_err(|e| CliError::new(e.to_string()))?
+        == toolpin_manifest::fs::Replaced::Unchanged;
     if !quiet {
         eprintln!(
             "{} {} tool{} from {} server{} in {} ({})",
@@ -337,19 +333,33 @@ fn list_tools(catalog: &Catalog, style: Style) -> String {
         let about = match session {
             Some(s) => format!(
                 ", {} {}, protocol {}",
-                s.pointer("/server_info/name").and_then(Value::as_str).unwrap_or("?"),
-                s.pointer("/server_info/version").and_then(Value::as_str).unwrap_or("?"),
-                s.get("protocol_version").and_then(Value::as_str).unwrap_or("?"),
+                s.pointer("/server_info/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                s.pointer("/server_info/version")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                s.get("protocol_version")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
             ),
             None => format!(", {}", pin.format),
         };
         let count = pin.tools.len();
-        let heading = format!("{name} ({count} tool{}{about})", if count == 1 { "" } else { "s" });
+        let heading = format!(
+            "{name} ({count} tool{}{about})",
+            if count == 1 { "" } else { "s" }
+        );
         let _ = writeln!(out, "{}", style.bold(&printable(&heading, false)));
-        let width = pin.tools.keys().map(|n| n.chars().count()).max().unwrap_or(0);
+        let width = pin
+            .tools
+            .keys()
+            .map(|n| n.chars().count())
+            .max()
+            .unwrap_or(0);
         for (tool_name, tool) in &pin.tools {
+            let tool = tool.value();
             let first_line = tool
-                .tool
                 .get("description")
                 .and_then(Value::as_str)
                 .and_then(|d| d.lines().map(str::trim).find(|l| !l.is_empty()))

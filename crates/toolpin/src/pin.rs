@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 
 use serde_json::json;
 use toolpin_capture::{source, Format};
-use toolpin_manifest::{lockfile, Catalog, ServerPin, Transform};
+use toolpin_manifest::{lockfile, Catalog, PinBuilder, ServerPin, Transform};
 
 use crate::config::{Config, Server};
 use crate::error::CliError;
@@ -126,23 +126,17 @@ async fn capture_all(
 }
 
 async fn capture_server(server: &Server) -> Result<ServerPin, String> {
-    let raw = server
+    let builder = PinBuilder::new(server.transform.clone());
+    let (builder, captured) = server
         .source
-        .capture(server.format)
+        .capture(server.format, builder)
         .await
         .map_err(|e| e.to_string())?;
-    let tools = server
-        .transform
-        .apply(raw.tools)
-        .map_err(|e| e.to_string())?;
-    ServerPin::new(
-        &server.name,
+    Ok(builder.finish(
         server.record.clone(),
-        raw.format.name(),
-        tools,
-    )
-    .map(|pin| pin.with_session(raw.session))
-    .map_err(|e| e.to_string())
+        captured.format.name(),
+        captured.session,
+    ))
 }
 
 /// Spinners on stderr, one per server; absent when not wanted.
@@ -184,25 +178,18 @@ impl Progress {
 pub fn catalog_from_path(path: &Path, forced: Option<Format>) -> Result<Catalog, CliError> {
     let origin = path.display().to_string();
     let bytes = source::read_file(path).map_err(|e| CliError::new(e.to_string()))?;
-    let doc =
-        toolpin_manifest::json::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()))?;
-    if forced.is_none() && lockfile::is_lockfile(&doc) {
-        drop(doc);
-        // Parsed again, typed, so that a structural error has its line.
+    if forced.is_none() && lockfile::looks_like_lockfile(&bytes) {
         return lockfile::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()));
     }
-    let raw = source::tools_from_document(doc, &origin, forced)
+    let mut builder = PinBuilder::new(Transform::default());
+    let format = source::parse_tools(&bytes, &origin, forced, &mut builder)
         .map_err(|e| CliError::new(e.to_string()))?;
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("file")
         .replace('/', "_");
-    let tools = Transform::default()
-        .apply(raw.tools)
-        .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
-    let pin = ServerPin::new(&name, json!({"file": origin}), raw.format.name(), tools)
-        .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
+    let pin = builder.finish(json!({ "file": origin }), format.name(), None);
     Catalog::new("default", BTreeMap::from([(name, pin)])).map_err(|e| CliError::new(e.to_string()))
 }
 

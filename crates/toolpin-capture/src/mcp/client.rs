@@ -18,6 +18,8 @@ pub struct SendError {
     pub message: String,
     /// The HTTP status, when the server refused with one.
     pub http_status: Option<u16>,
+    /// The server could not be reached at all.
+    pub unreachable: bool,
 }
 
 impl SendError {
@@ -25,9 +27,14 @@ impl SendError {
         Self {
             message: message.into(),
             http_status: None,
+            unreachable: false,
         }
     }
 }
+
+/// How long a stdio server that closed its output gets to exit before the
+/// error is written without its exit status.
+const EXIT_PATIENCE: Duration = Duration::from_millis(500);
 
 /// A message from the server, or the end of the stream and why.
 #[derive(Debug)]
@@ -66,6 +73,8 @@ pub enum RequestError {
     Transport(String),
     /// The HTTP server refused the request.
     Http { status: u16, message: String },
+    /// The server could not be reached.
+    Unreachable(String),
 }
 
 impl RequestError {
@@ -78,6 +87,7 @@ impl RequestError {
             RequestError::Timeout(d) => format!("no answer within {}", humanize(*d)),
             RequestError::Transport(m) => m.clone(),
             RequestError::Http { message, .. } => message.clone(),
+            RequestError::Unreachable(m) => m.clone(),
         }
     }
 
@@ -91,6 +101,9 @@ impl RequestError {
 
 impl From<SendError> for RequestError {
     fn from(e: SendError) -> Self {
+        if e.unreachable {
+            return RequestError::Unreachable(e.message);
+        }
         match e.http_status {
             Some(status) => RequestError::Http {
                 status,
@@ -253,21 +266,21 @@ impl Client {
         match self.incoming.recv().await {
             Some(Incoming::Message(v)) => Ok(v),
             Some(Incoming::Closed(reason)) => {
-                let reason = self.explain_close(reason);
+                let reason = self.explain_close(reason).await;
                 self.closed = Some(reason.clone());
                 Err(reason)
             }
             None => {
-                let reason = self.explain_close("the connection closed".into());
+                let reason = self.explain_close("the connection closed".into()).await;
                 self.closed = Some(reason.clone());
                 Err(reason)
             }
         }
     }
 
-    fn explain_close(&mut self, reason: String) -> String {
+    async fn explain_close(&mut self, reason: String) -> String {
         match &mut self.transport {
-            Transport::Stdio(t) => match t.exit_status() {
+            Transport::Stdio(t) => match t.exit_status(EXIT_PATIENCE).await {
                 Some(status) => format!("{reason} (the server {status})"),
                 None => reason,
             },
@@ -310,6 +323,12 @@ impl Client {
 
     /// An error for `phase` from a failed request.
     pub fn request_error(&self, phase: Phase, e: &RequestError) -> McpError {
+        // Whatever was being asked, a server that cannot be reached failed
+        // at connecting.
+        let phase = match e {
+            RequestError::Unreachable(_) => Phase::Connect,
+            _ => phase,
+        };
         McpError {
             http_status: e.http_status(),
             ..self.error(phase, e.describe())

@@ -83,6 +83,7 @@ async fn status_error(resp: reqwest::Response) -> SendError {
             format!("HTTP {} {reason}: {text}", status.as_u16())
         },
         http_status: Some(status.as_u16()),
+        unreachable: false,
     }
 }
 
@@ -117,6 +118,7 @@ fn transport_error(what: &str, e: reqwest::Error) -> SendError {
         source = s.source();
     }
     SendError {
+        unreachable: e.is_connect(),
         message: if detail.is_empty() {
             format!("{what} {kind}")
         } else {

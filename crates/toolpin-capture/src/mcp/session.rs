@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::client::{Client, RequestError};
 use super::{excerpt, McpError, Phase, HANDSHAKE_VERSIONS, STATELESS_VERSION};
+use crate::format::ToolSink;
 
 /// Which protocol revision to speak.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -83,7 +84,8 @@ impl Default for SessionOptions {
 /// served them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Capture {
-    pub tools: Vec<Value>,
+    /// Tools handed to the sink.
+    pub tools: usize,
     pub protocol_version: String,
     pub server_info: Value,
     pub pages: usize,
@@ -95,15 +97,19 @@ enum Mode {
 }
 
 /// Sets the session up and lists every tool.
-pub async fn capture(client: &mut Client, opts: &SessionOptions) -> Result<Capture, McpError> {
+pub async fn capture(
+    client: &mut Client,
+    opts: &SessionOptions,
+    sink: &mut (dyn ToolSink + Send),
+) -> Result<Capture, McpError> {
     let (mode, protocol_version, server_info, capabilities) = open_session(client, opts).await?;
     let offers_tools = capabilities
         .as_ref()
         .is_none_or(|c| c.get("tools").is_some());
     let (tools, pages) = if offers_tools {
-        list_tools(client, opts, &mode, &protocol_version).await?
+        list_tools(client, opts, &mode, sink).await?
     } else {
-        (Vec::new(), 0)
+        (0, 0)
     };
     Ok(Capture {
         tools,
@@ -233,9 +239,9 @@ async fn list_tools(
     client: &mut Client,
     opts: &SessionOptions,
     mode: &Mode,
-    _version: &str,
-) -> Result<(Vec<Value>, usize), McpError> {
-    let mut tools = Vec::new();
+    sink: &mut (dyn ToolSink + Send),
+) -> Result<(usize, usize), McpError> {
+    let mut tools = 0;
     let mut first_page_of: HashMap<String, usize> = HashMap::new();
     let mut seen_cursors: HashSet<String> = HashSet::new();
     let mut cursor: Option<Value> = None;
@@ -269,7 +275,9 @@ async fn list_tools(
                             ));
                         }
                     }
-                    tools.push(tool);
+                    sink.push(tool)
+                        .map_err(|e| client.error(phase.clone(), e))?;
+                    tools += 1;
                 }
             }
             Some(other) => {

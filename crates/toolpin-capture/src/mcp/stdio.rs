@@ -32,6 +32,7 @@ pub struct StdioSpec {
 
 pub struct StdioTransport {
     child: Child,
+    stderr_reader: Option<tokio::task::JoinHandle<()>>,
     stdin: Option<ChildStdin>,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
@@ -63,10 +64,12 @@ impl StdioTransport {
         if let Some(out) = child.stdout.take() {
             tokio::spawn(read_stdout(out, tx));
         }
-        if let Some(err) = child.stderr.take() {
-            tokio::spawn(read_stderr(err, Arc::clone(&stderr)));
-        }
+        let stderr_reader = child
+            .stderr
+            .take()
+            .map(|err| tokio::spawn(read_stderr(err, Arc::clone(&stderr))));
         Ok(Self {
+            stderr_reader,
             child,
             stdin,
             stderr,
@@ -104,14 +107,21 @@ impl StdioTransport {
     }
 
     /// How the process ended, if it has.
-    pub fn exit_status(&mut self) -> Option<String> {
-        match self.child.try_wait() {
-            Ok(Some(status)) => Some(match status.code() {
-                Some(code) => format!("exited with status {code}"),
-                None => "was killed by a signal".to_string(),
-            }),
-            _ => None,
+    /// How the process ended, waiting up to `patience` for it: a server's
+    /// stdout closes a moment before the process is gone. Also lets the
+    /// stderr reader catch up, so the tail holds the last words.
+    pub async fn exit_status(&mut self, patience: Duration) -> Option<String> {
+        let status = match tokio::time::timeout(patience, self.child.wait()).await {
+            Ok(Ok(status)) => status,
+            _ => return None,
+        };
+        if let Some(reader) = self.stderr_reader.as_mut() {
+            let _ = tokio::time::timeout(patience, reader).await;
         }
+        Some(match status.code() {
+            Some(code) => format!("exited with status {code}"),
+            None => "was killed by a signal".to_string(),
+        })
     }
 
     /// Closes stdin (the polite way to end a stdio server), waits briefly,
