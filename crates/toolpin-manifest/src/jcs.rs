@@ -13,8 +13,9 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 }
 
 /// Like [`write_canonical`], and says whether the canonical text parses back
-/// to the same numbers: false when an integer beyond 2^53 had to be rounded
-/// through a double, as JCS prescribes.
+/// to the very same `Value`: false when an integer beyond 2^53 had to be
+/// rounded through a double, as JCS prescribes, or when a float with an
+/// integral value (`2.0`) is written as an integer (`2`).
 pub fn write_canonical_exact(value: &Value, out: &mut Vec<u8>) -> bool {
     let mut exact = true;
     write_value(value, out, &mut exact);
@@ -103,8 +104,9 @@ fn write_number(n: &Number, out: &mut Vec<u8>, exact: &mut bool) {
             return;
         }
     }
-    if !n.is_f64() {
-        *exact = false;
+    match n.as_f64() {
+        Some(f) if n.is_f64() && f.fract() != 0.0 => {}
+        _ => *exact = false,
     }
     // serde_json never holds NaN or infinities, so every f64 here is finite.
     let f = n.as_f64().unwrap_or(0.0);
