@@ -4,7 +4,7 @@ before each answer (a stand-in for a server that is slow for reasons other
 than CPU: a network hop, a cold cache), nothing else. Standard library only,
 newline-delimited JSON-RPC, protocol 2025-11-25.
 
-usage: bench_server.py [--tools N] [--delay SECONDS] [--page-size N]
+usage: bench_server.py [--tools N] [--delay SECONDS] [--page-size N] [--version V]
 """
 import argparse
 import json
@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--tools", type=int, default=100)
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--page-size", type=int, default=0)
+    ap.add_argument("--version", default="1.0.0")
     args = ap.parse_args()
     tools = [tool(i) for i in range(args.tools)]
     page = args.page_size or len(tools) or 1
@@ -53,7 +54,7 @@ def main():
             result = {
                 "protocolVersion": "2025-11-25",
                 "capabilities": {"tools": {}},
-                "serverInfo": {"name": "bench-server", "version": "1.0.0"},
+                "serverInfo": {"name": "bench-server", "version": args.version},
             }
             reply = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
         elif method == "tools/list":

@@ -1870,7 +1870,10 @@ fn bad_config_semantics_name_server_and_key() {
         ),
         (
             "[servers.svc]\nfile = \"tools.json\"\nexec = [\"cat\"]\n",
-            &["servers.svc", "set exactly one of `file`, `exec`, `command` or `url` (found `file` and `exec`)"],
+            &[
+                "servers.svc",
+                "set exactly one of `file`, `exec`, `command` or `url` (found `file` and `exec`)",
+            ],
         ),
         (
             "[servers.svc]\nprefix = \"p__\"\n",
