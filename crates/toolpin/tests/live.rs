@@ -558,6 +558,41 @@ fn filesystem_and_memory_lock_then_check() {
 // mcp-server-time: the stateless revision
 
 #[test]
+fn python_sdk_over_http_speaks_2026_07_28_with_routing_headers_or_the_handshake() {
+    let mut live = Live::new();
+    let port = free_port();
+    let argv = vec![
+        servers().python.display().to_string(),
+        live.bin("sdk_http.py"),
+        port.to_string(),
+    ];
+    live.daemon(&argv, &[], port);
+    live.write(
+        "toolpin.toml",
+        format!(
+            "[servers.auto]\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
+             [servers.hs]\nurl = \"http://127.0.0.1:{port}/mcp\"\nprotocol_version = \"2025-11-25\"\nprefix = \"hs_\"\n"
+        ),
+    );
+    lock_ok(&live, &[], &[]);
+    let lock = lockfile(&live, "toolpin.lock");
+    let auto = server(&lock, "auto");
+    assert_eq!(auto["session"]["protocol_version"], "2026-07-28");
+    assert_eq!(auto["session"]["server_info"]["version"], "3.1.4");
+    let hs = server(&lock, "hs");
+    assert_eq!(hs["session"]["protocol_version"], "2025-11-25");
+    assert_eq!(pinned_names(&lock, "auto"), sorted(&["add", "shout"]));
+    for name in pinned_names(&lock, "auto") {
+        let mut a = pinned_tool(&lock, "auto", &name).clone();
+        let b = pinned_tool(&lock, "hs", &format!("hs_{name}"));
+        a["name"] = b["name"].clone();
+        assert_eq!(&a, b, "{name}: the same tool over both revisions");
+    }
+    check_ok(&live, &[], &[]);
+    live.finish();
+}
+
+#[test]
 fn time_server_speaks_2026_07_28_unless_pinned_to_the_handshake() {
     let live = Live::new();
     live.write(

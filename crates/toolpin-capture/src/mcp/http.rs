@@ -128,6 +128,115 @@ fn transport_error(what: &str, e: reqwest::Error) -> SendError {
     }
 }
 
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
+
+/// The routing headers of the stateless revision (2026-07-28): a request
+/// that carries its protocol version in `_meta` repeats it, its method and,
+/// for `tools/call`, `prompts/get` and `resources/read`, the name it acts on,
+/// as HTTP headers so that gateways can route without reading the body.
+fn routing_headers(message: &Value) -> Vec<(&'static str, HeaderValue)> {
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let params = message.get("params");
+    let Some(version) = params
+        .and_then(|p| p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"))
+        .and_then(Value::as_str)
+    else {
+        return Vec::new();
+    };
+    let mut headers = Vec::new();
+    if let Ok(v) = HeaderValue::from_str(version) {
+        headers.push((VERSION_HEADER, v));
+    }
+    if let Ok(m) = HeaderValue::from_str(method) {
+        headers.push((METHOD_HEADER, m));
+    }
+    let name_key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(name) = name_key.and_then(|k| params?.get(k)?.as_str()) {
+        if let Ok(n) = HeaderValue::from_str(&header_safe(name)) {
+            headers.push((NAME_HEADER, n));
+        }
+    }
+    headers
+}
+
+/// A value as it can travel in a header: printable ASCII without edge
+/// white space as is, anything else in the `=?base64?…?=` form.
+fn header_safe(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        value.to_string()
+    } else {
+        format!("=?base64?{}?=", base64(value.as_bytes()))
+    }
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | (b as u32) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stateless_requests_carry_routing_headers() {
+        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "get_sum",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        let h: Vec<(&str, String)> = routing_headers(&msg)
+            .into_iter()
+            .map(|(n, v)| (n, v.to_str().unwrap_or("").to_string()))
+            .collect();
+        assert_eq!(
+            h,
+            vec![
+                ("mcp-protocol-version", "2026-07-28".into()),
+                ("mcp-method", "tools/call".into()),
+                ("mcp-name", "get_sum".into())
+            ]
+        );
+        assert!(
+            routing_headers(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).is_empty()
+        );
+    }
+
+    #[test]
+    fn header_values_outside_printable_ascii_are_base64() {
+        assert_eq!(header_safe("plain-name"), "plain-name");
+        assert_eq!(header_safe("café"), "=?base64?Y2Fmw6k=?=");
+        assert_eq!(header_safe(" x"), "=?base64?IHg=?=");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"abc"), "YWJj");
+        assert_eq!(base64(b"a"), "YQ==");
+    }
+}
+
 /// Streamable HTTP.
 pub struct StreamableTransport {
     http: reqwest::Client,
@@ -171,12 +280,22 @@ impl StreamableTransport {
         if let Some(id) = &self.session_id {
             req = req.header(SESSION_HEADER, id.clone());
         }
-        if let Some(v) = &self.protocol_version {
-            req = req.header(VERSION_HEADER, v.clone());
+        let routing = routing_headers(message);
+        if routing.is_empty() {
+            if let Some(v) = &self.protocol_version {
+                req = req.header(VERSION_HEADER, v.clone());
+            }
+        }
+        for (name, value) in routing {
+            req = req.header(name, value);
         }
         let resp = req.send().await.map_err(|e| transport_error("POST", e))?;
-        if let Some(id) = resp.headers().get(SESSION_HEADER) {
-            self.session_id = Some(id.clone());
+        // Only a successful answer starts a session; an error page may carry
+        // an id that means nothing.
+        if resp.status().is_success() {
+            if let Some(id) = resp.headers().get(SESSION_HEADER) {
+                self.session_id = Some(id.clone());
+            }
         }
         if resp.status() == StatusCode::ACCEPTED || resp.status() == StatusCode::NO_CONTENT {
             return Ok(());
