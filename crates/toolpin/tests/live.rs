@@ -977,6 +977,33 @@ fn keep_going_reports_every_failing_server() {
 // SDK servers: pagination, fidelity, drift
 
 #[test]
+fn ls_lists_each_servers_tools_without_writing_anything() {
+    let live = Live::new();
+    live.write(
+        "toolpin.toml",
+        format!("[servers.p]\ncommand = {}\n", live.py("paginated.py", &[])),
+    );
+    let run = live.run(&["ls"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("p (25 tools, ") && lines[0].contains("protocol 2026-07-28"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(lines.len(), 26, "{}", run.stdout);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.trim_start().starts_with("tool_07") && l.ends_with("Tool number 7.")),
+        "{}",
+        run.stdout
+    );
+    assert!(!live.root.join("toolpin.lock").exists());
+    live.finish();
+}
+
+#[test]
 fn paginated_sdk_server_25_tools_over_3_pages() {
     let live = Live::new();
     let config = |max_pages: usize| {
