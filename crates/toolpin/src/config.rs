@@ -549,21 +549,22 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
     })
 }
 
+/// Words that make an env or header name say its value is a secret.
+pub const SECRET_WORDS: [&str; 8] = [
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "AUTH",
+    "COOKIE",
+    "CREDENTIAL",
+];
+
 /// Whether an env or header name says its value is a secret.
-fn secret_looking(key: &str) -> bool {
+pub fn secret_looking(key: &str) -> bool {
     let upper = key.to_ascii_uppercase();
-    [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "AUTH",
-        "COOKIE",
-        "CREDENTIAL",
-    ]
-    .iter()
-    .any(|s| upper.contains(s))
+    SECRET_WORDS.iter().any(|s| upper.contains(s))
 }
 
 /// A literal secret written straight into toolpin.toml is kept out of

@@ -30,19 +30,6 @@ pub struct Rendered {
     pub exports: Vec<String>,
 }
 
-/// Key words that make an env or header value a secret (as the lockfile's
-/// redaction decides).
-const SECRET_WORDS: [&str; 8] = [
-    "KEY",
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "AUTH",
-    "COOKIE",
-    "CREDENTIAL",
-];
-
 /// Prefixes of well-known credential formats, caught whatever their key.
 const TOKEN_PREFIXES: [&str; 14] = [
     "ghp_",
@@ -61,9 +48,9 @@ const TOKEN_PREFIXES: [&str; 14] = [
     "ya29.",
 ];
 
+/// The same test the lockfile's redaction uses.
 pub fn secret_key(key: &str) -> bool {
-    let upper = key.to_ascii_uppercase();
-    SECRET_WORDS.iter().any(|w| upper.contains(w))
+    crate::config::secret_looking(key)
 }
 
 fn token_like(value: &str) -> bool {
