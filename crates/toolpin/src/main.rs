@@ -62,7 +62,7 @@ struct ConfigArgs {
     #[arg(long, value_name = "PATH")]
     lockfile: Option<PathBuf>,
     /// How many servers to capture at once
-    #[arg(short, long, default_value_t = 8, value_name = "N")]
+    #[arg(short, long, default_value_t = 16, value_name = "N")]
     jobs: usize,
     /// Capture every server and report every failure instead of stopping at the first
     #[arg(long)]
