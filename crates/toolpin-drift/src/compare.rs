@@ -4,16 +4,23 @@
 
 use serde_json::Value;
 use toolpin_manifest::pointer::escape_token;
-use toolpin_manifest::{Catalog, PinnedTool};
+use toolpin_manifest::Catalog;
 
 use crate::finding::{Comparison, Finding, Fingerprints, Summary};
+use crate::prose;
+use crate::rename::{match_renames, Candidate, TOOL_RENAME_THRESHOLD};
 use crate::rule::{self, Severity};
+use crate::schema::{self, Direction};
 
 /// Compares the pinned catalog `old` with `new`. Tools are matched by the
-/// namespaced name the model sees, whichever server offers them.
+/// namespaced name the model sees, whichever server offers them; removed and
+/// added tools are then paired as renames where they match closely.
 pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
     let mut findings = Vec::new();
     let mut summary = Summary::default();
+    let names: Vec<&str> = new.tools().map(|(n, _, _)| n).collect();
+    let mut removed: Vec<(&str, &str, Value)> = Vec::new();
+    let mut added: Vec<(&str, &str, Value)> = Vec::new();
     let mut old_tools = old.tools().peekable();
     let mut new_tools = new.tools().peekable();
     loop {
@@ -28,21 +35,13 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
                 let Some((name, server, tool)) = old_tools.next() else {
                     break;
                 };
-                summary.tools_removed += 1;
-                let mut f = Finding::new(&rule::TOOL_REMOVED, server, name, String::new());
-                f.message = format!("{name}: tool removed");
-                f.before = Some(tool.value());
-                findings.push(f);
+                removed.push((name, server, tool.value()));
             }
             std::cmp::Ordering::Greater => {
                 let Some((name, server, tool)) = new_tools.next() else {
                     break;
                 };
-                summary.tools_added += 1;
-                let mut f = Finding::new(&rule::TOOL_ADDED, server, name, String::new());
-                f.message = format!("{name}: new tool");
-                f.after = Some(tool.value());
-                findings.push(f);
+                added.push((name, server, tool.value()));
             }
             std::cmp::Ordering::Equal => {
                 let (Some((name, _, before)), Some((_, server, after))) =
@@ -50,16 +49,29 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
                 else {
                     break;
                 };
+                // Identical tools short-circuit on their fingerprints.
                 if before.fingerprint == after.fingerprint {
                     summary.tools_unchanged += 1;
                 } else {
                     summary.tools_changed += 1;
-                    compare_tool(server, name, before, after, &mut findings);
+                    let ctx = ToolContext {
+                        server,
+                        name,
+                        other_tools: &names,
+                    };
+                    compare_tool(&ctx, &before.value(), &after.value(), &mut findings);
                 }
             }
         }
     }
+    renames_and_the_rest(removed, added, &names, &mut summary, &mut findings);
     compare_server_versions(old, new, &mut findings);
+    findings.sort_by(|a, b| {
+        a.tool
+            .cmp(&b.tool)
+            .then(a.pointer.cmp(&b.pointer))
+            .then(a.rule.cmp(b.rule))
+    });
     summary.findings = findings.len();
     for sev in Severity::ALL {
         summary.by_severity.insert(
@@ -74,6 +86,84 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
             before: old.fingerprint.to_hex(),
             after: new.fingerprint.to_hex(),
         },
+    }
+}
+
+/// Pairs removed × added tools as renames (tool-renamed, then the diff of
+/// the pair); the rest are tool-removed and tool-added.
+fn renames_and_the_rest(
+    removed: Vec<(&str, &str, Value)>,
+    added: Vec<(&str, &str, Value)>,
+    names: &[&str],
+    summary: &mut Summary,
+    findings: &mut Vec<Finding>,
+) {
+    let rb: Vec<Candidate> = removed
+        .iter()
+        .map(|(n, _, v)| Candidate { name: n, value: v })
+        .collect();
+    let ab: Vec<Candidate> = added
+        .iter()
+        .map(|(n, _, v)| Candidate { name: n, value: v })
+        .collect();
+    let pairs = match_renames(&rb, &ab, TOOL_RENAME_THRESHOLD);
+    let mut renamed_b = vec![false; removed.len()];
+    let mut renamed_a = vec![false; added.len()];
+    for (i, j, score) in pairs {
+        renamed_b[i] = true;
+        renamed_a[j] = true;
+        summary.tools_changed += 1;
+        let (old_name, _, before) = &removed[i];
+        let (new_name, server, after) = &added[j];
+        findings.push(
+            Finding::new(&rule::TOOL_RENAMED, server, new_name, "/name".into())
+                .message(format!(
+                    "{new_name}: renamed from {old_name} (similarity {score:.2})"
+                ))
+                .values(
+                    Some(&Value::String(old_name.to_string())),
+                    Some(&Value::String(new_name.to_string())),
+                ),
+        );
+        let mut before = before.clone();
+        before["name"] = Value::String(new_name.to_string());
+        let ctx = ToolContext {
+            server,
+            name: new_name,
+            other_tools: names,
+        };
+        compare_tool(&ctx, &before, after, findings);
+    }
+    for (i, (name, server, tool)) in removed.iter().enumerate() {
+        if renamed_b[i] {
+            continue;
+        }
+        summary.tools_removed += 1;
+        findings.push(
+            Finding::new(&rule::TOOL_REMOVED, server, name, String::new())
+                .message(format!("{name}: tool removed"))
+                .values(Some(tool), None),
+        );
+    }
+    for (j, (name, server, tool)) in added.iter().enumerate() {
+        if renamed_a[j] {
+            continue;
+        }
+        summary.tools_added += 1;
+        let caps = Capabilities::of(tool);
+        let mut f = Finding::new(&rule::TOOL_ADDED, server, name, String::new())
+            .values(None, Some(tool))
+            .security(caps.any());
+        let reach = caps.describe();
+        f.message = if reach.is_empty() {
+            format!("{name}: new tool")
+        } else {
+            format!("{name}: new tool that can {reach}")
+        };
+        if caps.read_only && !caps.open_world && !caps.any() {
+            f.severity = Severity::Low;
+        }
+        findings.push(f);
     }
 }
 
@@ -112,19 +202,416 @@ fn compare_server_versions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>)
     }
 }
 
-fn compare_tool(
-    server: &str,
-    name: &str,
-    before: &PinnedTool,
-    after: &PinnedTool,
-    out: &mut Vec<Finding>,
-) {
-    let (before, after) = (before.value(), after.value());
-    let mut diffs = Vec::new();
-    diff_values(&mut String::new(), Some(&before), Some(&after), &mut diffs);
-    for (pointer, b, a) in diffs {
-        out.push(classify(server, name, pointer, b, a));
+/// Who a tool is, for messages and prose cues.
+struct ToolContext<'a> {
+    server: &'a str,
+    name: &'a str,
+    other_tools: &'a [&'a str],
+}
+
+/// Spec defaults of the MCP annotation hints.
+const HINT_DEFAULTS: [(&str, bool); 4] = [
+    ("readOnlyHint", false),
+    ("destructiveHint", true),
+    ("idempotentHint", false),
+    ("openWorldHint", true),
+];
+
+fn hint(tool: &Value, key: &str) -> Option<bool> {
+    let default = HINT_DEFAULTS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, d)| *d);
+    match tool.pointer(&format!("/annotations/{key}")) {
+        None | Some(Value::Null) => default,
+        Some(Value::Bool(b)) => Some(*b),
+        // An unexpected type: no effective value to compare.
+        Some(_) => None,
     }
+}
+
+/// The effective value of each hint, in `HINT_DEFAULTS` order. The spec
+/// makes destructiveHint meaningful only when readOnlyHint is false: a
+/// read-only tool destroys nothing.
+fn effective_hints(tool: &Value) -> [Option<bool>; 4] {
+    let read_only = hint(tool, "readOnlyHint");
+    let destructive = match read_only {
+        Some(true) => Some(false),
+        _ => hint(tool, "destructiveHint"),
+    };
+    [
+        read_only,
+        destructive,
+        hint(tool, "idempotentHint"),
+        hint(tool, "openWorldHint"),
+    ]
+}
+
+/// Compares two versions of one tool; every difference becomes a finding,
+/// and a tool whose text changed without any rule firing is reported as
+/// an equivalent rewrite.
+fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    let start = out.len();
+    let writes =
+        Capabilities::of(after).writes_anything() || Capabilities::of(before).writes_anything();
+    let (server, tool) = (ctx.server, ctx.name);
+    let empty = serde_json::Map::new();
+    let (mb, ma) = (
+        before.as_object().unwrap_or(&empty),
+        after.as_object().unwrap_or(&empty),
+    );
+    let keys: std::collections::BTreeSet<&String> = mb.keys().chain(ma.keys()).collect();
+    for key in keys {
+        let (vb, va) = (mb.get(key.as_str()), ma.get(key.as_str()));
+        if vb == va {
+            continue;
+        }
+        let at = format!("/{}", escape_token(key));
+        match key.as_str() {
+            "description" => out.push(description_finding(ctx, &at, vb, va)),
+            "title" => out.push(
+                Finding::new(&rule::TITLE_CHANGED, server, tool, at.clone())
+                    .message(format!("{tool}: title{}", scalar_change(vb, va)))
+                    .values(vb, va),
+            ),
+            "annotations" => compare_annotations(ctx, before, after, out),
+            "inputSchema" | "outputSchema" => {
+                let direction = if key == "inputSchema" {
+                    Direction::Input
+                } else {
+                    Direction::Output
+                };
+                match (vb, va) {
+                    (None, Some(_)) if key == "outputSchema" => out.push(
+                        Finding::new(&rule::OUTPUT_SCHEMA_ADDED, server, tool, at.clone())
+                            .message(format!("{tool}: outputSchema added"))
+                            .values(None, va),
+                    ),
+                    (Some(_), None) if key == "outputSchema" => out.push(
+                        Finding::new(&rule::OUTPUT_SCHEMA_REMOVED, server, tool, at.clone())
+                            .message(format!("{tool}: outputSchema removed"))
+                            .values(vb, None),
+                    ),
+                    _ => {
+                        let empty_schema = Value::Object(serde_json::Map::new());
+                        let sctx = schema::Context {
+                            server,
+                            tool,
+                            writes,
+                            other_tools: ctx.other_tools,
+                        };
+                        schema::diff(
+                            &sctx,
+                            direction,
+                            &at,
+                            vb.unwrap_or(&empty_schema),
+                            va.unwrap_or(&empty_schema),
+                            out,
+                        );
+                    }
+                }
+            }
+            _ => {
+                let mut diffs = Vec::new();
+                diff_values(&mut at.clone(), vb, va, &mut diffs);
+                for (pointer, b, a) in diffs {
+                    let what = match (b, a) {
+                        (None, _) => "added",
+                        (_, None) => "removed",
+                        _ => "changed",
+                    };
+                    out.push(
+                        Finding::new(&rule::FIELD_CHANGED, server, tool, pointer.clone())
+                            .message(format!("{tool}: {pointer} {what}{}", scalar_change(b, a)))
+                            .values(b, a),
+                    );
+                }
+            }
+        }
+    }
+    // No rule fired. A subschema moved into or out of `$defs` is no finding
+    // at all; any other rewrite is reported, without failing by default.
+    if out.len() == start && dereferenced(before) != dereferenced(after) {
+        out.push(
+            Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, String::new())
+                .message(format!(
+                    "{tool}: rewritten without a change in what it accepts or means"
+                ))
+                .values(Some(before), Some(after)),
+        );
+    }
+}
+
+/// The tool with every local `$ref` in its schemas inlined and the
+/// definition containers dropped (a reference cycle is left as it is).
+fn dereferenced(tool: &Value) -> Vec<u8> {
+    fn inline(v: &Value, root: &Value, depth: usize) -> Value {
+        match v {
+            Value::Object(m) => {
+                if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+                    if depth < 16 {
+                        if let Some(target) = r.strip_prefix('#').and_then(|p| root.pointer(p)) {
+                            let mut merged = match inline(target, root, depth + 1) {
+                                Value::Object(t) => t,
+                                other => return other,
+                            };
+                            for (k, x) in m.iter().filter(|(k, _)| k.as_str() != "$ref") {
+                                merged.insert(k.clone(), inline(x, root, depth));
+                            }
+                            return Value::Object(merged);
+                        }
+                    }
+                }
+                Value::Object(
+                    m.iter()
+                        .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
+                        .map(|(k, x)| (k.clone(), inline(x, root, depth)))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|x| inline(x, root, depth)).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    let mut t = tool.clone();
+    for key in ["inputSchema", "outputSchema"] {
+        if let Some(schema) = tool.get(key) {
+            t[key] = inline(schema, schema, 0);
+        }
+    }
+    toolpin_manifest::jcs::to_canonical_vec(&t)
+}
+
+fn description_finding(
+    ctx: &ToolContext,
+    at: &str,
+    vb: Option<&Value>,
+    va: Option<&Value>,
+) -> Finding {
+    let tool = ctx.name;
+    let mut f =
+        Finding::new(&rule::DESCRIPTION_CHANGED, ctx.server, tool, at.to_string()).values(vb, va);
+    let others: Vec<&str> = ctx
+        .other_tools
+        .iter()
+        .copied()
+        .filter(|n| *n != tool)
+        .collect();
+    let cues = prose::cues_for(vb, va, &others);
+    if prose::whitespace_only(vb, va) {
+        f.severity = Severity::Low;
+        f.message = format!("{tool}: description changed in white space only");
+        return f;
+    }
+    let change = prose::inline_diff(vb, va).unwrap_or_else(|| "changed".into());
+    f.message = format!("{tool}: description {change}");
+    if !cues.is_empty() {
+        f.severity = Severity::Critical;
+        f.security = true;
+        f.message = format!("{} ({})", f.message, cues.join("; "));
+    }
+    f
+}
+
+fn compare_annotations(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    let (server, tool) = (ctx.server, ctx.name);
+    let flips: [(&'static crate::rule::Rule, &'static crate::rule::Rule); 4] = [
+        (
+            &rule::ANNOTATION_READONLY_ASSERTED,
+            &rule::ANNOTATION_READONLY_REVOKED,
+        ),
+        (
+            &rule::ANNOTATION_DESTRUCTIVE_ASSERTED,
+            &rule::ANNOTATION_DESTRUCTIVE_REVOKED,
+        ),
+        (
+            &rule::ANNOTATION_IDEMPOTENT_ASSERTED,
+            &rule::ANNOTATION_IDEMPOTENT_REVOKED,
+        ),
+        (
+            &rule::ANNOTATION_OPENWORLD_ASSERTED,
+            &rule::ANNOTATION_OPENWORLD_REVOKED,
+        ),
+    ];
+    let (eb, ea) = (effective_hints(before), effective_hints(after));
+    for (i, (key, _)) in HINT_DEFAULTS.iter().enumerate() {
+        let at = format!("/annotations/{key}");
+        let (vb, va) = (before.pointer(&at), after.pointer(&at));
+        let (asserted, revoked) = flips[i];
+        match (eb[i], ea[i]) {
+            (Some(false), Some(true)) => out.push(
+                Finding::new(asserted, server, tool, at)
+                    .message(format!("{tool}: {key} false → true (effective; an absent hint means its spec default)"))
+                    .values(vb, va),
+            ),
+            (Some(true), Some(false)) => out.push(
+                Finding::new(revoked, server, tool, at)
+                    .message(format!("{tool}: {key} true → false (effective; an absent hint means its spec default)"))
+                    .values(vb, va),
+            ),
+            // The same effective value spelled differently: the catch-all
+            // reports the rewrite.
+            (Some(_), Some(_)) => {}
+            _ if vb != va => out.push(
+                Finding::new(&rule::FIELD_CHANGED, server, tool, at.clone())
+                    .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
+                    .values(vb, va),
+            ),
+            _ => {}
+        }
+    }
+    let empty = serde_json::Map::new();
+    let ab = before
+        .get("annotations")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let aa = after
+        .get("annotations")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let keys: std::collections::BTreeSet<&String> = ab.keys().chain(aa.keys()).collect();
+    for key in keys {
+        if HINT_DEFAULTS.iter().any(|(k, _)| k == key) {
+            continue;
+        }
+        let (vb, va) = (ab.get(key.as_str()), aa.get(key.as_str()));
+        if vb == va {
+            continue;
+        }
+        let at = format!("/annotations/{}", escape_token(key));
+        let rule: &'static crate::rule::Rule = if key == "title" {
+            &rule::TITLE_CHANGED
+        } else {
+            &rule::FIELD_CHANGED
+        };
+        out.push(
+            Finding::new(rule, server, tool, at.clone())
+                .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
+                .values(vb, va),
+        );
+    }
+    if !before.get("annotations").is_some_and(Value::is_object)
+        && before.get("annotations").is_some()
+        || !after.get("annotations").is_some_and(Value::is_object)
+            && after.get("annotations").is_some()
+    {
+        out.push(
+            Finding::new(&rule::FIELD_CHANGED, server, tool, "/annotations".into())
+                .message(format!("{tool}: /annotations changed"))
+                .values(before.get("annotations"), after.get("annotations")),
+        );
+    }
+}
+
+/// What a tool can do, inferred from its annotations (with spec defaults)
+/// and its name and parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    pub write: bool,
+    pub delete: bool,
+    pub execute: bool,
+    pub network: bool,
+    pub read_only: bool,
+    pub open_world: bool,
+}
+
+/// Name words that say a tool writes, deletes, executes or reaches out.
+const WRITE_WORDS: [&str; 12] = [
+    "write", "create", "update", "set", "put", "post", "send", "edit", "insert", "upload", "move",
+    "rename",
+];
+const DELETE_WORDS: [&str; 5] = ["delete", "remove", "drop", "destroy", "purge"];
+const EXECUTE_WORDS: [&str; 7] = [
+    "exec", "execute", "run", "shell", "eval", "command", "script",
+];
+const NETWORK_WORDS: [&str; 6] = ["fetch", "http", "url", "download", "request", "browse"];
+/// Parameter names that give a tool reach.
+const EXECUTE_PARAMS: [&str; 5] = ["command", "cmd", "script", "code", "sql"];
+const NETWORK_PARAMS: [&str; 4] = ["url", "uri", "endpoint", "host"];
+
+impl Capabilities {
+    pub fn of(tool: &Value) -> Self {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or("");
+        let words: Vec<String> = split_words(name);
+        let has = |list: &[&str]| words.iter().any(|w| list.contains(&w.as_str()));
+        let params: Vec<String> = tool
+            .pointer("/inputSchema/properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(|k| k.to_ascii_lowercase()).collect())
+            .unwrap_or_default();
+        let param = |list: &[&str]| params.iter().any(|p| list.contains(&p.as_str()));
+        let read_only = hint(tool, "readOnlyHint") == Some(true);
+        let destructive = hint(tool, "destructiveHint") != Some(false);
+        let open_world = hint(tool, "openWorldHint") != Some(false);
+        let annotated = tool.get("annotations").is_some_and(Value::is_object);
+        Self {
+            write: !read_only && (has(&WRITE_WORDS) || annotated),
+            delete: !read_only && (has(&DELETE_WORDS) || (annotated && destructive && !read_only)),
+            execute: has(&EXECUTE_WORDS) || param(&EXECUTE_PARAMS),
+            network: has(&NETWORK_WORDS)
+                || param(&NETWORK_PARAMS)
+                || (annotated && open_world && !read_only),
+            read_only,
+            open_world,
+        }
+    }
+
+    pub fn writes_anything(&self) -> bool {
+        self.write || self.delete || self.execute
+    }
+
+    pub fn any(&self) -> bool {
+        self.writes_anything() || self.network
+    }
+
+    /// "write, delete and reach the network".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.write {
+            parts.push("write");
+        }
+        if self.delete {
+            parts.push("delete");
+        }
+        if self.execute {
+            parts.push("execute");
+        }
+        if self.network {
+            parts.push("reach the network");
+        }
+        match parts.len() {
+            0 => String::new(),
+            1 => parts[0].to_string(),
+            n => format!("{} and {}", parts[..n - 1].join(", "), parts[n - 1]),
+        }
+    }
+}
+
+/// Splits snake_case, kebab-case and camelCase into lower-case words.
+pub fn split_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !cur.is_empty() {
+            words.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
 }
 
 type Diff<'a> = (String, Option<&'a Value>, Option<&'a Value>);
@@ -169,69 +656,6 @@ fn diff_values<'a>(
 
 fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
     x == y || matches!((x.as_f64(), y.as_f64()), (Some(a), Some(b)) if a == b)
-}
-
-fn classify(
-    server: &str,
-    tool: &str,
-    pointer: String,
-    before: Option<&Value>,
-    after: Option<&Value>,
-) -> Finding {
-    let what = match (before, after) {
-        (None, _) => "added",
-        (_, None) => "removed",
-        _ => "changed",
-    };
-    let mut finding = match pointer.as_str() {
-        "/description" => {
-            let mut f = Finding::new(&rule::DESCRIPTION_CHANGED, server, tool, pointer.clone());
-            if whitespace_only(before, after) {
-                f.severity = Severity::Low;
-                f.message = format!("{tool}: description changed in white space only");
-            } else {
-                f.message = format!("{tool}: description {what}");
-            }
-            f
-        }
-        "/title" | "/annotations/title" => {
-            let mut f = Finding::new(&rule::TITLE_CHANGED, server, tool, pointer.clone());
-            f.message = format!(
-                "{tool}: {} {what}{}",
-                &pointer[1..],
-                scalar_change(before, after)
-            );
-            f
-        }
-        "/outputSchema" if before.is_none() => {
-            let mut f = Finding::new(&rule::OUTPUT_SCHEMA_ADDED, server, tool, pointer.clone());
-            f.message = format!("{tool}: outputSchema added");
-            f
-        }
-        "/outputSchema" if after.is_none() => {
-            let mut f = Finding::new(&rule::OUTPUT_SCHEMA_REMOVED, server, tool, pointer.clone());
-            f.message = format!("{tool}: outputSchema removed");
-            f
-        }
-        _ => {
-            let mut f = Finding::new(&rule::FIELD_CHANGED, server, tool, pointer.clone());
-            f.message = format!("{tool}: {pointer} {what}{}", scalar_change(before, after));
-            f
-        }
-    };
-    finding.before = before.cloned();
-    finding.after = after.cloned();
-    finding
-}
-
-fn whitespace_only(before: Option<&Value>, after: Option<&Value>) -> bool {
-    match (
-        before.and_then(Value::as_str),
-        after.and_then(Value::as_str),
-    ) {
-        (Some(a), Some(b)) => a.split_whitespace().eq(b.split_whitespace()),
-        _ => false,
-    }
 }
 
 /// ` from 50 to 20` when both sides are short scalars, else nothing (the
@@ -300,7 +724,7 @@ mod tests {
             vec![
                 ("tool-removed", "gone", ""),
                 (
-                    "field-changed",
+                    "input-default-changed",
                     "list",
                     "/inputSchema/properties/limit/default"
                 ),
@@ -311,7 +735,7 @@ mod tests {
         );
         assert_eq!(
             c.findings[1].message,
-            "list: /inputSchema/properties/limit/default changed from 50 to 20"
+            "list: /inputSchema/properties/limit default 50 → 20"
         );
         assert_eq!(
             (
@@ -321,7 +745,8 @@ mod tests {
             ),
             (1, 1, 2)
         );
-        assert_eq!(c.summary.by_severity["critical"], 1);
+        // tool-removed, and the description edit with an imperative.
+        assert_eq!(c.summary.by_severity["critical"], 2);
     }
 
     #[test]
@@ -334,7 +759,7 @@ mod tests {
     }
 
     #[test]
-    fn arrays_of_different_length_are_one_finding() {
+    fn enum_growth_is_one_finding_with_the_whole_list() {
         let old = catalog(vec![
             json!({"name": "a", "inputSchema": {"enum": ["x", "y"]}}),
         ]);
@@ -342,7 +767,10 @@ mod tests {
             json!({"name": "a", "inputSchema": {"enum": ["x", "y", "z"]}}),
         ]);
         let c = compare(&old, &new);
-        assert_eq!(rules(&c), vec![("field-changed", "a", "/inputSchema/enum")]);
+        assert_eq!(
+            rules(&c),
+            vec![("input-enum-value-added", "a", "/inputSchema/enum")]
+        );
         assert_eq!(c.findings[0].after, Some(json!(["x", "y", "z"])));
     }
 

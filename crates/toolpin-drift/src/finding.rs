@@ -19,6 +19,10 @@ pub struct Finding {
     pub message: String,
     pub before: Option<Value>,
     pub after: Option<Value>,
+    /// Whether it widens what the agent can be talked into.
+    pub security: bool,
+    /// Re-run tags: the evals this finding asks for.
+    pub rerun: &'static [&'static str],
 }
 
 impl Finding {
@@ -33,7 +37,30 @@ impl Finding {
             message: String::new(),
             before: None,
             after: None,
+            security: rule.security,
+            rerun: rule.rerun,
         }
+    }
+
+    pub fn message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    pub fn values(mut self, before: Option<&Value>, after: Option<&Value>) -> Self {
+        self.before = before.cloned();
+        self.after = after.cloned();
+        self
+    }
+
+    pub fn severity(mut self, severity: Severity) -> Self {
+        self.severity = severity;
+        self
+    }
+
+    pub fn security(mut self, security: bool) -> Self {
+        self.security = self.security || security;
+        self
     }
 }
 

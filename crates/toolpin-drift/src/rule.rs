@@ -69,76 +69,49 @@ pub struct Rule {
     pub breaks: &'static str,
     pub kind: Kind,
     pub severity: Severity,
+    /// Whether a finding widens what the agent can be talked into (it may be
+    /// raised per finding too: steering text, a tool that writes).
+    pub security: bool,
     /// Re-run tags (trajectory, tool-cases, selection, …).
     pub rerun: &'static [&'static str],
+    /// A change that triggers it, for the docs.
+    pub example: &'static str,
+    /// Seen only at run time or by contract tests: registered so the id is
+    /// reserved, never produced by comparing manifests.
+    pub runtime: bool,
 }
 
+/// Declares rules: `rules! { family FAMILY; NAME { id: …, summary: …, breaks: …, kind: …,
+/// severity: …, rerun: [...], example: … } … }`, optionally `security`
+/// and `runtime` flags.
+#[macro_export]
 macro_rules! rules {
-    ($($name:ident { id: $id:literal, summary: $summary:literal, breaks: $breaks:literal,
-        kind: $kind:ident, severity: $sev:ident, rerun: [$($tag:literal),*] $(,)? })*) => {
-        $(pub const $name: Rule = Rule {
+    (family $family:ident; $($name:ident { id: $id:literal, summary: $summary:literal, breaks: $breaks:literal,
+        kind: $kind:ident, severity: $sev:ident, $(security: $sec:literal,)? $(runtime: $rt:literal,)?
+        rerun: [$($tag:literal),*], example: $example:literal $(,)? })*) => {
+        $(pub const $name: $crate::rule::Rule = $crate::rule::Rule {
             id: $id, summary: $summary, breaks: $breaks,
-            kind: Kind::$kind, severity: Severity::$sev, rerun: &[$($tag),*],
+            kind: $crate::rule::Kind::$kind, severity: $crate::rule::Severity::$sev,
+            security: false $(|| $sec)?, runtime: false $(|| $rt)?,
+            rerun: &[$($tag),*], example: $example,
         };)*
-        /// Every rule this build reports.
-        pub const ALL: &[&Rule] = &[$(&$name),*];
+        /// The rules of this family.
+        pub const $family: &[&$crate::rule::Rule] = &[$(&$name),*];
     };
 }
 
-rules! {
-    TOOL_ADDED {
-        id: "tool-added",
-        summary: "a tool name that is not in the pin",
-        breaks: "A new tool competes for selection with the ones the agent was evaluated with, and is new attack surface.",
-        kind: Structural, severity: High, rerun: ["trajectory", "red-team", "authz"],
-    }
-    TOOL_REMOVED {
-        id: "tool-removed",
-        summary: "a pinned tool is gone",
-        breaks: "Calls to it fail; the agent improvises with the wrong tool.",
-        kind: Structural, severity: Critical, rerun: ["trajectory", "fallback"],
-    }
-    DESCRIPTION_CHANGED {
-        id: "description-changed",
-        summary: "the tool description text differs",
-        breaks: "The description is prompt text: an edit moves tool selection, ordering and turn count. Whitespace-only edits are reported at low.",
-        kind: Description, severity: Medium, rerun: ["trajectory", "selection", "budget"],
-    }
-    TITLE_CHANGED {
-        id: "title-changed",
-        summary: "`title` or `annotations.title` differs",
-        breaks: "Clients show the title and some pass it to the model; selection can move.",
-        kind: Description, severity: Low, rerun: ["selection"],
-    }
-    OUTPUT_SCHEMA_ADDED {
-        id: "output-schema-added",
-        summary: "the tool now declares an outputSchema",
-        breaks: "Structured results now reach the context window in a declared shape.",
-        kind: Structural, severity: Info, rerun: ["consumers"],
-    }
-    OUTPUT_SCHEMA_REMOVED {
-        id: "output-schema-removed",
-        summary: "the tool no longer declares an outputSchema",
-        breaks: "Consumers of structured results lose their contract.",
-        kind: Structural, severity: High, rerun: ["consumers"],
-    }
-    SERVER_VERSION_CHANGED {
-        id: "server-version-changed",
-        summary: "the server's serverInfo.version moved",
-        breaks: "The declaration may be unchanged while the service behind it changed: results, latency, validation. Reported, never failed: it asks for contract tests, not a re-pin.",
-        kind: Behavioural, severity: Info, rerun: ["tool-cases"],
-    }
-    FIELD_CHANGED {
-        id: "field-changed",
-        summary: "any other member of the tool object differs",
-        breaks: "Members such as `_meta`, `icons`, `execution`, annotations or schema keywords can change what clients do or what the model reads. Until the schema-aware rules land, every schema and annotation change is reported here with its exact pointer.",
-        kind: Semantic, severity: Low, rerun: ["tool-cases"],
-    }
+pub use crate::rules::*;
+
+/// Every rule, family by family.
+pub fn all() -> impl Iterator<Item = &'static Rule> {
+    crate::rules::FAMILIES
+        .iter()
+        .flat_map(|f| f.iter().copied())
 }
 
 /// Looks a rule up by id.
 pub fn by_id(id: &str) -> Option<&'static Rule> {
-    ALL.iter().copied().find(|r| r.id == id)
+    all().find(|r| r.id == id)
 }
 
 #[cfg(test)]
@@ -148,7 +121,7 @@ mod tests {
     #[test]
     fn ids_are_unique_kebab_case_and_documented() {
         let mut seen = std::collections::HashSet::new();
-        for rule in ALL {
+        for rule in all() {
             assert!(seen.insert(rule.id), "duplicate id {}", rule.id);
             assert!(
                 rule.id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
@@ -163,4 +136,104 @@ mod tests {
             assert_eq!(by_id(rule.id).map(|r| r.id), Some(rule.id));
         }
     }
+}
+
+/// The re-run tags and what each asks to re-evaluate.
+pub const RERUN_TAGS: [(&str, &str); 10] = [
+    ("trajectory", "the full trajectory suite"),
+    ("tool-cases", "cases touching that tool"),
+    ("assertions", "tool-call assertion cases"),
+    ("fault-injection", "fault-injection cases"),
+    ("authz", "authorization probes"),
+    ("red-team", "the injection / red-team battery"),
+    ("selection", "tool-selection and ordering cases"),
+    ("budget", "turn-count and tool-budget checks"),
+    ("consumers", "cases that consume that output field"),
+    ("fallback", "fallback behaviour when a tool is gone"),
+];
+
+impl Rule {
+    /// The rule's section of docs/rules.md, also `toolpin rules ID`.
+    pub fn explain(&self) -> String {
+        let rerun = if self.rerun.is_empty() {
+            "nothing".to_string()
+        } else {
+            self.rerun.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+        };
+        let mut out = format!("### `{}`\n\n{}.\n\n", self.id, capitalize(self.summary));
+        out += &format!("- **Kind:** {}{}\n", self.kind.name(), if self.security { ", security" } else { "" });
+        out += &format!("- **Default severity:** {}\n", self.severity.name());
+        out += &format!("- **Re-run:** {rerun}\n");
+        if self.runtime {
+            out += "- **Seen:** at run time (proxy) or by contract tests; reserved, not produced by comparing manifests\n";
+        }
+        out += &format!("- **Example:** {}\n\n", self.example);
+        out += &format!("What it can break: {}\n", self.breaks);
+        out
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// docs/rules.md, generated from the registry (a test keeps the file in
+/// step with the code).
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Drift rules\n\n\
+         <!-- Generated from crates/toolpin-drift/src/rules/ by `toolpin rules --markdown`; \
+         a test fails when this file is stale. Edit the registry, not this file. -->\n\n\
+         Every finding toolpin reports carries one of these ids. They are a public \
+         contract: policy (`fail-on`, per-rule levels, `ignore`), eval routing and CI \
+         filters are written against them, so an id never changes meaning once released.\n\n\
+         One schema diff is judged in two directions. In an **inputSchema** the agent \
+         produces arguments, so a change that narrows what is accepted breaks calls. In an \
+         **outputSchema** the agent consumes results, so a change that widens what may come \
+         back is the dangerous one. Before comparing, local `$ref`s are resolved (moving a \
+         subschema into `$defs` is no finding), a `type` array is a union, `const` is a \
+         one-value enum, and absent MCP annotations take their spec defaults \
+         (readOnlyHint false, destructiveHint true unless read-only, idempotentHint false, \
+         openWorldHint true).\n\n\
+         Kinds: **structural** (loud: calls error), **semantic** (still validates, meaning \
+         moved), **description** (prose the model reads), **behavioural** (the service, not \
+         the declaration). **Security** marks a finding that widens what the agent can be \
+         talked into.\n\n\
+         ## Re-run tags\n\n| tag | re-run |\n|---|---|\n",
+    );
+    for (tag, what) in RERUN_TAGS {
+        out += &format!("| `{tag}` | {what} |\n");
+    }
+    out += "\n## All rules\n\n| id | kind | severity | security | re-run |\n|---|---|---|---|---|\n";
+    for r in all() {
+        out += &format!(
+            "| [`{}`](#{}) | {} | {} | {} | {} |\n",
+            r.id,
+            r.id,
+            r.kind.name(),
+            r.severity.name(),
+            if r.security { "yes" } else { "" },
+            r.rerun.join(", ")
+        );
+    }
+    let families: [(&str, &[&Rule]); 6] = [
+        ("Tool-level rules", crate::rules::TOOL_RULES),
+        ("Annotation rules", crate::rules::ANNOTATION_RULES),
+        ("inputSchema rules", crate::rules::INPUT_RULES),
+        ("outputSchema rules", crate::rules::OUTPUT_RULES),
+        ("Schema prose and the unanalyzable", crate::rules::PROPERTY_RULES),
+        ("Run-time and contract rules", crate::rules::RUNTIME_RULES),
+    ];
+    for (title, rules) in families {
+        out += &format!("\n## {title}\n");
+        for r in rules {
+            out += "\n";
+            out += &r.explain();
+        }
+    }
+    out
 }

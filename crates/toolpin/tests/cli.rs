@@ -968,7 +968,7 @@ fn check_text_lists_added_removed_changed() {
     out.drift();
     let text = &out.stdout;
     assert!(
-        text.starts_with("drift: 1 added, 1 removed, 1 changed (4 findings)\n"),
+        text.starts_with("drift: 1 added, 1 removed, 1 changed (5 findings)\n"),
         "{text}"
     );
     for needle in [
@@ -979,10 +979,14 @@ fn check_text_lists_added_removed_changed() {
         "tool-added",
         "new_tool: new tool",
         "svc/list_orders",
+        "input-default-changed",
         "/inputSchema/properties/limit/default",
-        "list_orders: /inputSchema/properties/limit/default changed from 50 to 20",
+        "list_orders: /inputSchema/properties/limit default 50 → 20",
+        "annotation-readonly-revoked",
         "/annotations/readOnlyHint",
-        "changed from true to false",
+        "readOnlyHint true → false",
+        // Not read-only any more, so the spec default (destructive) applies.
+        "annotation-destructive-asserted",
     ] {
         assert!(text.contains(needle), "report lacks {needle:?}:\n{text}");
     }
@@ -1041,13 +1045,13 @@ fn check_json_report_has_documented_shape() {
         ));
     }
     let findings = report["findings"].as_array().expect("array");
-    assert_eq!(findings.len(), 4, "{report:#}");
+    assert_eq!(findings.len(), 5, "{report:#}");
     for f in findings {
         assert_eq!(
             keys_of(f),
             set(&[
                 "rule", "server", "tool", "pointer", "severity", "kind", "message", "before",
-                "after"
+                "after", "security", "rerun"
             ]),
             "{f:#}"
         );
@@ -1081,6 +1085,7 @@ fn check_json_report_has_documented_shape() {
         order,
         vec![
             ("gone", ""),
+            ("list_orders", "/annotations/destructiveHint"),
             ("list_orders", "/annotations/readOnlyHint"),
             ("list_orders", "/inputSchema/properties/limit/default"),
             ("new_tool", ""),
@@ -1092,7 +1097,7 @@ fn check_json_report_has_documented_shape() {
         .values()
         .map(|v| v.as_u64().expect("count"))
         .sum();
-    assert_eq!(by_severity, 4);
+    assert_eq!(by_severity, 5);
     let find = |rule: &str, pointer: &str| {
         findings
             .iter()
@@ -1106,14 +1111,21 @@ fn check_json_report_has_documented_shape() {
     let added = find("tool-added", "");
     assert_eq!(added["tool"], "new_tool");
     assert_eq!(added["before"], Value::Null);
-    let default = find("field-changed", "/inputSchema/properties/limit/default");
+    let default = find(
+        "input-default-changed",
+        "/inputSchema/properties/limit/default",
+    );
     assert_eq!(
         (&default["before"], &default["after"]),
         (&json!(50), &json!(20))
     );
     assert_eq!(default["server"], "svc");
     assert_eq!(default["tool"], "list_orders");
-    let hint = find("field-changed", "/annotations/readOnlyHint");
+    let hint = find("annotation-readonly-revoked", "/annotations/readOnlyHint");
+    assert_eq!(hint["security"], json!(true));
+    assert!(hint["rerun"]
+        .as_array()
+        .is_some_and(|r| r.contains(&json!("authz"))));
     assert_eq!(
         (&hint["before"], &hint["after"]),
         (&json!(true), &json!(false))
@@ -1127,7 +1139,7 @@ fn check_json_report_has_documented_shape() {
             &s["tools_unchanged"],
             &s["findings"]
         ),
-        (&json!(1), &json!(1), &json!(1), &json!(1), &json!(4))
+        (&json!(1), &json!(1), &json!(1), &json!(1), &json!(5))
     );
     // Clean JSON report: exit 0, no findings.
     sb.run(&["lock"]).ok();
@@ -1311,7 +1323,7 @@ fn diff_lockfile_against_lockfile() {
     out.drift();
     assert!(
         out.stdout
-            .starts_with("drift: 1 added, 1 removed, 1 changed (4 findings)"),
+            .starts_with("drift: 1 added, 1 removed, 1 changed (5 findings)"),
         "{}",
         out.stdout
     );

@@ -199,44 +199,6 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn stateless_requests_carry_routing_headers() {
-        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "get_sum",
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-        let h: Vec<(&str, String)> = routing_headers(&msg)
-            .into_iter()
-            .map(|(n, v)| (n, v.to_str().unwrap_or("").to_string()))
-            .collect();
-        assert_eq!(
-            h,
-            vec![
-                ("mcp-protocol-version", "2026-07-28".into()),
-                ("mcp-method", "tools/call".into()),
-                ("mcp-name", "get_sum".into())
-            ]
-        );
-        assert!(
-            routing_headers(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).is_empty()
-        );
-    }
-
-    #[test]
-    fn header_values_outside_printable_ascii_are_base64() {
-        assert_eq!(header_safe("plain-name"), "plain-name");
-        assert_eq!(header_safe("café"), "=?base64?Y2Fmw6k=?=");
-        assert_eq!(header_safe(" x"), "=?base64?IHg=?=");
-        assert_eq!(base64(b"ab"), "YWI=");
-        assert_eq!(base64(b"abc"), "YWJj");
-        assert_eq!(base64(b"a"), "YQ==");
-    }
-}
-
 /// Streamable HTTP.
 pub struct StreamableTransport {
     http: reqwest::Client,
@@ -529,5 +491,43 @@ async fn read_legacy_stream(
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stateless_requests_carry_routing_headers() {
+        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "get_sum",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        let h: Vec<(&str, String)> = routing_headers(&msg)
+            .into_iter()
+            .map(|(n, v)| (n, v.to_str().unwrap_or("").to_string()))
+            .collect();
+        assert_eq!(
+            h,
+            vec![
+                ("mcp-protocol-version", "2026-07-28".into()),
+                ("mcp-method", "tools/call".into()),
+                ("mcp-name", "get_sum".into())
+            ]
+        );
+        assert!(
+            routing_headers(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).is_empty()
+        );
+    }
+
+    #[test]
+    fn header_values_outside_printable_ascii_are_base64() {
+        assert_eq!(header_safe("plain-name"), "plain-name");
+        assert_eq!(header_safe("café"), "=?base64?Y2Fmw6k=?=");
+        assert_eq!(header_safe(" x"), "=?base64?IHg=?=");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"abc"), "YWJj");
+        assert_eq!(base64(b"a"), "YQ==");
     }
 }

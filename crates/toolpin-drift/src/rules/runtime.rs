@@ -1,0 +1,47 @@
+//! Run-time and contract rules: seen by the proxy or by contract tests, not
+//! by comparing manifests (except `server-version-changed`). Registered so
+//! their ids are reserved.
+
+crate::rules! {
+    family RUNTIME_RULES;
+    SERVER_VERSION_CHANGED {
+        id: "server-version-changed",
+        summary: "the server's serverInfo.version moved",
+        breaks: "The declaration may be unchanged while the service behind it changed: results, latency, validation. Reported, never failed: it asks for contract tests, not a re-pin.",
+        kind: Behavioural, severity: Info,
+        rerun: ["tool-cases"],
+        example: "serverInfo.version 2.0.0 → 2.1.0 with identical tools",
+    }
+    RESULT_NONCONFORMANT {
+        id: "result-nonconformant",
+        summary: "a real result fails the pinned outputSchema",
+        breaks: "The service returns what its declaration does not allow.",
+        kind: Behavioural, severity: High, runtime: true,
+        rerun: ["consumers", "tool-cases"],
+        example: "a result lacks the required `total`",
+    }
+    RESULT_UNKNOWN_ENUM_VALUE {
+        id: "result-unknown-enum-value",
+        summary: "a result or an argument carries an enum value never pinned",
+        breaks: "The model meets, or produced, a value outside the evaluated set.",
+        kind: Semantic, severity: High, runtime: true,
+        rerun: ["consumers", "tool-cases"],
+        example: "`status: \"on_hold\"` comes back",
+    }
+    UNKNOWN_TOOL_CALLED {
+        id: "unknown-tool-called",
+        summary: "the model called a tool name that is not in the pin",
+        breaks: "A call the pin does not allow: refused, never forwarded.",
+        kind: Behavioural, severity: Critical, security: true, runtime: true,
+        rerun: ["red-team"],
+        example: "a call to `shell_exec` through the facade",
+    }
+    CONTRACT_FAILED {
+        id: "contract-failed",
+        summary: "a golden call's assertion failed (field present, enum set, default, latency budget)",
+        breaks: "The service no longer behaves as the agent was evaluated against.",
+        kind: Behavioural, severity: High, runtime: true,
+        rerun: ["tool-cases"],
+        example: "`search_orders` without `page_size` returns 20 rows, not 50",
+    }
+}

@@ -1,0 +1,1367 @@
+//! The schema-aware diff: two JSON Schemas compared keyword by keyword at
+//! any depth, each difference judged by direction.
+//!
+//! - inputSchema: the agent produces arguments; narrowing breaks calls.
+//! - outputSchema: the agent consumes results; widening is the danger.
+//!
+//! Before comparing, local `$ref`s (`#/$defs/…`, `#/definitions/…`, any
+//! `#/…` pointer) are resolved with a cycle guard, so moving a subschema into
+//! `$defs` is no finding; a `type` array is a union; `const` is a one-value
+//! enum; OpenAPI 3.0 `nullable: true` adds `null`; Gemini's uppercase types
+//! are read in lower case. What the engine cannot judge is reported as
+//! `schema-unanalyzable`, never passed silently; a keyword it has no rule
+//! for is `field-changed`.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde_json::{Map, Value};
+use toolpin_manifest::jcs;
+use toolpin_manifest::pointer::escape_token;
+
+use crate::finding::Finding;
+use crate::rule::{self, Rule, Severity};
+
+/// Which way values flow through the schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// The agent produces these values (inputSchema).
+    Input,
+    /// The agent consumes these values (outputSchema).
+    Output,
+}
+
+/// What the walk knows about the tool.
+pub struct Context<'a> {
+    pub server: &'a str,
+    pub tool: &'a str,
+    /// The tool can write, delete or execute: raises some severities.
+    pub writes: bool,
+    /// Other pinned tools' names, for steering cues in prose.
+    pub other_tools: &'a [&'a str],
+}
+
+/// Deepest schema nesting walked; deeper differences are unanalyzable.
+const MAX_DEPTH: usize = 64;
+
+/// Compares two schemas rooted at `pointer` (`/inputSchema`, `/outputSchema`)
+/// and appends the findings.
+pub fn diff(
+    ctx: &Context,
+    direction: Direction,
+    pointer: &str,
+    before: &Value,
+    after: &Value,
+    out: &mut Vec<Finding>,
+) {
+    let mut walker = Walker {
+        ctx,
+        dir: direction,
+        root_b: before,
+        root_a: after,
+        seen: HashSet::new(),
+        out,
+    };
+    walker.walk(pointer, before, after, None, 0);
+}
+
+struct Walker<'a, 'o> {
+    ctx: &'a Context<'a>,
+    dir: Direction,
+    root_b: &'a Value,
+    root_a: &'a Value,
+    /// `$ref` pairs already compared: the cycle guard.
+    seen: HashSet<(String, String)>,
+    out: &'o mut Vec<Finding>,
+}
+
+/// Keywords compared by following references, not as text.
+const CONTAINERS: [&str; 2] = ["$defs", "definitions"];
+/// Keywords the engine does not judge; a change in them is unanalyzable.
+const UNANALYZABLE: [&str; 16] = [
+    "if",
+    "then",
+    "else",
+    "not",
+    "dependentSchemas",
+    "dependentRequired",
+    "dependencies",
+    "patternProperties",
+    "propertyNames",
+    "contains",
+    "minContains",
+    "maxContains",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
+];
+/// Prose the model reads inside a schema.
+const PROSE: [&str; 4] = ["description", "title", "examples", "$comment"];
+
+fn same(a: &Value, b: &Value) -> bool {
+    a == b || jcs::to_canonical_vec(a) == jcs::to_canonical_vec(b)
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 80 {
+        s.chars().take(77).collect::<String>() + "…"
+    } else {
+        s
+    }
+}
+
+fn join_values<'v>(vals: impl Iterator<Item = &'v Value>) -> String {
+    vals.map(short).collect::<Vec<_>>().join(", ")
+}
+
+/// The effective schema of a value: objects as they are, `true` as `{}`,
+/// `false` as "nothing", anything else unusable.
+fn as_schema(v: &Value) -> Option<std::borrow::Cow<'_, Map<String, Value>>> {
+    match v {
+        Value::Object(m) => Some(std::borrow::Cow::Borrowed(m)),
+        Value::Bool(true) => Some(std::borrow::Cow::Owned(Map::new())),
+        Value::Bool(false) => {
+            let mut m = Map::new();
+            m.insert("not".into(), Value::Object(Map::new()));
+            Some(std::borrow::Cow::Owned(m))
+        }
+        _ => None,
+    }
+}
+
+/// Resolves a local `$ref` chain; `Err` holds the reference that cannot be
+/// followed.
+fn resolve<'v>(root: &'v Value, schema: &'v Value) -> Result<(&'v Value, Option<String>), String> {
+    let mut cur = schema;
+    let mut via = None;
+    for _ in 0..32 {
+        let Some(r) = cur.get("$ref").and_then(Value::as_str) else {
+            return Ok((cur, via));
+        };
+        let Some(ptr) = r.strip_prefix('#') else {
+            return Err(r.to_string());
+        };
+        let target = if ptr.is_empty() {
+            Some(root)
+        } else {
+            root.pointer(ptr)
+        };
+        match target {
+            Some(t) => {
+                via = Some(r.to_string());
+                cur = t;
+            }
+            None => return Err(r.to_string()),
+        }
+    }
+    Err("a $ref chain longer than 32".into())
+}
+
+type Types = Option<BTreeSet<String>>;
+
+fn types(s: &Map<String, Value>) -> Types {
+    let mut set: BTreeSet<String> = match s.get("type") {
+        Some(Value::String(t)) => [t.to_ascii_lowercase()].into(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_ascii_lowercase)
+            .collect(),
+        _ => return None,
+    };
+    if s.get("nullable") == Some(&Value::Bool(true)) {
+        set.insert("null".into());
+    }
+    Some(set)
+}
+
+/// Whether type `t` is accepted by `set` (`None` accepts all).
+fn covers(set: &Types, t: &str) -> bool {
+    match set {
+        None => true,
+        Some(s) => s.contains(t) || (t == "integer" && s.contains("number")),
+    }
+}
+
+fn enum_values(s: &Map<String, Value>) -> Option<Vec<Value>> {
+    if let Some(c) = s.get("const") {
+        return Some(vec![c.clone()]);
+    }
+    s.get("enum").and_then(Value::as_array).cloned()
+}
+
+/// A numeric bound: the value and whether it is exclusive.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Bound {
+    value: f64,
+    exclusive: bool,
+}
+
+fn lower_bound(s: &Map<String, Value>, integer: bool) -> Option<Bound> {
+    let min = s.get("minimum").and_then(Value::as_f64);
+    let bound = match s.get("exclusiveMinimum") {
+        Some(Value::Number(n)) => {
+            let x = n.as_f64()?;
+            Some(Bound {
+                value: x,
+                exclusive: true,
+            })
+            .map(|b| match min {
+                Some(m) if m > x => Bound {
+                    value: m,
+                    exclusive: false,
+                },
+                _ => b,
+            })
+        }
+        // Draft 4: a boolean beside `minimum`.
+        Some(Value::Bool(true)) => min.map(|m| Bound {
+            value: m,
+            exclusive: true,
+        }),
+        _ => min.map(|m| Bound {
+            value: m,
+            exclusive: false,
+        }),
+    }?;
+    Some(if integer && bound.exclusive {
+        Bound {
+            value: bound.value.floor() + 1.0,
+            exclusive: false,
+        }
+    } else if integer {
+        Bound {
+            value: bound.value.ceil(),
+            exclusive: false,
+        }
+    } else {
+        bound
+    })
+}
+
+fn upper_bound(s: &Map<String, Value>, integer: bool) -> Option<Bound> {
+    let max = s.get("maximum").and_then(Value::as_f64);
+    let bound = match s.get("exclusiveMaximum") {
+        Some(Value::Number(n)) => {
+            let x = n.as_f64()?;
+            Some(Bound {
+                value: x,
+                exclusive: true,
+            })
+            .map(|b| match max {
+                Some(m) if m < x => Bound {
+                    value: m,
+                    exclusive: false,
+                },
+                _ => b,
+            })
+        }
+        Some(Value::Bool(true)) => max.map(|m| Bound {
+            value: m,
+            exclusive: true,
+        }),
+        _ => max.map(|m| Bound {
+            value: m,
+            exclusive: false,
+        }),
+    }?;
+    Some(if integer && bound.exclusive {
+        Bound {
+            value: bound.value.ceil() - 1.0,
+            exclusive: false,
+        }
+    } else if integer {
+        Bound {
+            value: bound.value.floor(),
+            exclusive: false,
+        }
+    } else {
+        bound
+    })
+}
+
+/// How a bound moved: `Some(true)` tighter, `Some(false)` looser.
+fn lower_moved(b: Option<Bound>, a: Option<Bound>) -> Option<(bool, bool)> {
+    match (b, a) {
+        (None, None) => None,
+        (None, Some(_)) => Some((true, true)),
+        (Some(_), None) => Some((false, false)),
+        (Some(x), Some(y)) if x == y => None,
+        (Some(x), Some(y)) => {
+            let tighter = y.value > x.value || (y.value == x.value && y.exclusive);
+            Some((tighter, false))
+        }
+    }
+}
+
+fn upper_moved(b: Option<Bound>, a: Option<Bound>) -> Option<(bool, bool)> {
+    match (b, a) {
+        (None, None) => None,
+        (None, Some(_)) => Some((true, true)),
+        (Some(_), None) => Some((false, false)),
+        (Some(x), Some(y)) if x == y => None,
+        (Some(x), Some(y)) => {
+            let tighter = y.value < x.value || (y.value == x.value && y.exclusive);
+            Some((tighter, false))
+        }
+    }
+}
+
+/// A bound keyword that moved: (keyword, tighter, newly set, before, after).
+type BoundMove = (String, bool, bool, Option<Value>, Option<Value>);
+
+/// `format` pairs where the first is contained in the second.
+const FORMAT_CONTAINMENT: [(&str, &str); 3] = [
+    ("int32", "int64"),
+    ("float", "double"),
+    ("date", "date-time"),
+];
+
+/// Argument names whose default decides what a call does.
+const DECISIVE_DEFAULT_NAMES: [&str; 7] = [
+    "limit", "page", "size", "confirm", "force", "dryrun", "count",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Openness {
+    Open,
+    Closed,
+    Schema,
+}
+
+fn openness(v: Option<&Value>) -> Openness {
+    match v {
+        None | Some(Value::Bool(true)) => Openness::Open,
+        Some(Value::Bool(false)) => Openness::Closed,
+        Some(Value::Object(m)) if m.is_empty() => Openness::Open,
+        Some(_) => Openness::Schema,
+    }
+}
+
+fn string_set(v: Option<&Value>) -> BTreeSet<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Walker<'_, '_> {
+    fn push(
+        &mut self,
+        rule: &'static Rule,
+        pointer: &str,
+        message: String,
+        b: Option<&Value>,
+        a: Option<&Value>,
+    ) -> &mut Finding {
+        let f = Finding::new(rule, self.ctx.server, self.ctx.tool, pointer.to_string())
+            .message(format!("{}: {message}", self.ctx.tool))
+            .values(b, a);
+        self.out.push(f);
+        let last = self.out.len() - 1;
+        &mut self.out[last]
+    }
+
+    fn input(&self) -> bool {
+        self.dir == Direction::Input
+    }
+
+    fn walk(&mut self, ptr: &str, b: &Value, a: &Value, prop: Option<&str>, depth: usize) {
+        if same(b, a) {
+            return;
+        }
+        let (rb, ra) = match (resolve(self.root_b, b), resolve(self.root_a, a)) {
+            (Ok(rb), Ok(ra)) => (rb, ra),
+            (Err(r), _) | (_, Err(r)) => {
+                self.push(
+                    &rule::SCHEMA_UNANALYZABLE,
+                    ptr,
+                    format!("{ptr} changed and holds a reference that cannot be followed: {r}"),
+                    Some(b),
+                    Some(a),
+                );
+                return;
+            }
+        };
+        if rb.1.is_some() || ra.1.is_some() {
+            let key = (
+                rb.1.clone().unwrap_or_default(),
+                ra.1.clone().unwrap_or_default(),
+            );
+            if !self.seen.insert(key) {
+                return;
+            }
+        }
+        if depth > MAX_DEPTH {
+            self.push(
+                &rule::SCHEMA_UNANALYZABLE,
+                ptr,
+                format!("{ptr} changed deeper than {MAX_DEPTH} schema levels"),
+                Some(b),
+                Some(a),
+            );
+            return;
+        }
+        let (Some(sb), Some(sa)) = (as_schema(rb.0), as_schema(ra.0)) else {
+            if !same(rb.0, ra.0) {
+                self.push(
+                    &rule::SCHEMA_UNANALYZABLE,
+                    ptr,
+                    format!("{ptr} is not a schema and changed"),
+                    Some(b),
+                    Some(a),
+                );
+            }
+            return;
+        };
+        // Siblings of a `$ref` (2019-09 and later) count alongside its target.
+        let sb = merge_siblings(b, &sb);
+        let sa = merge_siblings(a, &sa);
+        self.compare(ptr, &sb, &sa, prop, depth);
+    }
+
+    fn compare(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        prop: Option<&str>,
+        depth: usize,
+    ) {
+        let mut handled: BTreeSet<&str> = BTreeSet::new();
+        self.prose(ptr, sb, sa, &mut handled);
+        self.deprecated(ptr, sb, sa, &mut handled);
+        self.types(ptr, sb, sa, &mut handled);
+        self.enums(ptr, sb, sa, &mut handled);
+        self.format_and_pattern(ptr, sb, sa, &mut handled);
+        self.bounds(ptr, sb, sa, &mut handled);
+        self.default(ptr, sb, sa, prop, &mut handled);
+        self.object(ptr, sb, sa, depth, &mut handled);
+        self.arrays(ptr, sb, sa, depth, &mut handled);
+        self.unions(ptr, sb, sa, depth, &mut handled);
+        // Everything else, member by member.
+        let keys: BTreeSet<&String> = sb.keys().chain(sa.keys()).collect();
+        for key in keys {
+            let k = key.as_str();
+            if handled.contains(k) || CONTAINERS.contains(&k) || k == "$ref" {
+                continue;
+            }
+            let (vb, va) = (sb.get(k), sa.get(k));
+            if vb.zip(va).is_some_and(|(x, y)| same(x, y)) || (vb.is_none() && va.is_none()) {
+                continue;
+            }
+            let at = format!("{ptr}/{}", escape_token(k));
+            if UNANALYZABLE.contains(&k) {
+                self.push(
+                    &rule::SCHEMA_UNANALYZABLE,
+                    &at,
+                    format!("`{k}` changed at {ptr}; toolpin cannot judge what it accepts"),
+                    vb,
+                    va,
+                );
+            } else if k == "$schema" {
+                self.push(
+                    &rule::EQUIVALENT_REWRITE,
+                    &at,
+                    format!("$schema dialect changed at {ptr}"),
+                    vb,
+                    va,
+                );
+            } else {
+                self.push(&rule::FIELD_CHANGED, &at, format!("{at} changed"), vb, va);
+            }
+        }
+    }
+
+    fn prose(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        for key in PROSE {
+            handled.insert(key);
+            let (vb, va) = (sb.get(key), sa.get(key));
+            if vb == va {
+                continue;
+            }
+            let at = format!("{ptr}/{key}");
+            let what = if vb.is_none() {
+                "added"
+            } else if va.is_none() {
+                "removed"
+            } else {
+                "changed"
+            };
+            let cues = crate::prose::cues_for(vb, va, self.ctx.other_tools);
+            let message = match crate::prose::inline_diff(vb, va) {
+                Some(inline) => format!("{at} {inline}"),
+                None => format!("{at} {what}"),
+            };
+            let f = self.push(&rule::PROPERTY_DESCRIPTION_CHANGED, &at, message, vb, va);
+            if crate::prose::whitespace_only(vb, va) {
+                f.severity = Severity::Low;
+            }
+            if !cues.is_empty() {
+                f.severity = Severity::Critical;
+                f.security = true;
+                f.message = format!("{} ({})", f.message, cues.join("; "));
+            }
+        }
+    }
+
+    fn deprecated(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        handled.insert("deprecated");
+        let on = |s: &Map<String, Value>| s.get("deprecated") == Some(&Value::Bool(true));
+        let (vb, va) = (sb.get("deprecated"), sa.get("deprecated"));
+        if vb == va {
+            return;
+        }
+        let at = format!("{ptr}/deprecated");
+        if !on(sb) && on(sa) {
+            self.push(
+                &rule::PROPERTY_DEPRECATED,
+                &at,
+                format!("{ptr} is now deprecated"),
+                vb,
+                va,
+            );
+        } else if on(sb) != on(sa) {
+            self.push(
+                &rule::FIELD_CHANGED,
+                &at,
+                format!("{ptr} is no longer deprecated"),
+                vb,
+                va,
+            );
+        }
+        // Otherwise `deprecated: false` spelled out or dropped: no change.
+    }
+
+    fn types(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        handled.insert("type");
+        handled.insert("nullable");
+        let (tb, ta) = (types(sb), types(sa));
+        if tb == ta {
+            return;
+        }
+        let at = format!("{ptr}/type");
+        let show = |t: &Types| match t {
+            None => "any type".to_string(),
+            Some(s) => s.iter().cloned().collect::<Vec<_>>().join(" | "),
+        };
+        let message = format!("{ptr} type {} → {}", show(&tb), show(&ta));
+        let (vb, va) = (sb.get("type"), sa.get("type"));
+        let removed = match &tb {
+            None => ta.is_some(),
+            Some(s) => s.iter().any(|t| !covers(&ta, t)),
+        };
+        let added = match &ta {
+            None => tb.is_some(),
+            Some(s) => s.iter().any(|t| !covers(&tb, t)),
+        };
+        let disjoint = match (&tb, &ta) {
+            (Some(x), Some(y)) => {
+                !x.iter().any(|t| covers(&ta, t)) && !y.iter().any(|t| covers(&tb, t))
+            }
+            _ => false,
+        };
+        let rule: &'static Rule = match (self.dir, disjoint, removed, added) {
+            (Direction::Input, true, _, _) => &rule::INPUT_TYPE_CHANGED,
+            (Direction::Input, false, true, _) => &rule::INPUT_TYPE_NARROWED,
+            (Direction::Input, false, false, _) => &rule::INPUT_TYPE_WIDENED,
+            (Direction::Output, true, _, _) => &rule::OUTPUT_TYPE_CHANGED,
+            (Direction::Output, false, _, true) => &rule::OUTPUT_TYPE_WIDENED,
+            // Fewer types may come back: safe, but not the same text.
+            (Direction::Output, false, _, false) => &rule::FIELD_CHANGED,
+        };
+        self.push(rule, &at, message, vb, va);
+    }
+
+    fn enums(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        handled.insert("enum");
+        handled.insert("const");
+        let (eb, ea) = (enum_values(sb), enum_values(sa));
+        let at = format!(
+            "{ptr}/{}",
+            if sa.contains_key("const") || sb.contains_key("const") {
+                "const"
+            } else {
+                "enum"
+            }
+        );
+        let canon = |v: &Value| jcs::to_canonical_vec(v);
+        match (&eb, &ea) {
+            (None, None) => {}
+            (None, Some(a)) => {
+                let (rule, msg): (&'static Rule, String) = match self.dir {
+                    Direction::Input => (
+                        &rule::INPUT_ENUM_VALUE_REMOVED,
+                        format!("{ptr} now accepts only {}", join_values(a.iter())),
+                    ),
+                    Direction::Output => (
+                        &rule::FIELD_CHANGED,
+                        format!("{ptr} now returns only {}", join_values(a.iter())),
+                    ),
+                };
+                let va = Value::Array(a.clone());
+                self.push(rule, &at, msg, None, Some(&va));
+            }
+            (Some(b), None) => {
+                let rule: &'static Rule = match self.dir {
+                    Direction::Input => &rule::INPUT_ENUM_VALUE_ADDED,
+                    Direction::Output => &rule::OUTPUT_ENUM_VALUE_ADDED,
+                };
+                let vb = Value::Array(b.clone());
+                let writes = self.ctx.writes && self.input();
+                self.push(
+                    rule,
+                    &at,
+                    format!("{ptr} is no longer limited to {}", join_values(b.iter())),
+                    Some(&vb),
+                    None,
+                )
+                .security = writes;
+            }
+            (Some(b), Some(a)) => {
+                let setb: BTreeMap<Vec<u8>, &Value> = b.iter().map(|v| (canon(v), v)).collect();
+                let seta: BTreeMap<Vec<u8>, &Value> = a.iter().map(|v| (canon(v), v)).collect();
+                let removed: Vec<&Value> = setb
+                    .iter()
+                    .filter(|(k, _)| !seta.contains_key(*k))
+                    .map(|(_, v)| *v)
+                    .collect();
+                let added: Vec<&Value> = seta
+                    .iter()
+                    .filter(|(k, _)| !setb.contains_key(*k))
+                    .map(|(_, v)| *v)
+                    .collect();
+                let (vb, va) = (Value::Array(b.clone()), Value::Array(a.clone()));
+                if !removed.is_empty() {
+                    let rule: &'static Rule = match self.dir {
+                        Direction::Input => &rule::INPUT_ENUM_VALUE_REMOVED,
+                        Direction::Output => &rule::OUTPUT_ENUM_VALUE_REMOVED,
+                    };
+                    self.push(
+                        rule,
+                        &at,
+                        format!("{ptr} loses {}", join_values(removed.into_iter())),
+                        Some(&vb),
+                        Some(&va),
+                    );
+                }
+                if !added.is_empty() {
+                    let rule: &'static Rule = match self.dir {
+                        Direction::Input => &rule::INPUT_ENUM_VALUE_ADDED,
+                        Direction::Output => &rule::OUTPUT_ENUM_VALUE_ADDED,
+                    };
+                    let writes = self.ctx.writes && self.input();
+                    self.push(
+                        rule,
+                        &at,
+                        format!("{ptr} gains {}", join_values(added.into_iter())),
+                        Some(&vb),
+                        Some(&va),
+                    )
+                    .security = writes;
+                }
+            }
+        }
+    }
+
+    fn format_and_pattern(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        handled.insert("format");
+        handled.insert("pattern");
+        let (fb, fa) = (sb.get("format"), sa.get("format"));
+        if fb != fa {
+            let at = format!("{ptr}/format");
+            let (sb_, sa_) = (fb.and_then(Value::as_str), fa.and_then(Value::as_str));
+            let widening =
+                matches!((sb_, sa_), (Some(x), Some(y)) if FORMAT_CONTAINMENT.contains(&(x, y)));
+            let narrowing =
+                matches!((sb_, sa_), (Some(x), Some(y)) if FORMAT_CONTAINMENT.contains(&(y, x)));
+            let rule: &'static Rule = match (self.dir, widening, narrowing) {
+                (Direction::Input, true, _) => &rule::INPUT_BOUND_RELAXED,
+                (Direction::Input, _, true) => &rule::INPUT_BOUND_TIGHTENED,
+                (Direction::Input, _, _) => &rule::INPUT_FORMAT_CHANGED,
+                (Direction::Output, true, _) => &rule::OUTPUT_BOUND_RELAXED,
+                (Direction::Output, _, true) => &rule::FIELD_CHANGED,
+                (Direction::Output, _, _) => &rule::OUTPUT_FORMAT_CHANGED,
+            };
+            let show = |v: Option<&Value>| v.map(short).unwrap_or_else(|| "none".into());
+            self.push(
+                rule,
+                &at,
+                format!("{ptr} format {} → {}", show(fb), show(fa)),
+                fb,
+                fa,
+            );
+        }
+        let (pb, pa) = (sb.get("pattern"), sa.get("pattern"));
+        if pb != pa {
+            let at = format!("{ptr}/pattern");
+            let rule: &'static Rule = match (self.dir, pa.is_none()) {
+                (Direction::Input, true) => &rule::INPUT_BOUND_RELAXED,
+                (Direction::Input, false) => &rule::INPUT_PATTERN_CHANGED,
+                (Direction::Output, true) => &rule::OUTPUT_BOUND_RELAXED,
+                (Direction::Output, false) => &rule::OUTPUT_FORMAT_CHANGED,
+            };
+            let show = |v: Option<&Value>| v.map(short).unwrap_or_else(|| "none".into());
+            self.push(
+                rule,
+                &at,
+                format!("{ptr} pattern {} → {}", show(pb), show(pa)),
+                pb,
+                pa,
+            );
+        }
+    }
+
+    fn bounds(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        for k in [
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+        ] {
+            handled.insert(k);
+        }
+        let integer = |s: &Map<String, Value>| {
+            types(s).is_some_and(|t| t.len() == 1 && t.contains("integer"))
+        };
+        let (ib, ia) = (integer(sb), integer(sa));
+        let mut moves: Vec<BoundMove> = Vec::new();
+        // The bound as written: one keyword's value, or both when a
+        // schema spells it with two.
+        let numeric = |s: &Map<String, Value>, lo: bool| -> Option<Value> {
+            let keys: &[&str] = if lo {
+                &["minimum", "exclusiveMinimum"]
+            } else {
+                &["maximum", "exclusiveMaximum"]
+            };
+            let m: Map<String, Value> = keys
+                .iter()
+                .filter_map(|k| s.get(*k).map(|v| (k.to_string(), v.clone())))
+                .collect();
+            match m.len() {
+                0 => None,
+                1 if m.contains_key(keys[0]) => m.get(keys[0]).cloned(),
+                _ => Some(Value::Object(m)),
+            }
+        };
+        if let Some((tighter, new)) = lower_moved(lower_bound(sb, ib), lower_bound(sa, ia)) {
+            moves.push((
+                "minimum".into(),
+                tighter,
+                new,
+                numeric(sb, true),
+                numeric(sa, true),
+            ));
+        }
+        if let Some((tighter, new)) = upper_moved(upper_bound(sb, ib), upper_bound(sa, ia)) {
+            moves.push((
+                "maximum".into(),
+                tighter,
+                new,
+                numeric(sb, false),
+                numeric(sa, false),
+            ));
+        }
+        for (lo, hi) in [
+            ("minLength", "maxLength"),
+            ("minItems", "maxItems"),
+            ("minProperties", "maxProperties"),
+        ] {
+            handled.insert(lo);
+            handled.insert(hi);
+            let get = |s: &Map<String, Value>, k: &str| {
+                s.get(k).and_then(Value::as_f64).map(|v| Bound {
+                    value: v,
+                    exclusive: false,
+                })
+            };
+            if let Some((t, n)) = lower_moved(get(sb, lo), get(sa, lo)) {
+                moves.push((
+                    lo.to_string(),
+                    t,
+                    n,
+                    sb.get(lo).cloned(),
+                    sa.get(lo).cloned(),
+                ));
+            }
+            if let Some((t, n)) = upper_moved(get(sb, hi), get(sa, hi)) {
+                moves.push((
+                    hi.to_string(),
+                    t,
+                    n,
+                    sb.get(hi).cloned(),
+                    sa.get(hi).cloned(),
+                ));
+            }
+        }
+        let (mb, ma) = (
+            sb.get("multipleOf").and_then(Value::as_f64),
+            sa.get("multipleOf").and_then(Value::as_f64),
+        );
+        if mb != ma {
+            let tighter = match (mb, ma) {
+                (None, Some(_)) => Some((true, true)),
+                (Some(_), None) => Some((false, false)),
+                (Some(x), Some(y)) if y != 0.0 => Some(((x / y).fract() != 0.0, false)),
+                _ => None,
+            };
+            if let Some((t, n)) = tighter {
+                moves.push((
+                    "multipleOf".into(),
+                    t,
+                    n,
+                    sb.get("multipleOf").cloned(),
+                    sa.get("multipleOf").cloned(),
+                ));
+            }
+        }
+        for (keyword, tighter, newly_set, vb, va) in moves {
+            let at = format!("{ptr}/{keyword}");
+            let show = |v: &Option<Value>| v.as_ref().map(short).unwrap_or_else(|| "none".into());
+            let message = format!("{ptr} {keyword} {} → {}", show(&vb), show(&va));
+            let upper = keyword.starts_with("max");
+            match (self.dir, tighter) {
+                (Direction::Input, true) => {
+                    let sev = if newly_set {
+                        Severity::Medium
+                    } else {
+                        Severity::High
+                    };
+                    self.push(
+                        &rule::INPUT_BOUND_TIGHTENED,
+                        &at,
+                        message,
+                        vb.as_ref(),
+                        va.as_ref(),
+                    )
+                    .severity = sev;
+                }
+                (Direction::Input, false) => {
+                    self.push(
+                        &rule::INPUT_BOUND_RELAXED,
+                        &at,
+                        message,
+                        vb.as_ref(),
+                        va.as_ref(),
+                    );
+                }
+                // Results may be larger (an upper bound loosened) or smaller.
+                (Direction::Output, false)
+                    if upper || keyword == "multipleOf" || keyword == "minimum" =>
+                {
+                    self.push(
+                        &rule::OUTPUT_BOUND_RELAXED,
+                        &at,
+                        message,
+                        vb.as_ref(),
+                        va.as_ref(),
+                    );
+                }
+                (Direction::Output, _) => {
+                    if !tighter {
+                        self.push(
+                            &rule::OUTPUT_BOUND_RELAXED,
+                            &at,
+                            message,
+                            vb.as_ref(),
+                            va.as_ref(),
+                        );
+                    } else {
+                        self.push(&rule::FIELD_CHANGED, &at, message, vb.as_ref(), va.as_ref());
+                    }
+                }
+            }
+        }
+        // Bounds spelled differently with the same effect (exclusiveMaximum
+        // 1000000 for maximum 999999 on an integer): the catch-all at the
+        // tool level reports the rewrite.
+    }
+
+    fn default(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        prop: Option<&str>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        handled.insert("default");
+        let (db, da) = (sb.get("default"), sa.get("default"));
+        if db.zip(da).is_some_and(|(x, y)| same(x, y)) || (db.is_none() && da.is_none()) {
+            return;
+        }
+        let at = format!("{ptr}/default");
+        let show = |v: Option<&Value>| v.map(short).unwrap_or_else(|| "none".into());
+        let message = format!("{ptr} default {} → {}", show(db), show(da));
+        if self.input() {
+            let boolean = db.is_some_and(Value::is_boolean) || da.is_some_and(Value::is_boolean);
+            let name = prop
+                .unwrap_or("")
+                .to_ascii_lowercase()
+                .replace(['_', '-'], "");
+            let decisive = DECISIVE_DEFAULT_NAMES.iter().any(|n| name.contains(n));
+            let sev = if boolean || decisive {
+                Severity::High
+            } else {
+                Severity::Medium
+            };
+            self.push(&rule::INPUT_DEFAULT_CHANGED, &at, message, db, da)
+                .severity = sev;
+        } else {
+            self.push(&rule::FIELD_CHANGED, &at, message, db, da);
+        }
+    }
+
+    fn object(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        depth: usize,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        handled.insert("properties");
+        handled.insert("required");
+        handled.insert("additionalProperties");
+        let empty = Map::new();
+        let pb = sb
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let pa = sa
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let (rb, ra) = (
+            string_set(sb.get("required")),
+            string_set(sa.get("required")),
+        );
+        let closed_after = openness(sa.get("additionalProperties")) == Openness::Closed;
+        let keys: BTreeSet<&String> = pb
+            .keys()
+            .chain(pa.keys())
+            .chain(rb.iter())
+            .chain(ra.iter())
+            .collect();
+        for key in keys {
+            let at = format!("{ptr}/properties/{}", escape_token(key));
+            let (vb, va) = (pb.get(key.as_str()), pa.get(key.as_str()));
+            let (req_b, req_a) = (rb.contains(key.as_str()), ra.contains(key.as_str()));
+            match (vb, va) {
+                (Some(x), None) => {
+                    if self.input() {
+                        if closed_after {
+                            let deprecated = x.get("deprecated") == Some(&Value::Bool(true));
+                            let f = self.push(&rule::INPUT_PROPERTY_REMOVED, &at, format!("argument `{key}` removed (the object is closed: calls passing it are rejected)"), Some(x), None);
+                            if deprecated {
+                                f.severity = Severity::Medium;
+                            }
+                        } else {
+                            self.push(&rule::INPUT_PROPERTY_SILENTLY_IGNORED, &at, format!("argument `{key}` removed from an open object: calls passing it are accepted and it is ignored"), Some(x), None);
+                        }
+                    } else if req_b {
+                        self.push(
+                            &rule::OUTPUT_REQUIRED_PROPERTY_REMOVED,
+                            &at,
+                            format!("result field `{key}` removed (it was guaranteed)"),
+                            Some(x),
+                            None,
+                        );
+                    } else {
+                        self.push(
+                            &rule::OUTPUT_OPTIONAL_PROPERTY_REMOVED,
+                            &at,
+                            format!("result field `{key}` removed"),
+                            Some(x),
+                            None,
+                        );
+                    }
+                    continue;
+                }
+                (None, Some(y)) => {
+                    if self.input() {
+                        if req_a {
+                            let has_default = y.get("default").is_some();
+                            let f = self.push(
+                                &rule::INPUT_REQUIRED_PROPERTY_ADDED,
+                                &at,
+                                format!("new required argument `{key}`"),
+                                None,
+                                Some(y),
+                            );
+                            if has_default {
+                                f.severity = Severity::Medium;
+                            }
+                        } else {
+                            let writes = self.ctx.writes;
+                            let f = self.push(
+                                &rule::INPUT_OPTIONAL_PROPERTY_ADDED,
+                                &at,
+                                format!("new optional argument `{key}`"),
+                                None,
+                                Some(y),
+                            );
+                            if writes {
+                                f.severity = Severity::Medium;
+                            }
+                        }
+                    } else {
+                        self.push(
+                            &rule::OUTPUT_PROPERTY_ADDED,
+                            &at,
+                            format!("new result field `{key}`"),
+                            None,
+                            Some(y),
+                        );
+                    }
+                    continue;
+                }
+                (Some(x), Some(y)) => self.walk(&at, x, y, Some(key), depth + 1),
+                (None, None) => {}
+            }
+            let req_at = format!("{ptr}/required");
+            match (self.dir, req_b, req_a) {
+                (Direction::Input, false, true) => {
+                    let has_default = va.and_then(|v| v.get("default")).is_some();
+                    let f = self.push(
+                        &rule::INPUT_REQUIRED_PROPERTY_ADDED,
+                        &req_at,
+                        format!("argument `{key}` became required"),
+                        sb.get("required"),
+                        sa.get("required"),
+                    );
+                    if has_default {
+                        f.severity = Severity::Medium;
+                    }
+                }
+                (Direction::Input, true, false) => {
+                    self.push(
+                        &rule::INPUT_PROPERTY_BECAME_OPTIONAL,
+                        &req_at,
+                        format!(
+                            "argument `{key}` is no longer required: the agent may stop passing it"
+                        ),
+                        sb.get("required"),
+                        sa.get("required"),
+                    );
+                }
+                (Direction::Output, true, false) => {
+                    self.push(
+                        &rule::OUTPUT_REQUIRED_PROPERTY_REMOVED,
+                        &req_at,
+                        format!("result field `{key}` is no longer guaranteed"),
+                        sb.get("required"),
+                        sa.get("required"),
+                    );
+                }
+                (Direction::Output, false, true) => {
+                    self.push(
+                        &rule::FIELD_CHANGED,
+                        &req_at,
+                        format!("result field `{key}` is now guaranteed"),
+                        sb.get("required"),
+                        sa.get("required"),
+                    );
+                }
+                _ => {}
+            }
+        }
+        // additionalProperties
+        let (ab, aa) = (
+            sb.get("additionalProperties"),
+            sa.get("additionalProperties"),
+        );
+        let (ob, oa) = (openness(ab), openness(aa));
+        let at = format!("{ptr}/additionalProperties");
+        match (ob, oa) {
+            (Openness::Schema, Openness::Schema) => {
+                if let (Some(x), Some(y)) = (ab, aa) {
+                    self.walk(&at, x, y, None, depth + 1);
+                }
+            }
+            (x, y) if x == y => {}
+            (Openness::Open, _) | (Openness::Schema, Openness::Closed) => {
+                let rule: &'static Rule = if self.input() {
+                    &rule::INPUT_ADDITIONAL_PROPERTIES_CLOSED
+                } else {
+                    &rule::FIELD_CHANGED
+                };
+                self.push(
+                    rule,
+                    &at,
+                    format!("{ptr} no longer accepts undeclared keys"),
+                    ab,
+                    aa,
+                );
+            }
+            (Openness::Closed, _) | (Openness::Schema, Openness::Open) => {
+                let rule: &'static Rule = if self.input() {
+                    &rule::INPUT_BOUND_RELAXED
+                } else {
+                    &rule::OUTPUT_ADDITIONAL_PROPERTIES_OPENED
+                };
+                self.push(
+                    rule,
+                    &at,
+                    format!("{ptr} now allows undeclared keys"),
+                    ab,
+                    aa,
+                );
+            }
+        }
+    }
+
+    fn arrays(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        depth: usize,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        handled.insert("items");
+        handled.insert("prefixItems");
+        handled.insert("additionalItems");
+        // `items` as one schema.
+        match (sb.get("items"), sa.get("items")) {
+            (
+                Some(x @ (Value::Object(_) | Value::Bool(_))),
+                Some(y @ (Value::Object(_) | Value::Bool(_))),
+            ) => {
+                self.walk(&format!("{ptr}/items"), x, y, None, depth + 1);
+            }
+            (x, y)
+                if x != y
+                    && !(x.is_some_and(Value::is_array) || y.is_some_and(Value::is_array)) =>
+            {
+                let at = format!("{ptr}/items");
+                let (x, y) = (
+                    x.unwrap_or(&Value::Bool(true)),
+                    y.unwrap_or(&Value::Bool(true)),
+                );
+                self.walk(&at, x, y, None, depth + 1);
+            }
+            _ => {}
+        }
+        // Tuples: `prefixItems`, or the old array form of `items`.
+        for key in ["prefixItems", "items"] {
+            let (tb, ta) = (
+                sb.get(key).and_then(Value::as_array),
+                sa.get(key).and_then(Value::as_array),
+            );
+            if tb.is_none() && ta.is_none() {
+                continue;
+            }
+            let (tb, ta) = (
+                tb.cloned().unwrap_or_default(),
+                ta.cloned().unwrap_or_default(),
+            );
+            for i in 0..tb.len().max(ta.len()) {
+                let at = format!("{ptr}/{key}/{i}");
+                let t = Value::Bool(true);
+                self.walk(
+                    &at,
+                    tb.get(i).unwrap_or(&t),
+                    ta.get(i).unwrap_or(&t),
+                    None,
+                    depth + 1,
+                );
+            }
+        }
+        if sb.get("additionalItems") != sa.get("additionalItems") {
+            let t = Value::Bool(true);
+            let (x, y) = (
+                sb.get("additionalItems").unwrap_or(&t),
+                sa.get("additionalItems").unwrap_or(&t),
+            );
+            self.walk(&format!("{ptr}/additionalItems"), x, y, None, depth + 1);
+        }
+    }
+
+    fn unions(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        depth: usize,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        for key in ["anyOf", "oneOf", "allOf"] {
+            handled.insert(key);
+            let (bb, ba) = (
+                sb.get(key).and_then(Value::as_array),
+                sa.get(key).and_then(Value::as_array),
+            );
+            if bb == ba {
+                continue;
+            }
+            let (bb, ba) = (
+                bb.cloned().unwrap_or_default(),
+                ba.cloned().unwrap_or_default(),
+            );
+            let pairs = pair_branches(&bb, &ba);
+            let mut matched_b = vec![false; bb.len()];
+            let mut matched_a = vec![false; ba.len()];
+            for (i, j) in &pairs {
+                matched_b[*i] = true;
+                matched_a[*j] = true;
+                self.walk(
+                    &format!("{ptr}/{key}/{j}"),
+                    &bb[*i],
+                    &ba[*j],
+                    None,
+                    depth + 1,
+                );
+            }
+            let conjunction = key == "allOf";
+            for (i, m) in matched_b.iter().enumerate() {
+                if *m {
+                    continue;
+                }
+                let at = format!("{ptr}/{key}/{i}");
+                let rule: &'static Rule = match (self.dir, conjunction) {
+                    (Direction::Input, false) => &rule::INPUT_UNION_BRANCH_REMOVED,
+                    (Direction::Input, true) => &rule::INPUT_BOUND_RELAXED,
+                    (Direction::Output, false) => &rule::FIELD_CHANGED,
+                    (Direction::Output, true) => &rule::OUTPUT_UNION_BRANCH_ADDED,
+                };
+                let what = if conjunction { "condition" } else { "branch" };
+                self.push(
+                    rule,
+                    &at,
+                    format!("{key} {what} #{i} removed at {ptr}"),
+                    Some(&bb[i]),
+                    None,
+                );
+            }
+            for (j, m) in matched_a.iter().enumerate() {
+                if *m {
+                    continue;
+                }
+                let at = format!("{ptr}/{key}/{j}");
+                let rule: &'static Rule = match (self.dir, conjunction) {
+                    (Direction::Input, false) => &rule::INPUT_UNION_BRANCH_ADDED,
+                    (Direction::Input, true) => &rule::INPUT_UNION_BRANCH_REMOVED,
+                    (Direction::Output, false) => &rule::OUTPUT_UNION_BRANCH_ADDED,
+                    (Direction::Output, true) => &rule::FIELD_CHANGED,
+                };
+                let what = if conjunction { "condition" } else { "branch" };
+                self.push(
+                    rule,
+                    &at,
+                    format!("{key} {what} #{j} added at {ptr}"),
+                    None,
+                    Some(&ba[j]),
+                );
+            }
+        }
+    }
+}
+
+/// A `$ref` with siblings: the target's keywords, overridden by the
+/// siblings (2019-09 semantics, close enough for comparing).
+fn merge_siblings(orig: &Value, resolved: &Map<String, Value>) -> Map<String, Value> {
+    let mut merged = resolved.clone();
+    if let Some(o) = orig.as_object() {
+        if o.contains_key("$ref") {
+            for (k, v) in o {
+                if k != "$ref" {
+                    merged.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    merged
+}
+
+/// Pairs union branches by best match, not by index: identical branches
+/// first, then by a structural distance, greedily in a deterministic order.
+fn pair_branches(b: &[Value], a: &[Value]) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    let mut used_a = vec![false; a.len()];
+    let mut used_b = vec![false; b.len()];
+    for (i, x) in b.iter().enumerate() {
+        if let Some(j) = (0..a.len()).find(|&j| !used_a[j] && same(x, &a[j])) {
+            used_a[j] = true;
+            used_b[i] = true;
+            pairs.push((i, j));
+        }
+    }
+    let mut candidates: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, x) in b.iter().enumerate().filter(|(i, _)| !used_b[*i]) {
+        for (j, y) in a.iter().enumerate().filter(|(j, _)| !used_a[*j]) {
+            if let Some(d) = distance(x, y) {
+                candidates.push((d, i, j));
+            }
+        }
+    }
+    candidates.sort();
+    for (_, i, j) in candidates {
+        if !used_b[i] && !used_a[j] {
+            used_b[i] = true;
+            used_a[j] = true;
+            pairs.push((i, j));
+        }
+    }
+    pairs.sort();
+    pairs
+}
+
+/// Members that differ between two branch schemas; `None` when they cannot
+/// be the same branch (different types, or nothing in common).
+fn distance(x: &Value, y: &Value) -> Option<usize> {
+    let (Some(mx), Some(my)) = (x.as_object(), y.as_object()) else {
+        return None;
+    };
+    if types(mx) != types(my) && types(mx).is_some() && types(my).is_some() {
+        return None;
+    }
+    let keys: BTreeSet<&String> = mx.keys().chain(my.keys()).collect();
+    let differing = keys
+        .iter()
+        .filter(|k| mx.get(k.as_str()) != my.get(k.as_str()))
+        .count();
+    (differing < keys.len() || keys.is_empty()).then_some(differing)
+}
