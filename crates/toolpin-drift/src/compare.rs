@@ -393,11 +393,22 @@ fn description_finding(
     let tool = ctx.name;
     let mut f =
         Finding::new(&rule::DESCRIPTION_CHANGED, ctx.server, tool, at.to_string()).values(vb, va);
+    // Descriptions name other tools by the server's own name: a runtime
+    // namespacing `orders__search_orders` still leaves `search_orders` in
+    // the prose.
     let others: Vec<&str> = ctx
         .other_tools
         .iter()
         .copied()
         .filter(|n| *n != tool)
+        .flat_map(|n| {
+            let bare = n
+                .split_once("__")
+                .map(|(_, rest)| rest)
+                .filter(|r| !r.is_empty());
+            [Some(n), bare]
+        })
+        .flatten()
         .collect();
     let cues = prose::cues_for(vb, va, &others);
     if prose::whitespace_only(vb, va) {

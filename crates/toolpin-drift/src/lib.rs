@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod finding;
+pub mod policy;
 pub mod prose;
 pub mod rename;
 pub mod rule;

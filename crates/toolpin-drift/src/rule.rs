@@ -158,10 +158,18 @@ impl Rule {
         let rerun = if self.rerun.is_empty() {
             "nothing".to_string()
         } else {
-            self.rerun.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+            self.rerun
+                .iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let mut out = format!("### `{}`\n\n{}.\n\n", self.id, capitalize(self.summary));
-        out += &format!("- **Kind:** {}{}\n", self.kind.name(), if self.security { ", security" } else { "" });
+        out += &format!(
+            "- **Kind:** {}{}\n",
+            self.kind.name(),
+            if self.security { ", security" } else { "" }
+        );
         out += &format!("- **Default severity:** {}\n", self.severity.name());
         out += &format!("- **Re-run:** {rerun}\n");
         if self.runtime {
@@ -208,7 +216,8 @@ pub fn markdown() -> String {
     for (tag, what) in RERUN_TAGS {
         out += &format!("| `{tag}` | {what} |\n");
     }
-    out += "\n## All rules\n\n| id | kind | severity | security | re-run |\n|---|---|---|---|---|\n";
+    out +=
+        "\n## All rules\n\n| id | kind | severity | security | re-run |\n|---|---|---|---|---|\n";
     for r in all() {
         out += &format!(
             "| [`{}`](#{}) | {} | {} | {} | {} |\n",
@@ -225,7 +234,10 @@ pub fn markdown() -> String {
         ("Annotation rules", crate::rules::ANNOTATION_RULES),
         ("inputSchema rules", crate::rules::INPUT_RULES),
         ("outputSchema rules", crate::rules::OUTPUT_RULES),
-        ("Schema prose and the unanalyzable", crate::rules::PROPERTY_RULES),
+        (
+            "Schema prose and the unanalyzable",
+            crate::rules::PROPERTY_RULES,
+        ),
         ("Run-time and contract rules", crate::rules::RUNTIME_RULES),
     ];
     for (title, rules) in families {

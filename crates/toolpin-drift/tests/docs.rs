@@ -24,11 +24,17 @@ fn every_rule_is_documented_and_covered() {
     for rule in toolpin_drift::rule::all() {
         assert!(seen.insert(rule.id), "duplicate id {}", rule.id);
         assert!(
-            rule.id.split('-').all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase())),
+            rule.id
+                .split('-')
+                .all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase())),
             "{} is not kebab-case",
             rule.id
         );
-        assert!(!rule.summary.is_empty() && !rule.breaks.is_empty() && !rule.example.is_empty(), "{}", rule.id);
+        assert!(
+            !rule.summary.is_empty() && !rule.breaks.is_empty() && !rule.example.is_empty(),
+            "{}",
+            rule.id
+        );
     }
     assert!(fixtures.is_dir());
 }

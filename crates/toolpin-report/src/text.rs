@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use serde_json::Value;
+use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding, Severity};
 
 use crate::style::{printable, Style};
@@ -29,10 +30,10 @@ pub struct TextOptions {
 /// Longest value shown without `-v`, in lines.
 const MAX_LINES: usize = 12;
 
-pub fn render(c: &Comparison, opts: TextOptions) -> String {
+pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
     let s = opts.style;
     let mut out = String::new();
-    if !c.fails() {
+    if !verdict.fails {
         let what = match opts.sides {
             Sides::LockfileAndLive => "catalog matches the lockfile",
             Sides::TwoCatalogs => "the two catalogs match",
@@ -50,8 +51,28 @@ pub fn render(c: &Comparison, opts: TextOptions) -> String {
     } else {
         push_drift_header(&mut out, c, s);
     }
-    push_groups(&mut out, c, opts);
+    push_groups(&mut out, c, verdict, opts);
+    push_plan(&mut out, c, verdict, s);
     out
+}
+
+/// The evals to re-run: the union of the routing of failing findings, each
+/// with the tools that pull it in.
+fn push_plan(out: &mut String, c: &Comparison, verdict: &Verdict, s: Style) {
+    if verdict.plan.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n{}", s.bold("re-run:"));
+    for (tag, idx) in &verdict.plan {
+        let mut tools: Vec<&str> = idx
+            .iter()
+            .map(|i| c.findings[*i].tool.as_str())
+            .filter(|t| !t.is_empty())
+            .collect();
+        tools.sort_unstable();
+        tools.dedup();
+        let _ = writeln!(out, "  {:<16} {}", tag, printable(&tools.join(", "), false));
+    }
 }
 
 fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
@@ -74,7 +95,7 @@ fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
     );
 }
 
-fn push_groups(out: &mut String, c: &Comparison, opts: TextOptions) {
+fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOptions) {
     let s = opts.style;
     // Group findings by tool (server-level findings have no tool and group
     // by server); the most severe first, then by name.; the most severe tool first, then by name.
@@ -108,7 +129,27 @@ fn push_groups(out: &mut String, c: &Comparison, opts: TextOptions) {
             } else {
                 format!("  {}", s.dim(&printable(&f.pointer, false)))
             };
-            let _ = writeln!(out, "  {sev}  {}{where_}", f.rule);
+            let index = c
+                .findings
+                .iter()
+                .position(|x| std::ptr::eq(x, f))
+                .unwrap_or(usize::MAX);
+            let note = match verdict.ignored.iter().find(|(i, _)| *i == index) {
+                Some((_, reason)) => format!(
+                    "  {}",
+                    s.dim(&printable(&format!("(ignored: {reason})"), false))
+                ),
+                None if !verdict.failing.contains(&index) => {
+                    format!("  {}", s.dim("(does not fail)"))
+                }
+                None => String::new(),
+            };
+            let flag = if f.security {
+                format!("  {}", s.red("security"))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "  {sev}  {}{where_}{flag}{note}", f.rule);
             let _ = writeln!(out, "    {}", printable(&f.message, false));
             // Prose is shown as text; any other value as JSON, so that
             // "50" and 50 look different.

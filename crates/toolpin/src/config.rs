@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use toolpin_capture::mcp::{self, HttpMode, HttpSpec, SessionOptions, StdioSpec, VersionChoice};
 use toolpin_capture::{Endpoint, Format, Source};
+use toolpin_drift::policy::{check_rule_id, parse_severity, IgnoreEntry, Level, Policy, Preset};
 use toolpin_manifest::{Glob, Pointer, Transform};
 
 use crate::error::CliError;
@@ -24,6 +25,90 @@ struct ConfigFile {
     servers: BTreeMap<String, ServerConfig>,
     #[serde(default)]
     env: BTreeMap<String, EnvConfig>,
+    #[serde(default)]
+    policy: PolicyConfig,
+}
+
+/// `[policy]`: which findings fail the check.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyConfig {
+    preset: Option<String>,
+    #[serde(rename = "fail-on")]
+    fail_on: Option<String>,
+    #[serde(default)]
+    rules: BTreeMap<String, String>,
+    #[serde(default)]
+    ignore: Vec<IgnoreConfig>,
+    #[serde(default)]
+    watch: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IgnoreConfig {
+    rule: String,
+    tool: Option<String>,
+    pointer: Option<String>,
+    reason: String,
+}
+
+impl PolicyConfig {
+    fn resolve(self) -> Result<Policy, String> {
+        let mut policy = Policy::default();
+        if let Some(p) = &self.preset {
+            policy.preset = Preset::parse(p).ok_or_else(|| {
+                format!("policy.preset: {p:?} is not a preset (wire, agent, paranoid)")
+            })?;
+        }
+        let severity = |key: &str, s: &str| {
+            parse_severity(s).ok_or_else(|| {
+                format!("{key}: {s:?} is not a severity (critical, high, medium, low, info)")
+            })
+        };
+        if let Some(f) = &self.fail_on {
+            policy.fail_on = Some(severity("policy.fail-on", f)?);
+        }
+        for (id, level) in &self.rules {
+            check_rule_id(id).map_err(|e| format!("policy.rules: {e}"))?;
+            let level = match level.as_str() {
+                "off" => Level::Off,
+                s => Level::Severity(severity(&format!("policy.rules.{id}"), s)?),
+            };
+            policy.levels.insert(id.clone(), level);
+        }
+        for (i, entry) in self.ignore.into_iter().enumerate() {
+            check_rule_id(&entry.rule).map_err(|e| format!("policy.ignore[{i}]: {e}"))?;
+            if entry.reason.trim().is_empty() {
+                return Err(format!(
+                    "policy.ignore[{i}]: `reason` must say why the drift is accepted"
+                ));
+            }
+            let tool = match &entry.tool {
+                Some(t) => Some(Glob::new(t).map_err(|e| format!("policy.ignore[{i}].tool: {e}"))?),
+                None => None,
+            };
+            if let Some(p) = &entry.pointer {
+                if !p.is_empty() && !p.starts_with('/') {
+                    return Err(format!(
+                        "policy.ignore[{i}].pointer: {p:?} is not a JSON pointer"
+                    ));
+                }
+            }
+            policy.ignore.push(IgnoreEntry {
+                rule: entry.rule,
+                tool,
+                pointer: entry.pointer,
+                reason: entry.reason,
+            });
+        }
+        for w in &self.watch {
+            policy
+                .watch
+                .push(Glob::new(w).map_err(|e| format!("policy.watch: {e}"))?);
+        }
+        Ok(policy)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -240,6 +325,7 @@ pub struct Config {
     pub path: PathBuf,
     pub environment: String,
     pub servers: Vec<Server>,
+    pub policy: Policy,
 }
 
 impl Config {
@@ -269,15 +355,30 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
         }
         Err(e) => return Err(CliError::new(format!("cannot read {origin}: {e}"))),
     };
-    let file: ConfigFile = toml::from_str(&text).map_err(|e| toml_error(&origin, &text, &e))?;
+    let mut file: ConfigFile = toml::from_str(&text).map_err(|e| toml_error(&origin, &text, &e))?;
+    let policy = std::mem::take(&mut file.policy)
+        .resolve()
+        .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     resolve(file, env, &origin, &dir, &|k| std::env::var(k).ok()).map(|(environment, servers)| {
         Config {
             path: path.to_path_buf(),
             environment,
             servers,
+            policy,
         }
     })
+}
+
+/// Only the `[policy]` of a configuration file (for `toolpin diff`).
+pub fn load_policy(path: &Path) -> Result<Policy, CliError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::new(format!("cannot read {origin}: {e}")))?;
+    let file: ConfigFile = toml::from_str(&text).map_err(|e| toml_error(&origin, &text, &e))?;
+    file.policy
+        .resolve()
+        .map_err(|e| CliError::new(format!("{origin}: {e}")))
 }
 
 fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> CliError {
@@ -788,6 +889,39 @@ enabled = false
             err.contains("`timeout`: \"25h\" is not a duration"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn policy_table() {
+        let ok = |t: &str| -> Result<Policy, String> {
+            toml::from_str::<ConfigFile>(t)
+                .map_err(|e| e.to_string())?
+                .policy
+                .resolve()
+        };
+        let p = ok("[policy]\npreset = \"wire\"\nfail-on = \"high\"\nrules = { \"field-changed\" = \"off\", \"input-default-changed\" = \"critical\" }\nwatch = [\"orders/*\"]\nignore = [{ rule = \"description-changed\", tool = \"orders/lookup_order\", reason = \"reviewed in #12\" }]\n").expect("valid");
+        assert_eq!(p.preset, Preset::Wire);
+        assert_eq!(p.levels.get("field-changed"), Some(&Level::Off));
+        assert_eq!(p.ignore.len(), 1);
+        for (bad, want) in [
+            (
+                "[policy]\nrules = { \"no-such-rule\" = \"high\" }\n",
+                "unknown rule id \"no-such-rule\"",
+            ),
+            ("[policy]\nfail-on = \"severe\"\n", "not a severity"),
+            ("[policy]\npreset = \"strict\"\n", "not a preset"),
+            (
+                "[policy]\nignore = [{ rule = \"tool-added\", reason = \" \" }]\n",
+                "must say why",
+            ),
+            (
+                "[policy]\nignore = [{ rule = \"tool-adde\", reason = \"x\" }]\n",
+                "unknown rule id",
+            ),
+        ] {
+            let err = ok(bad).expect_err(want);
+            assert!(err.contains(want), "{err} lacks {want}");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{json, Map, Value};
 use toolpin_capture::Format;
+use toolpin_drift::policy::Policy;
 use toolpin_manifest::{lockfile, Catalog};
 use toolpin_report::text::Sides;
 use toolpin_report::{ColorChoice, Style};
@@ -130,8 +131,19 @@ enum Command {
         /// Read both files as this format instead of detecting it
         #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
         input_format: Option<Format>,
+        /// Take the [policy] from this configuration file [default: the default policy]
+        #[arg(short, long, value_name = "PATH")]
+        config: Option<PathBuf>,
         #[command(flatten)]
         report: ReportArgs,
+    },
+    /// List the drift rules, or explain one
+    Rules {
+        /// A rule id, e.g. input-default-changed
+        id: Option<String>,
+        /// Print docs/rules.md (generated from the registry)
+        #[arg(long, conflicts_with = "id")]
+        markdown: bool,
     },
     /// Print the catalog fingerprint of a lockfile or tool file
     Fingerprint {
@@ -227,17 +239,45 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 .unwrap_or_else(|| cfg.default_lockfile());
             let pinned = pin::read_lockfile(&path)?;
             let live = pin::capture_config(&cfg, config.capture_options(cli.quiet))?;
-            report_comparison(Sides::LockfileAndLive, &pinned, &live, report, style)
+            report_comparison(
+                Sides::LockfileAndLive,
+                &pinned,
+                &live,
+                &cfg.policy,
+                report,
+                style,
+            )
         }
         Command::Diff {
             old,
             new,
             input_format,
+            config,
             report,
         } => {
+            let policy = match config {
+                Some(path) => config::load_policy(path)?,
+                None => Policy::default(),
+            };
             let old = pin::catalog_from_path(old, *input_format)?;
             let new = pin::catalog_from_path(new, *input_format)?;
-            report_comparison(Sides::TwoCatalogs, &old, &new, report, style)
+            report_comparison(Sides::TwoCatalogs, &old, &new, &policy, report, style)
+        }
+        Command::Rules { id, markdown } => {
+            let text = match (id, markdown) {
+                (_, true) => toolpin_drift::rule::markdown(),
+                (Some(id), _) => match toolpin_drift::rule::by_id(id) {
+                    Some(rule) => rule.explain(),
+                    None => {
+                        return Err(CliError::new(format!(
+                            "no rule {id:?}; `toolpin rules` lists them"
+                        )))
+                    }
+                },
+                (None, false) => rules_table(),
+            };
+            print(&text)?;
+            Ok(Outcome::Clean)
         }
         Command::Fingerprint {
             path,
@@ -299,27 +339,50 @@ fn report_comparison(
     sides: Sides,
     old: &Catalog,
     new: &Catalog,
+    policy: &Policy,
     args: &ReportArgs,
     style: Style,
 ) -> Result<Outcome, CliError> {
-    let comparison = toolpin_drift::compare(old, new);
+    let mut comparison = toolpin_drift::compare(old, new);
+    let verdict = policy.apply(&mut comparison);
     let text = match args.format {
         ReportFormat::Text => toolpin_report::text::render(
             &comparison,
+            &verdict,
             toolpin_report::text::TextOptions {
                 style,
                 sides,
                 verbose: args.verbose,
             },
         ),
-        ReportFormat::Json => toolpin_report::json::render(&comparison),
+        ReportFormat::Json => toolpin_report::json::render(&comparison, &verdict),
     };
     print(&text)?;
-    Ok(if !comparison.fails() {
-        Outcome::Clean
-    } else {
+    Ok(if verdict.fails {
         Outcome::Drift
+    } else {
+        Outcome::Clean
     })
+}
+
+/// `toolpin rules`: one line per rule.
+fn rules_table() -> String {
+    let width = toolpin_drift::rule::all()
+        .map(|r| r.id.len())
+        .max()
+        .unwrap_or(0);
+    toolpin_drift::rule::all()
+        .map(|r| {
+            format!(
+                "{:<width$}  {:<11} {:<8} {}{}\n",
+                r.id,
+                r.kind.name(),
+                r.severity.name(),
+                r.summary,
+                if r.security { " [security]" } else { "" }
+            )
+        })
+        .collect()
 }
 
 /// `toolpin ls`: each server, then each tool with the first line of its

@@ -1019,7 +1019,7 @@ fn check_json_report_has_documented_shape() {
     // docs/findings.schema.json: these members exactly, no others.
     assert_eq!(
         keys_of(&report),
-        set(&["findings", "summary", "fingerprints"]),
+        set(&["findings", "summary", "fingerprints", "verdict", "plan"]),
         "{report:#}"
     );
     assert_eq!(
@@ -2202,4 +2202,126 @@ fn strip_ansi(s: &str) -> String {
         }
     }
     out
+}
+
+// ---------------------------------------------------------------------------
+// 7. policy and rules
+
+/// The drift sandbox (a removed, an added and a changed tool) with a policy.
+fn policy_sandbox(policy: &str) -> Sandbox {
+    let sb = drift_sandbox();
+    sb.write(
+        "toolpin.toml",
+        format!("{}\n{policy}", one_file_server("svc", "tools.json", "")),
+    );
+    sb
+}
+
+#[test]
+fn policy_decides_what_fails() {
+    // Nothing at or above critical except tool-removed: it still fails.
+    let out = policy_sandbox("[policy]\nfail-on = \"critical\"\n").run(&["check"]);
+    out.drift();
+    assert!(out.stdout.contains("(does not fail)"), "{}", out.stdout);
+    // Rules turned off or accepted: the check passes and says why.
+    let sb = policy_sandbox(
+        "[policy]\nrules = { \"tool-removed\" = \"off\" }\nfail-on = \"critical\"\n",
+    );
+    let out = sb.run(&["check"]);
+    out.ok();
+    assert!(out.stdout.starts_with("ok: "), "{}", out.stdout);
+    assert!(!out.stdout.contains("tool-removed"), "{}", out.stdout);
+    let sb = policy_sandbox(
+        "[policy]\nfail-on = \"critical\"\nignore = [{ rule = \"tool-removed\", tool = \"svc/gone\", reason = \"retired in #7\" }]\n",
+    );
+    let out = sb.run(&["check"]);
+    out.ok();
+    assert!(
+        out.stdout.contains("(ignored: retired in #7)"),
+        "{}",
+        out.stdout
+    );
+    // watch: only the chosen tools fail.
+    let out = policy_sandbox("[policy]\nwatch = [\"svc/stable\"]\n").run(&["check"]);
+    out.ok();
+    let out =
+        policy_sandbox("[policy]\nwatch = [\"svc/list_*\"]\n").run(&["check", "--format", "json"]);
+    out.drift();
+    let report: Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(report["verdict"]["fails"], json!(true));
+    let failing: Vec<&str> = report["verdict"]["failing"]
+        .as_array()
+        .expect("failing")
+        .iter()
+        .map(|i| {
+            report["findings"][i.as_u64().expect("index") as usize]["tool"]
+                .as_str()
+                .unwrap_or("")
+        })
+        .collect();
+    assert!(failing.iter().all(|t| *t == "list_orders"), "{failing:?}");
+    assert!(report["plan"].as_array().is_some_and(|p| !p.is_empty()));
+    // A per-rule level raises a severity.
+    let out = policy_sandbox("[policy]\nrules = { \"input-default-changed\" = \"critical\" }\n")
+        .run(&["check", "--format", "json"]);
+    let report: Value = serde_json::from_str(&out.stdout).expect("json");
+    let default = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["rule"] == "input-default-changed")
+        .expect("finding");
+    assert_eq!(default["severity"], "critical");
+}
+
+#[test]
+fn policy_errors_are_located_and_clear() {
+    let sb = policy_sandbox("[policy]\nrules = { \"no-such-rule\" = \"high\" }\n");
+    let before = sb.read("toolpin.lock");
+    sb.fails(
+        &["check"],
+        &[
+            "toolpin.toml",
+            "policy.rules",
+            "unknown rule id \"no-such-rule\"",
+        ],
+    );
+    assert!(sb.read("toolpin.lock") == before);
+    policy_sandbox("[policy]\nfail_on = \"low\"\n")
+        .fails(&["check"], &["toolpin.toml:", "unknown field `fail_on`"]);
+    policy_sandbox("[policy]\nignore = [{ rule = \"tool-removed\" }]\n")
+        .fails(&["check"], &["missing field `reason`"]);
+}
+
+#[test]
+fn diff_takes_a_policy_from_a_config_file() {
+    let sb = drift_sandbox();
+    fs::copy(sb.join("toolpin.lock"), sb.join("old.lock")).expect("copy");
+    sb.run(&["lock", "--lockfile", "new.lock"]).ok();
+    sb.run(&["diff", "old.lock", "new.lock"]).drift();
+    sb.write("lenient.toml", "[policy]\npreset = \"wire\"\nfail-on = \"critical\"\nrules = { \"tool-removed\" = \"high\" }\n");
+    sb.run(&["diff", "old.lock", "new.lock", "-c", "lenient.toml"])
+        .ok();
+}
+
+#[test]
+fn rules_lists_explains_and_prints_the_docs() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["rules"]);
+    out.ok();
+    assert!(out.stdout.lines().count() >= 40, "{}", out.stdout);
+    assert!(out.stdout.contains("input-default-changed"));
+    let out = sb.run(&["rules", "annotation-readonly-revoked"]);
+    out.ok();
+    assert!(
+        out.stdout.contains("security") && out.stdout.contains("authz"),
+        "{}",
+        out.stdout
+    );
+    sb.run(&["rules", "no-such-rule"]).error(&["no rule \"no-such-rule\""]);
+    let out = sb.run(&["rules", "--markdown"]);
+    out.ok();
+    let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/rules.md"))
+        .expect("docs/rules.md");
+    assert_eq!(out.stdout, docs);
 }
