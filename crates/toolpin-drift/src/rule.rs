@@ -114,30 +114,6 @@ pub fn by_id(id: &str) -> Option<&'static Rule> {
     all().find(|r| r.id == id)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_are_unique_kebab_case_and_documented() {
-        let mut seen = std::collections::HashSet::new();
-        for rule in all() {
-            assert!(seen.insert(rule.id), "duplicate id {}", rule.id);
-            assert!(
-                rule.id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
-                "{}",
-                rule.id
-            );
-            assert!(
-                !rule.summary.is_empty() && !rule.breaks.is_empty(),
-                "{}",
-                rule.id
-            );
-            assert_eq!(by_id(rule.id).map(|r| r.id), Some(rule.id));
-        }
-    }
-}
-
 /// The re-run tags and what each asks to re-evaluate.
 pub const RERUN_TAGS: [(&str, &str); 10] = [
     ("trajectory", "the full trajectory suite"),
@@ -248,4 +224,28 @@ pub fn markdown() -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_kebab_case_and_documented() {
+        let mut seen = std::collections::HashSet::new();
+        for rule in all() {
+            assert!(seen.insert(rule.id), "duplicate id {}", rule.id);
+            assert!(
+                rule.id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                "{}",
+                rule.id
+            );
+            assert!(
+                !rule.summary.is_empty() && !rule.breaks.is_empty(),
+                "{}",
+                rule.id
+            );
+            assert_eq!(by_id(rule.id).map(|r| r.id), Some(rule.id));
+        }
+    }
 }
