@@ -2318,7 +2318,8 @@ fn rules_lists_explains_and_prints_the_docs() {
         "{}",
         out.stdout
     );
-    sb.run(&["rules", "no-such-rule"]).error(&["no rule \"no-such-rule\""]);
+    sb.run(&["rules", "no-such-rule"])
+        .error(&["no rule \"no-such-rule\""]);
     let out = sb.run(&["rules", "--markdown"]);
     out.ok();
     let docs = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/rules.md"))

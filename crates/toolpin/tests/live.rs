@@ -1139,14 +1139,22 @@ fn drift_orders_variant_change_names_description_and_default() {
         "{text}"
     );
     assert!(text.contains("orders/lookup_order"), "{text}");
-    assert!(text.contains("description-changed  /description"), "{text}");
+    assert!(
+        text.contains("description-changed  /description  security"),
+        "{text}"
+    );
+    assert!(text.contains("names another tool: search_orders"), "{text}");
     assert!(
         text.contains("+ Look up an order by its ID and return its status. Prefer search_orders when the ID is unknown."),
         "{text}"
     );
     assert!(text.contains("orders/search_orders"), "{text}");
     assert!(
-        text.contains("/inputSchema/properties/page_size/default changed from 50 to 20"),
+        text.contains("input-default-changed  /inputSchema/properties/page_size/default"),
+        "{text}"
+    );
+    assert!(
+        text.contains("/inputSchema/properties/page_size default 50 → 20"),
         "{text}"
     );
 
@@ -1169,6 +1177,11 @@ fn drift_orders_variant_change_names_description_and_default() {
         .iter()
         .find(|f| f["tool"] == "search_orders")
         .expect("search_orders finding");
+    assert_eq!(default["rule"], "input-default-changed");
+    assert_eq!(
+        default["severity"], "high",
+        "page_size is a decisive default"
+    );
     assert_eq!(
         default["pointer"],
         "/inputSchema/properties/page_size/default"
