@@ -7,7 +7,7 @@ use toolpin_manifest::pointer::escape_token;
 use toolpin_manifest::Catalog;
 
 use crate::finding::{Comparison, Finding, Fingerprints, Summary};
-use crate::prose;
+use crate::prose::{self, ToolNames};
 use crate::rename::{match_renames, Candidate, TOOL_RENAME_THRESHOLD};
 use crate::rule::{self, Severity};
 use crate::schema::{self, Direction};
@@ -18,7 +18,7 @@ use crate::schema::{self, Direction};
 pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
     let mut findings = Vec::new();
     let mut summary = Summary::default();
-    let names: Vec<&str> = new.tools().map(|(n, _, _)| n).collect();
+    let names = ToolNames::new(new.tools().map(|(n, _, _)| n));
     let mut removed: Vec<(&str, &str, Value)> = Vec::new();
     let mut added: Vec<(&str, &str, Value)> = Vec::new();
     let mut old_tools = old.tools().peekable();
@@ -57,7 +57,7 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
                     let ctx = ToolContext {
                         server,
                         name,
-                        other_tools: &names,
+                        names: &names,
                     };
                     compare_tool(&ctx, &before.value(), &after.value(), &mut findings);
                 }
@@ -94,7 +94,7 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
 fn renames_and_the_rest(
     removed: Vec<(&str, &str, Value)>,
     added: Vec<(&str, &str, Value)>,
-    names: &[&str],
+    names: &ToolNames,
     summary: &mut Summary,
     findings: &mut Vec<Finding>,
 ) {
@@ -130,7 +130,7 @@ fn renames_and_the_rest(
         let ctx = ToolContext {
             server,
             name: new_name,
-            other_tools: names,
+            names,
         };
         compare_tool(&ctx, &before, after, findings);
     }
@@ -206,7 +206,7 @@ fn compare_server_versions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>)
 struct ToolContext<'a> {
     server: &'a str,
     name: &'a str,
-    other_tools: &'a [&'a str],
+    names: &'a ToolNames,
 }
 
 /// Spec defaults of the MCP annotation hints.
@@ -298,7 +298,7 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
                             server,
                             tool,
                             writes,
-                            other_tools: ctx.other_tools,
+                            names: ctx.names,
                         };
                         schema::diff(
                             &sctx,
@@ -393,24 +393,9 @@ fn description_finding(
     let tool = ctx.name;
     let mut f =
         Finding::new(&rule::DESCRIPTION_CHANGED, ctx.server, tool, at.to_string()).values(vb, va);
-    // Descriptions name other tools by the server's own name: a runtime
-    // namespacing `orders__search_orders` still leaves `search_orders` in
-    // the prose.
-    let others: Vec<&str> = ctx
-        .other_tools
-        .iter()
-        .copied()
-        .filter(|n| *n != tool)
-        .flat_map(|n| {
-            let bare = n
-                .split_once("__")
-                .map(|(_, rest)| rest)
-                .filter(|r| !r.is_empty());
-            [Some(n), bare]
-        })
-        .flatten()
-        .collect();
-    let cues = prose::cues_for(vb, va, &others);
+    // Descriptions name other tools by the server's own name as well as
+    // the namespaced one (`search_orders` for `orders__search_orders`).
+    let cues = prose::cues_for(vb, va, ctx.names, tool);
     if prose::whitespace_only(vb, va) {
         f.severity = Severity::Low;
         f.message = format!("{tool}: description changed in white space only");

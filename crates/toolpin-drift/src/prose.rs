@@ -1,6 +1,8 @@
 //! Prose the model reads (tool and schema descriptions, titles, examples):
 //! the word diff shown in messages and the steering cues an edit added.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::text;
@@ -37,19 +39,62 @@ pub fn inline_diff(before: Option<&Value>, after: Option<&Value>) -> Option<Stri
     }
 }
 
+/// The names a description could use for the catalog's tools: each
+/// namespaced name, and the server's own name after a `prefix__`. Built once
+/// per comparison; looking names up by the words of a text keeps cue
+/// detection linear in the text whatever the catalog's size.
+#[derive(Debug, Default)]
+pub struct ToolNames {
+    /// Name as written → the namespaced tool it refers to.
+    names: HashMap<String, String>,
+}
+
+impl ToolNames {
+    pub fn new<'a>(tools: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut names = HashMap::new();
+        for tool in tools {
+            names.insert(tool.to_string(), tool.to_string());
+            if let Some((_, bare)) = tool.split_once("__") {
+                if !bare.is_empty() {
+                    names
+                        .entry(bare.to_string())
+                        .or_insert_with(|| tool.to_string());
+                }
+            }
+        }
+        Self { names }
+    }
+
+    /// The names of tools other than `own` that appear as words in `text`.
+    pub fn mentioned_in<'s>(&'s self, text: &str, own: &str) -> Vec<&'s str> {
+        let mut found: Vec<&str> = text
+            .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')))
+            .map(|w| w.trim_end_matches(['.', '/', '-']))
+            .filter_map(|w| self.names.get_key_value(w))
+            .filter(|(_, tool)| tool.as_str() != own)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+}
+
 /// The steering cues in the text an edit inserted (text that was already
-/// there is not reported again).
+/// there is not reported again), for the tool named `own`.
 pub fn cues_for(
     before: Option<&Value>,
     after: Option<&Value>,
-    other_tools: &[&str],
+    names: &ToolNames,
+    own: &str,
 ) -> Vec<String> {
     let inserted = match (text_of(before), text_of(after)) {
         (Some(b), Some(a)) => text::word_diff(&b, &a).inserted(),
         (None, Some(a)) => a,
         _ => return Vec::new(),
     };
-    text::steering_cues(&inserted, other_tools)
+    let mentioned = names.mentioned_in(&inserted, own);
+    text::steering_cues(&inserted, &mentioned)
         .iter()
         .map(ToString::to_string)
         .collect()

@@ -36,8 +36,8 @@ pub struct Context<'a> {
     pub tool: &'a str,
     /// The tool can write, delete or execute: raises some severities.
     pub writes: bool,
-    /// Other pinned tools' names, for steering cues in prose.
-    pub other_tools: &'a [&'a str],
+    /// The catalog's tool names, for steering cues in prose.
+    pub names: &'a crate::prose::ToolNames,
 }
 
 /// Deepest schema nesting walked; deeper differences are unanalyzable.
@@ -499,7 +499,7 @@ impl Walker<'_, '_> {
             } else {
                 "changed"
             };
-            let cues = crate::prose::cues_for(vb, va, self.ctx.other_tools);
+            let cues = crate::prose::cues_for(vb, va, self.ctx.names, self.ctx.tool);
             let message = match crate::prose::inline_diff(vb, va) {
                 Some(inline) => format!("{at} {inline}"),
                 None => format!("{at} {what}"),
