@@ -230,6 +230,15 @@ fn hint(tool: &Value, key: &str) -> Option<bool> {
     }
 }
 
+/// `execution` absent, or holding only the spec default.
+fn is_default_execution(v: Option<&Value>) -> bool {
+    match v {
+        None => true,
+        Some(Value::Object(m)) => m.iter().all(|(k, v)| k == "taskSupport" && v == "forbidden"),
+        _ => false,
+    }
+}
+
 /// The effective value of each hint, in `HINT_DEFAULTS` order. The spec
 /// makes destructiveHint meaningful only when readOnlyHint is false: a
 /// read-only tool destroys nothing.
@@ -275,6 +284,13 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
                     .values(vb, va),
             ),
             "annotations" => compare_annotations(ctx, before, after, out),
+            // Spelling out the spec default (`taskSupport: "forbidden"`)
+            // changes nothing a client does.
+            "execution" if is_default_execution(vb) && is_default_execution(va) => out.push(
+                Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at.clone())
+                    .message(format!("{tool}: execution spelled out with its spec default"))
+                    .values(vb, va),
+            ),
             "inputSchema" | "outputSchema" => {
                 let direction = if key == "inputSchema" {
                     Direction::Input
@@ -436,6 +452,11 @@ fn compare_annotations(ctx: &ToolContext, before: &Value, after: &Value, out: &m
         let at = format!("/annotations/{key}");
         let (vb, va) = (before.pointer(&at), after.pointer(&at));
         let (asserted, revoked) = flips[i];
+        // A tool that now says it is read-only destroys nothing: that is
+        // the readOnly finding, not a second one.
+        if *key == "destructiveHint" && ea[0] == Some(true) {
+            continue;
+        }
         match (eb[i], ea[i]) {
             (Some(false), Some(true)) => out.push(
                 Finding::new(asserted, server, tool, at)
