@@ -468,8 +468,13 @@ fn compare_annotations(ctx: &ToolContext, before: &Value, after: &Value, out: &m
                     .message(format!("{tool}: {key} true → false (effective; an absent hint means its spec default)"))
                     .values(vb, va),
             ),
-            // The same effective value spelled differently: the catch-all
-            // reports the rewrite.
+            // The same effective value spelled differently (a hint spelled
+            // out with its spec default, or dropped back to it).
+            (Some(_), Some(_)) if vb != va => out.push(
+                Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at)
+                    .message(format!("{tool}: {key}{} (the same effective value)", scalar_change(vb, va)))
+                    .values(vb, va),
+            ),
             (Some(_), Some(_)) => {}
             _ if vb != va => out.push(
                 Finding::new(&rule::FIELD_CHANGED, server, tool, at.clone())

@@ -857,6 +857,29 @@ impl Walker<'_, '_> {
                 ));
             }
         }
+        // Bounds spelled differently with the same effect (exclusiveMaximum
+        // 1000000 for maximum 999999 on an integer).
+        let numeric_keys = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+        let spelled_differently = numeric_keys.iter().any(|k| sb.get(*k) != sa.get(*k));
+        let moved_numeric = moves.iter().any(|m| m.0 == "minimum" || m.0 == "maximum");
+        if spelled_differently && !moved_numeric {
+            let pick = |s: &Map<String, Value>| -> Value {
+                Value::Object(
+                    numeric_keys
+                        .iter()
+                        .filter_map(|k| s.get(*k).map(|v| (k.to_string(), v.clone())))
+                        .collect(),
+                )
+            };
+            let (vb, va) = (pick(sb), pick(sa));
+            self.push(
+                &rule::EQUIVALENT_REWRITE,
+                ptr,
+                format!("{ptr} bounds rewritten with the same effect"),
+                Some(&vb),
+                Some(&va),
+            );
+        }
         for (keyword, tighter, newly_set, vb, va) in moves {
             let at = format!("{ptr}/{keyword}");
             let show = |v: &Option<Value>| v.as_ref().map(short).unwrap_or_else(|| "none".into());
@@ -1107,6 +1130,18 @@ impl Walker<'_, '_> {
                 }
                 _ => {}
             }
+        }
+        // The same set of required keys written differently (an empty
+        // `required` dropped).
+        if rb == ra && sb.get("required") != sa.get("required") {
+            let at = format!("{ptr}/required");
+            self.push(
+                &rule::EQUIVALENT_REWRITE,
+                &at,
+                format!("{at} rewritten with the same keys"),
+                sb.get("required"),
+                sa.get("required"),
+            );
         }
         // additionalProperties
         let (ab, aa) = (
