@@ -5,6 +5,7 @@
 //! holding the output pipes. Output is read on threads so a chatty stderr
 //! never blocks stdout.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -21,6 +22,8 @@ const STDERR_TAIL: usize = 64 << 10;
 #[derive(Clone, Debug)]
 pub struct ExecSpec {
     pub argv: Vec<String>,
+    /// Added to the inherited environment (values already expanded).
+    pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
     pub timeout: Duration,
 }
@@ -81,6 +84,7 @@ pub fn run(spec: &ExecSpec) -> Result<Vec<u8>, ExecError> {
     let command = display_command(&spec.argv);
     let mut cmd = Command::new(program);
     cmd.args(args)
+        .envs(&spec.env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -224,6 +228,7 @@ mod tests {
     fn sh(script: &str, timeout_ms: u64) -> Result<Vec<u8>, ExecError> {
         run(&ExecSpec {
             argv: vec!["sh".into(), "-c".into(), script.into()],
+            env: BTreeMap::new(),
             cwd: None,
             timeout: Duration::from_millis(timeout_ms),
         })
@@ -263,9 +268,26 @@ mod tests {
     }
 
     #[test]
+    fn env_is_added_to_the_environment() {
+        let out = run(&ExecSpec {
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                r#"printf '%s %s' "$TOOLPIN_EXEC_PROBE" "${PATH:+path}""#.into(),
+            ],
+            env: BTreeMap::from([("TOOLPIN_EXEC_PROBE".into(), "probe value".into())]),
+            cwd: None,
+            timeout: Duration::from_secs(5),
+        })
+        .expect("runs");
+        assert_eq!(out, b"probe value path");
+    }
+
+    #[test]
     fn missing_program() {
         let err = run(&ExecSpec {
             argv: vec!["/nonexistent/toolpin-printer".into()],
+            env: BTreeMap::new(),
             cwd: None,
             timeout: Duration::from_secs(1),
         })

@@ -2,6 +2,7 @@
 //! one at a time and exactly as given, to a [`ToolSink`]; transforms and
 //! normalization happen there.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,6 +24,8 @@ pub enum Source {
     /// A command that prints tool definitions on stdout.
     Exec {
         argv: Vec<String>,
+        /// Added to the inherited environment (values already expanded).
+        env: BTreeMap<String, String>,
         cwd: Option<PathBuf>,
         timeout: Duration,
     },
@@ -95,9 +98,15 @@ impl Source {
                 })
                 .await
             }
-            Source::Exec { argv, cwd, timeout } => {
+            Source::Exec {
+                argv,
+                env,
+                cwd,
+                timeout,
+            } => {
                 let spec = ExecSpec {
                     argv: argv.clone(),
+                    env: env.clone(),
                     cwd: cwd.clone(),
                     timeout: *timeout,
                 };
@@ -163,8 +172,9 @@ async fn capture_mcp(
             match run_session(client, session, sink).await {
                 // A server that refuses the POST of the handshake may speak
                 // only the legacy HTTP+SSE transport: try that, as the
-                // transport's backward-compatibility rules say. Nothing was
-                // listed yet, so the sink is untouched.
+                // transport's backward-compatibility rules say, unless a
+                // transport was chosen. Nothing was listed yet, so the sink
+                // is untouched.
                 Err(first) if spec.mode == HttpMode::Auto && is_legacy_hint(&first) => {
                     let legacy = HttpSpec {
                         mode: HttpMode::Sse,
@@ -251,5 +261,42 @@ fn io_reason(e: &std::io::Error) -> String {
         std::io::ErrorKind::NotFound => "no such file".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
         _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stdio server that dies at once races toolpin's first write: the
+    /// write may fail (EPIPE) or its stdout may be seen to close first.
+    /// Either way the message names the exit status and quotes stderr.
+    #[tokio::test]
+    async fn a_stdio_server_that_exits_at_once_is_explained_every_time() {
+        let source = Source::Mcp {
+            endpoint: Endpoint::Stdio(StdioSpec {
+                command: vec!["sh".into(), "-c".into(), "echo boom >&2; exit 3".into()],
+                ..StdioSpec::default()
+            }),
+            session: SessionOptions::default(),
+        };
+        let mut messages = Vec::new();
+        for _ in 0..10 {
+            let err = source
+                .capture(None, Vec::new())
+                .await
+                .expect_err("the server exits");
+            messages.push(err.to_string());
+        }
+        let unexplained: Vec<&String> = messages
+            .iter()
+            .filter(|m| !(m.contains("exited with status 3") && m.contains("boom")))
+            .collect();
+        assert!(
+            unexplained.is_empty(),
+            "{} of {} messages lack the exit status or stderr: {unexplained:#?}",
+            unexplained.len(),
+            messages.len()
+        );
     }
 }

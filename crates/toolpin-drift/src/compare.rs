@@ -234,7 +234,9 @@ fn hint(tool: &Value, key: &str) -> Option<bool> {
 fn is_default_execution(v: Option<&Value>) -> bool {
     match v {
         None => true,
-        Some(Value::Object(m)) => m.iter().all(|(k, v)| k == "taskSupport" && v == "forbidden"),
+        Some(Value::Object(m)) => m
+            .iter()
+            .all(|(k, v)| k == "taskSupport" && v == "forbidden"),
         _ => false,
     }
 }
@@ -288,7 +290,9 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
             // changes nothing a client does.
             "execution" if is_default_execution(vb) && is_default_execution(va) => out.push(
                 Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at.clone())
-                    .message(format!("{tool}: execution spelled out with its spec default"))
+                    .message(format!(
+                        "{tool}: execution spelled out with its spec default"
+                    ))
                     .values(vb, va),
             ),
             "inputSchema" | "outputSchema" => {

@@ -38,11 +38,13 @@ pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
             Sides::LockfileAndLive => "catalog matches the lockfile",
             Sides::TwoCatalogs => "the two catalogs match",
         };
+        let sm = &c.summary;
+        let tools = sm.tools_unchanged + sm.tools_changed + sm.tools_added;
         let _ = writeln!(
             out,
-            "{} {what} ({} tools, tools {})",
+            "{} {what} ({tools} tool{}, tools {})",
             s.green("ok:"),
-            c.summary.tools_unchanged,
+            if tools == 1 { "" } else { "s" },
             &c.fingerprints.after[..12]
         );
         if c.is_clean() {

@@ -524,7 +524,13 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
                 }
             };
             record.insert("exec".into(), json!(argv));
-            Source::Exec { argv, cwd, timeout }
+            let env = process_env(&cfg, lookup, &mut record, &mut secrets)?;
+            Source::Exec {
+                argv,
+                env,
+                cwd,
+                timeout,
+            }
         }
         SourceKind::Command => {
             let command = cfg.command.clone().unwrap_or_default();
@@ -534,21 +540,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
                 );
             }
             record.insert("command".into(), json!(command));
-            let mut env = BTreeMap::new();
-            if let Some(vars) = &cfg.env {
-                let mut recorded = Map::new();
-                for (key, value) in vars {
-                    let e = expand(value, lookup).map_err(|m| format!("`env.{key}`: {m}"))?;
-                    recorded.insert(key.clone(), json!(record_value(key, value)));
-                    note_literal_secret(key, value, &mut secrets);
-                    secrets.extend(e.secrets);
-                    env.insert(key.clone(), e.value);
-                }
-                record.insert("env".into(), Value::Object(recorded));
-            }
-            if let Some(c) = &cfg.cwd {
-                record.insert("cwd".into(), json!(c));
-            }
+            let env = process_env(&cfg, lookup, &mut record, &mut secrets)?;
             Source::Mcp {
                 endpoint: Endpoint::Stdio(StdioSpec { command, env, cwd }),
                 session: session_options(&cfg, &mut record)?,
@@ -580,11 +572,12 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
                 record.insert("bearer_token_env".into(), json!(var));
             }
             let mode = match cfg.transport.as_deref() {
-                None | Some("http") | Some("streamable-http") => HttpMode::Auto,
+                None => HttpMode::Auto,
+                Some("http") | Some("streamable-http") => HttpMode::Streamable,
                 Some("sse") => HttpMode::Sse,
                 Some(other) => {
                     return Err(format!(
-                        "`transport`: {other:?} is not a transport; use \"http\" (Streamable HTTP, the default) or \"sse\" (legacy HTTP+SSE)"
+                        "`transport`: {other:?} is not a transport; use \"http\" (Streamable HTTP only) or \"sse\" (legacy HTTP+SSE only), or leave it out to try Streamable HTTP, then legacy SSE"
                     ))
                 }
             };
@@ -648,6 +641,33 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         },
         record: Value::Object(record),
     })
+}
+
+/// The `env` and `cwd` of a process (`exec` or `command`): `env` values are
+/// expanded for the process and recorded as written (literal secrets
+/// redacted, and kept out of messages); `cwd` is recorded as written.
+fn process_env(
+    cfg: &ServerConfig,
+    lookup: Lookup,
+    record: &mut Map<String, Value>,
+    secrets: &mut Vec<(String, String)>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut env = BTreeMap::new();
+    if let Some(vars) = &cfg.env {
+        let mut recorded = Map::new();
+        for (key, value) in vars {
+            let e = expand(value, lookup).map_err(|m| format!("`env.{key}`: {m}"))?;
+            recorded.insert(key.clone(), json!(record_value(key, value)));
+            note_literal_secret(key, value, secrets);
+            secrets.extend(e.secrets);
+            env.insert(key.clone(), e.value);
+        }
+        record.insert("env".into(), Value::Object(recorded));
+    }
+    if let Some(c) = &cfg.cwd {
+        record.insert("cwd".into(), json!(c));
+    }
+    Ok(env)
 }
 
 /// Words that make an env or header name say its value is a secret.
@@ -865,6 +885,73 @@ enabled = false
             let err = parse(text, None).expect_err(want);
             assert!(err.contains(want), "{err} lacks {want}");
         }
+    }
+
+    #[test]
+    fn exec_env_is_expanded_passed_and_recorded_like_command_env() {
+        let text = "[servers.a]\nexec = [\"dump\"]\ncwd = \"tools\"\n\
+                    env = { A = \"${TOKEN}\", B = \"${UNSET:-fallback}\", API_KEY = \"literal-key-1\" }\n";
+        let (_, servers) = parse(text, None).expect("valid");
+        let Source::Exec { env, cwd, .. } = &servers[0].source else {
+            panic!("an exec source: {:?}", servers[0].source);
+        };
+        assert_eq!(
+            env,
+            &BTreeMap::from([
+                ("A".to_string(), "s3cret-value".to_string()),
+                ("API_KEY".to_string(), "literal-key-1".to_string()),
+                ("B".to_string(), "fallback".to_string()),
+            ])
+        );
+        assert_eq!(cwd.as_deref(), Some(Path::new("/base/tools")));
+        assert_eq!(
+            servers[0].record,
+            json!({
+                "exec": ["dump"],
+                "cwd": "tools",
+                "env": {"A": "${TOKEN}", "B": "${UNSET:-fallback}", "API_KEY": "<redacted>"},
+            })
+        );
+        let secrets = &servers[0].secrets;
+        assert!(secrets.contains(&("${TOKEN}".into(), "s3cret-value".into())));
+        assert!(secrets.contains(&("<redacted>".into(), "literal-key-1".into())));
+        let err = parse(
+            "[servers.a]\nexec = [\"dump\"]\nenv = { A = \"${NOPE}\" }\n",
+            None,
+        )
+        .expect_err("unset");
+        assert!(err.contains("servers.a: `env.A`: "), "{err}");
+    }
+
+    #[test]
+    fn transport_http_means_streamable_http_only() {
+        let mode = |transport: &str| {
+            let text = format!("[servers.a]\nurl = \"http://h/mcp\"\n{transport}");
+            let (_, servers) = parse(&text, None).expect("valid");
+            match &servers[0].source {
+                Source::Mcp {
+                    endpoint: Endpoint::Http(spec),
+                    ..
+                } => spec.mode,
+                other => panic!("an HTTP source: {other:?}"),
+            }
+        };
+        assert_eq!(mode(""), HttpMode::Auto);
+        assert_eq!(mode("transport = \"http\"\n"), HttpMode::Streamable);
+        assert_eq!(
+            mode("transport = \"streamable-http\"\n"),
+            HttpMode::Streamable
+        );
+        assert_eq!(mode("transport = \"sse\"\n"), HttpMode::Sse);
+        let err = parse(
+            "[servers.a]\nurl = \"http://h/mcp\"\ntransport = \"ws\"\n",
+            None,
+        )
+        .expect_err("unknown");
+        assert!(
+            err.contains("`transport`: \"ws\" is not a transport"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -63,11 +63,20 @@ struct ConfigArgs {
     #[arg(long, value_name = "PATH")]
     lockfile: Option<PathBuf>,
     /// How many servers to capture at once
-    #[arg(short, long, default_value_t = 16, value_name = "N")]
+    #[arg(short, long, default_value_t = 16, value_name = "N", value_parser = parse_jobs)]
     jobs: usize,
     /// Capture every server and report every failure instead of stopping at the first
     #[arg(long)]
     keep_going: bool,
+}
+
+/// `--jobs`: at least one server at a time.
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("--jobs must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 impl ConfigArgs {
@@ -111,6 +120,8 @@ enum Command {
         config: ConfigArgs,
     },
     /// Capture every configured server and list its tools, without writing anything
+    // `ls` reads and writes no lockfile: --lockfile is accepted but not shown.
+    #[command(mut_arg("lockfile", |a| a.hide(true)))]
     Ls {
         #[command(flatten)]
         config: ConfigArgs,

@@ -89,7 +89,7 @@ async fn capture_all(
             let result = capture_server(&server).await;
             if let Some(bar) = bar {
                 bar.finish_with_message(match &result {
-                    Ok(pin) => format!("{}: {} tools", server.name, pin.tools.len()),
+                    Ok(pin) => format!("{}: {}", server.name, tool_count(pin.tools.len())),
                     Err(_) => format!("{}: failed", server.name),
                 });
             }
@@ -123,6 +123,11 @@ async fn capture_all(
     }
     progress.clear();
     results
+}
+
+/// "1 tool", "2 tools".
+fn tool_count(n: usize) -> String {
+    format!("{n} tool{}", if n == 1 { "" } else { "s" })
 }
 
 async fn capture_server(server: &Server) -> Result<ServerPin, String> {
@@ -206,4 +211,16 @@ pub fn read_lockfile(path: &Path) -> Result<Catalog, CliError> {
         Err(e) => return Err(CliError::new(format!("cannot read {origin}: {e}"))),
     };
     lockfile::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_counts_are_singular_for_one() {
+        assert_eq!(tool_count(0), "0 tools");
+        assert_eq!(tool_count(1), "1 tool");
+        assert_eq!(tool_count(2), "2 tools");
+    }
 }

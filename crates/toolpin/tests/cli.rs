@@ -528,6 +528,67 @@ fn exec_missing_program() {
     );
 }
 
+#[test]
+fn exec_env_is_expanded_passed_and_recorded() {
+    let sb = Sandbox::new();
+    sb.write("sub/.keep", "");
+    sb.write(
+        "toolpin.toml",
+        r#"[servers.svc]
+exec = ["sh", "-c", '''printf '{"tools": [{"name": "probe", "description": "%s %s key:%s dir:%s", "inputSchema": {"type": "object"}}]}' "$GREETING" "$WHO" "${#API_KEY}" "${PWD##*/}"''']
+cwd = "sub"
+env = { GREETING = "${PROBE_GREETING}", WHO = "${PROBE_WHO:-world}", API_KEY = "literal-api-key-7c1e" }
+"#,
+    );
+    let env = [("PROBE_GREETING", "hello")];
+    sb.run_env(&["lock"], &env).ok();
+    sb.run_env(&["check"], &env).ok();
+    let lock = sb.read_json("toolpin.lock");
+    assert_eq!(
+        pinned_tool(&lock, "svc", "probe")["description"],
+        "hello world key:20 dir:sub"
+    );
+    let source = &lock["servers"]["svc"]["source"];
+    assert_eq!(source["cwd"], "sub", "{source:#}");
+    assert_eq!(
+        source["env"],
+        json!({
+            "GREETING": "${PROBE_GREETING}",
+            "WHO": "${PROBE_WHO:-world}",
+            "API_KEY": "<redacted>",
+        })
+    );
+    assert!(!sb
+        .read_string("toolpin.lock")
+        .contains("literal-api-key-7c1e"));
+    // An unset reference is a configuration error naming the key.
+    sb.fails(
+        &["lock"],
+        &["servers.svc: `env.GREETING`: ", "PROBE_GREETING"],
+    );
+}
+
+#[test]
+fn exec_env_values_are_kept_out_of_errors() {
+    let sb = locked_sandbox();
+    sb.write(
+        "toolpin.toml",
+        r#"[servers.svc]
+exec = ["sh", "-c", "echo \"refused: key $API_KEY, token $ORDERS_TOKEN\" >&2; exit 4"]
+env = { API_KEY = "literal-api-key-7c1e", ORDERS_TOKEN = "${PROBE_TOKEN}" }
+"#,
+    );
+    let before = sb.read("toolpin.lock");
+    let run = sb.run_env(&["lock"], &[("PROBE_TOKEN", "token-value-5d2a")]);
+    let message = run.error(&[
+        "server \"svc\"",
+        "exited with status 4; stderr: refused: key <redacted>, token ${PROBE_TOKEN}",
+    ]);
+    assert!(!message.contains("literal-api-key-7c1e"), "{message}");
+    assert!(!message.contains("token-value-5d2a"), "{message}");
+    assert!(sb.read("toolpin.lock") == before);
+}
+
 /// Processes whose command line is exactly `argv`.
 fn processes_with_cmdline(argv: &[&str]) -> Vec<i32> {
     let want: Vec<u8> = argv
@@ -1945,6 +2006,66 @@ fn unknown_cli_flag_exits_2_with_usage_hint() {
     }
     assert!(sb.read("toolpin.lock") == before);
     assert_eq!(sb.listing(), listing);
+}
+
+#[test]
+fn jobs_must_be_at_least_one() {
+    let sb = locked_sandbox();
+    for command in ["lock", "check", "ls"] {
+        let out = sb.run(&[command, "--jobs", "0"]);
+        assert_eq!(out.code, 2, "{out:#?}");
+        assert_eq!(out.stdout, "", "{out:#?}");
+        assert!(
+            out.stderr.starts_with("error: ") && out.stderr.contains("--jobs must be at least 1"),
+            "{out:#?}"
+        );
+    }
+    sb.run(&["check", "--jobs", "1"]).ok();
+}
+
+#[test]
+fn ls_says_one_tool_and_hides_lockfile_from_its_help() {
+    let sb = locked_sandbox();
+    let out = sb.run(&["ls"]);
+    out.ok();
+    assert!(out.stdout.starts_with("svc (1 tool, mcp)\n"), "{out:#?}");
+    let help = sb.run(&["ls", "--help"]);
+    help.ok();
+    assert!(!help.stdout.contains("--lockfile"), "{}", help.stdout);
+    assert!(help.stdout.contains("--jobs"), "{}", help.stdout);
+    // Still accepted, for scripts that pass the same flags to every command.
+    sb.run(&["ls", "--lockfile", "toolpin.lock"]).ok();
+    let lock_help = sb.run(&["lock", "--help"]);
+    assert!(
+        lock_help.stdout.contains("--lockfile"),
+        "{}",
+        lock_help.stdout
+    );
+}
+
+/// A stdio server that dies at once races toolpin's first write: the write
+/// may fail with a broken pipe, or the server's stdout may be seen to close
+/// first. Either way the error gives the exit status and the stderr tail.
+#[test]
+fn stdio_server_exiting_at_once_is_explained_every_time() {
+    let sb = locked_sandbox();
+    sb.write(
+        "toolpin.toml",
+        "[servers.svc]\ncommand = [\"sh\", \"-c\", \"echo boom >&2; exit 3\"]\n",
+    );
+    let messages: Vec<String> = (0..10)
+        .map(|_| sb.fails(&["lock"], &["server \"svc\": "]))
+        .collect();
+    let unexplained: Vec<&String> = messages
+        .iter()
+        .filter(|m| !(m.contains("exited with status 3") && m.contains("server said: boom")))
+        .collect();
+    assert!(
+        unexplained.is_empty(),
+        "{} of {} messages lack the exit status or stderr: {unexplained:#?}",
+        unexplained.len(),
+        messages.len()
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -491,6 +491,44 @@ fn everything_over_stdio_http_sse_and_sse_fallback_serves_the_same_tools() {
     live.finish();
 }
 
+/// `transport = "http"` (or `"streamable-http"`) means Streamable HTTP
+/// only: a legacy SSE server refuses it, and legacy SSE is not tried.
+#[test]
+fn transport_http_does_not_fall_back_to_legacy_sse() {
+    let mut live = Live::new();
+    let http = live.everything_http("streamableHttp");
+    let sse = live.everything_http("sse");
+    for transport in ["http", "streamable-http"] {
+        live.write(
+            "toolpin.toml",
+            format!(
+                "[servers.ev]\nurl = \"http://127.0.0.1:{sse}/sse\"\ntransport = {}\n",
+                q(transport)
+            ),
+        );
+        let message = live
+            .run(&["lock"])
+            .error(&["server \"ev\": initialize: HTTP 4"]);
+        assert!(!message.contains("legacy SSE"), "{message}");
+        assert!(!live.exists("toolpin.lock"), "{transport}: {message}");
+    }
+    live.write(
+        "toolpin.toml",
+        format!(
+            "[servers.ev]\nurl = \"http://127.0.0.1:{http}/mcp\"\ntransport = \"streamable-http\"\n"
+        ),
+    );
+    lock_ok(&live, &[], &[]);
+    let lock = lockfile(&live, "toolpin.lock");
+    assert_eq!(pinned_names(&lock, "ev"), sorted(&EVERYTHING_TOOLS));
+    assert_eq!(
+        server(&lock, "ev")["source"]["transport"],
+        "streamable-http"
+    );
+    check_ok(&live, &[], &[]);
+    live.finish();
+}
+
 // ---------------------------------------------------------------------------
 // server-filesystem and server-memory
 

@@ -47,8 +47,13 @@ def log(text):
 
 
 def send(message):
-    sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    # A client that stopped reading (toolpin does after invalid JSON) closes
+    # the pipe: leave quietly rather than bury the stderr tail in a traceback.
+    try:
+        sys.stdout.write(json.dumps(message, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os._exit(0)
 
 
 def result(msg_id, value):

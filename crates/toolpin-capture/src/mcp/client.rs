@@ -131,14 +131,15 @@ impl Client {
     }
 
     /// Connects to an HTTP server: Streamable HTTP, or the legacy SSE
-    /// transport when `spec.mode` says so.
+    /// transport when `spec.mode` says so (falling back from `Auto` to
+    /// legacy SSE is the caller's choice).
     pub async fn connect_http(
         spec: &HttpSpec,
         connect_timeout: Duration,
     ) -> Result<Self, McpError> {
         let (tx, rx) = mpsc::unbounded_channel();
         let transport = match spec.mode {
-            HttpMode::Auto => Transport::Streamable(
+            HttpMode::Auto | HttpMode::Streamable => Transport::Streamable(
                 StreamableTransport::new(spec, connect_timeout, tx)
                     .map_err(|m| McpError::new(Phase::Connect, m))?,
             ),
@@ -253,7 +254,17 @@ impl Client {
             return Err(SendError::plain(reason.clone()));
         }
         match &mut self.transport {
-            Transport::Stdio(t) => t.send(message).await.map_err(SendError::plain),
+            Transport::Stdio(t) => match t.send(message).await {
+                Ok(()) => Ok(()),
+                // A server that cannot be written to has usually exited (a
+                // broken pipe): explain it as a close, with the exit status,
+                // and let the stderr reader catch up for `error`.
+                Err(reason) => {
+                    let reason = self.explain_close(reason).await;
+                    self.closed = Some(reason.clone());
+                    Err(SendError::plain(reason))
+                }
+            },
             Transport::Streamable(t) => t.send(message).await,
             Transport::Sse(t) => t.send(message).await,
         }

@@ -27,6 +27,8 @@ pub enum HttpMode {
     /// speaks that.
     #[default]
     Auto,
+    /// Streamable HTTP only.
+    Streamable,
     /// Legacy HTTP+SSE only.
     Sse,
 }

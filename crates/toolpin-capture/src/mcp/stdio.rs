@@ -106,17 +106,21 @@ impl StdioTransport {
             .join(" | ")
     }
 
-    /// How the process ended, if it has.
     /// How the process ended, waiting up to `patience` for it: a server's
-    /// stdout closes a moment before the process is gone. Also lets the
-    /// stderr reader catch up, so the tail holds the last words.
+    /// stdout closes (or its stdin breaks) a moment before the process is
+    /// gone. Also lets the stderr reader catch up, so the tail holds the
+    /// last words.
     pub async fn exit_status(&mut self, patience: Duration) -> Option<String> {
         let status = match tokio::time::timeout(patience, self.child.wait()).await {
             Ok(Ok(status)) => status,
             _ => return None,
         };
-        if let Some(reader) = self.stderr_reader.as_mut() {
-            let _ = tokio::time::timeout(patience, reader).await;
+        if let Some(mut reader) = self.stderr_reader.take() {
+            // A finished reader is dropped: its handle must not be polled
+            // again.
+            if tokio::time::timeout(patience, &mut reader).await.is_err() {
+                self.stderr_reader = Some(reader);
+            }
         }
         Some(match status.code() {
             Some(code) => format!("exited with status {code}"),
