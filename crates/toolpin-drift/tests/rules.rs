@@ -105,7 +105,75 @@ const CASES: &[(&str, &[&str])] = &[
     ("moved-into-defs", &[]),
     ("reordered", &[]),
     ("equivalent-rewrite", &["equivalent-rewrite"]),
+    ("title-changed", &["title-changed"]),
+    ("output-schema-added", &["output-schema-added"]),
+    ("output-schema-removed", &["output-schema-removed"]),
+    ("field-changed", &["field-changed"]),
+    ("readonly-asserted", &["annotation-readonly-asserted"]),
+    ("destructive-revoked", &["annotation-destructive-revoked"]),
+    ("openworld-asserted", &["annotation-openworld-asserted"]),
+    ("openworld-revoked", &["annotation-openworld-revoked"]),
+    ("idempotent-asserted", &["annotation-idempotent-asserted"]),
+    ("idempotent-revoked", &["annotation-idempotent-revoked"]),
+    (
+        "optional-parameter-added",
+        &["input-optional-property-added"],
+    ),
+    (
+        "closed-object-parameter-removed",
+        &["input-property-removed"],
+    ),
+    ("type-narrowed", &["input-type-narrowed"]),
+    ("type-widened", &["input-type-widened"]),
+    ("format-changed", &["input-format-changed"]),
+    ("pattern-changed", &["input-pattern-changed"]),
+    ("bound-relaxed", &["input-bound-relaxed"]),
+    ("union-branch-removed", &["input-union-branch-removed"]),
+    ("union-branch-added", &["input-union-branch-added"]),
+    ("output-property-added", &["output-property-added"]),
+    (
+        "output-optional-property-removed",
+        &["output-optional-property-removed"],
+    ),
+    ("output-type-widened", &["output-type-widened"]),
+    ("output-type-changed", &["output-type-changed"]),
+    ("output-enum-value-removed", &["output-enum-value-removed"]),
+    ("output-format-changed", &["output-format-changed"]),
+    ("output-bound-relaxed", &["output-bound-relaxed"]),
+    (
+        "output-additional-properties-opened",
+        &["output-additional-properties-opened"],
+    ),
+    ("output-union-branch-added", &["output-union-branch-added"]),
+    ("property-deprecated", &["property-deprecated"]),
+    ("schema-unanalyzable", &["schema-unanalyzable"]),
 ];
+
+/// Rules no fixture pair can produce: seen at run time (the proxy, contract
+/// tests) or from the session record rather than the tools.
+const NOT_FROM_TOOL_PAIRS: &[&str] = &[
+    "server-version-changed",
+    "result-nonconformant",
+    "result-unknown-enum-value",
+    "unknown-tool-called",
+    "contract-failed",
+];
+
+#[test]
+fn every_rule_has_a_fixture_pair() {
+    let covered: std::collections::BTreeSet<&str> = CASES
+        .iter()
+        .flat_map(|(_, ids)| ids.iter().copied())
+        .collect();
+    let missing: Vec<&str> = toolpin_drift::rule::all()
+        .map(|r| r.id)
+        .filter(|id| !covered.contains(id) && !NOT_FROM_TOOL_PAIRS.contains(id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "rules without a fixture pair: {missing:?}"
+    );
+}
 
 #[test]
 fn every_case_yields_exactly_its_rules() {
