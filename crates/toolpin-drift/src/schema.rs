@@ -1002,6 +1002,8 @@ impl Walker<'_, '_> {
             string_set(sa.get("required")),
         );
         let closed_after = openness(sa.get("additionalProperties")) == Openness::Closed;
+        let first_finding = self.out.len();
+        let renames = property_renames(pb, pa);
         let keys: BTreeSet<&String> = pb
             .keys()
             .chain(pa.keys())
@@ -1129,6 +1131,18 @@ impl Walker<'_, '_> {
                     );
                 }
                 _ => {}
+            }
+        }
+        // A removed and an added property that match closely are reported
+        // as they are (the call still breaks or changes), with the likely
+        // rename named.
+        for f in &mut self.out[first_finding..] {
+            for (old, new) in &renames {
+                if f.pointer == format!("{ptr}/properties/{}", escape_token(old)) {
+                    f.message = format!("{} (looks renamed to `{new}`)", f.message);
+                } else if f.pointer == format!("{ptr}/properties/{}", escape_token(new)) {
+                    f.message = format!("{} (looks renamed from `{old}`)", f.message);
+                }
             }
         }
         // The same set of required keys written differently (an empty
@@ -1333,6 +1347,33 @@ impl Walker<'_, '_> {
             }
         }
     }
+}
+
+/// Similarity a removed and an added property need to be named a rename:
+/// higher than for tools, since two small undocumented properties already
+/// share their empty descriptions.
+const PROPERTY_RENAME_THRESHOLD: f64 = 0.8;
+
+/// Likely renames among an object's properties: (old name, new name).
+fn property_renames(pb: &Map<String, Value>, pa: &Map<String, Value>) -> Vec<(String, String)> {
+    use crate::rename::{match_renames, Candidate};
+    let removed: Vec<Candidate> = pb
+        .iter()
+        .filter(|(k, _)| !pa.contains_key(*k))
+        .map(|(k, v)| Candidate { name: k, value: v })
+        .collect();
+    let added: Vec<Candidate> = pa
+        .iter()
+        .filter(|(k, _)| !pb.contains_key(*k))
+        .map(|(k, v)| Candidate { name: k, value: v })
+        .collect();
+    if removed.is_empty() || added.is_empty() {
+        return Vec::new();
+    }
+    match_renames(&removed, &added, PROPERTY_RENAME_THRESHOLD)
+        .into_iter()
+        .map(|(i, j, _)| (removed[i].name.to_string(), added[j].name.to_string()))
+        .collect()
 }
 
 /// A `$ref` with siblings: the target's keywords, overridden by the

@@ -147,6 +147,13 @@ const CASES: &[(&str, &[&str])] = &[
     ("output-union-branch-added", &["output-union-branch-added"]),
     ("property-deprecated", &["property-deprecated"]),
     ("schema-unanalyzable", &["schema-unanalyzable"]),
+    (
+        "parameter-renamed",
+        &[
+            "input-optional-property-added",
+            "input-property-silently-ignored",
+        ],
+    ),
 ];
 
 /// Rules no fixture pair can produce: seen at run time (the proxy, contract
