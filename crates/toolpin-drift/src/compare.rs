@@ -363,42 +363,67 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
 }
 
 /// The tool with every local `$ref` in its schemas inlined and the
-/// definition containers dropped (a reference cycle is left as it is).
+/// definition containers dropped, for telling a `$defs` move from a real
+/// rewrite. A reference already being expanded on the current path stays a
+/// `$ref` (cycles), and the whole expansion has a size budget: past it the
+/// tool is compared as written.
 fn dereferenced(tool: &Value) -> Vec<u8> {
-    fn inline(v: &Value, root: &Value, depth: usize) -> Value {
-        match v {
+    /// Values created by expansion before giving up.
+    const BUDGET: usize = 100_000;
+
+    fn inline(
+        v: &Value,
+        root: &Value,
+        stack: &mut Vec<String>,
+        budget: &mut usize,
+    ) -> Option<Value> {
+        *budget = budget.checked_sub(1)?;
+        Some(match v {
             Value::Object(m) => {
                 if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-                    if depth < 16 {
+                    if !stack.iter().any(|s| s == r) {
                         if let Some(target) = r.strip_prefix('#').and_then(|p| root.pointer(p)) {
-                            let mut merged = match inline(target, root, depth + 1) {
+                            stack.push(r.to_string());
+                            let expanded = inline(target, root, stack, budget);
+                            stack.pop();
+                            let mut merged = match expanded? {
                                 Value::Object(t) => t,
-                                other => return other,
+                                other => return Some(other),
                             };
                             for (k, x) in m.iter().filter(|(k, _)| k.as_str() != "$ref") {
-                                merged.insert(k.clone(), inline(x, root, depth));
+                                merged.insert(k.clone(), inline(x, root, stack, budget)?);
                             }
-                            return Value::Object(merged);
+                            return Some(Value::Object(merged));
                         }
                     }
                 }
-                Value::Object(
-                    m.iter()
-                        .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
-                        .map(|(k, x)| (k.clone(), inline(x, root, depth)))
-                        .collect(),
-                )
+                let mut out = serde_json::Map::new();
+                for (k, x) in m
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
+                {
+                    out.insert(k.clone(), inline(x, root, stack, budget)?);
+                }
+                Value::Object(out)
             }
             Value::Array(items) => {
-                Value::Array(items.iter().map(|x| inline(x, root, depth)).collect())
+                let mut out = Vec::with_capacity(items.len());
+                for x in items {
+                    out.push(inline(x, root, stack, budget)?);
+                }
+                Value::Array(out)
             }
             other => other.clone(),
-        }
+        })
     }
     let mut t = tool.clone();
+    let mut budget = BUDGET;
     for key in ["inputSchema", "outputSchema"] {
         if let Some(schema) = tool.get(key) {
-            t[key] = inline(schema, schema, 0);
+            match inline(schema, schema, &mut Vec::new(), &mut budget) {
+                Some(expanded) => t[key] = expanded,
+                None => return toolpin_manifest::jcs::to_canonical_vec(tool),
+            }
         }
     }
     toolpin_manifest::jcs::to_canonical_vec(&t)
