@@ -89,17 +89,52 @@ impl ConfigArgs {
     }
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, Debug)]
 enum ReportFormat {
     Text,
     Json,
+    Markdown,
+    Sarif,
+    Junit,
+    Github,
+}
+
+/// Where one report goes.
+#[derive(Clone, Debug)]
+struct ReportTarget {
+    format: ReportFormat,
+    path: Option<PathBuf>,
+}
+
+fn parse_report_target(s: &str) -> Result<ReportTarget, String> {
+    let (name, path) = match s.split_once('=') {
+        Some((n, p)) if !p.is_empty() => (n, Some(PathBuf::from(p))),
+        Some(_) => return Err(format!("{s:?}: a path is needed after '='")),
+        None => (s, None),
+    };
+    let format = match name {
+        "text" => ReportFormat::Text,
+        "json" => ReportFormat::Json,
+        "markdown" => ReportFormat::Markdown,
+        "sarif" => ReportFormat::Sarif,
+        "junit" => ReportFormat::Junit,
+        "github" => ReportFormat::Github,
+        other => {
+            return Err(format!(
+                "unknown report format {other:?} (text, json, markdown, sarif, junit, github)"
+            ))
+        }
+    };
+    Ok(ReportTarget { format, path })
 }
 
 #[derive(clap::Args)]
 struct ReportArgs {
-    /// Report format: text for people, json for the findings document
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
-    format: ReportFormat,
+    /// Report format, optionally written to a file: text, json, markdown,
+    /// sarif, junit or github, as FORMAT or FORMAT=PATH; repeatable
+    /// (`--format text --format sarif=drift.sarif`). Default: text to stdout
+    #[arg(long, value_name = "FORMAT[=PATH]", value_parser = parse_report_target)]
+    format: Vec<ReportTarget>,
     /// Show whole before/after values in the text report
     #[arg(short, long)]
     verbose: bool,
@@ -250,11 +285,16 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 .unwrap_or_else(|| cfg.default_lockfile());
             let pinned = pin::read_lockfile(&path)?;
             let live = pin::capture_config(&cfg, config.capture_options(cli.quiet))?;
+            let context = toolpin_report::context::Context::new(
+                display(&path),
+                std::fs::read_to_string(&path).ok(),
+            );
             report_comparison(
                 Sides::LockfileAndLive,
                 &pinned,
                 &live,
                 &cfg.policy,
+                &context,
                 report,
                 style,
             )
@@ -270,9 +310,24 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 Some(path) => config::load_policy(path)?,
                 None => Policy::default(),
             };
+            let old_path = old;
             let old = pin::catalog_from_path(old, *input_format)?;
             let new = pin::catalog_from_path(new, *input_format)?;
-            report_comparison(Sides::TwoCatalogs, &old, &new, &policy, report, style)
+            let context = toolpin_report::context::Context::new(
+                display(old_path),
+                lockfile::looks_like_lockfile(&std::fs::read(old_path).unwrap_or_default())
+                    .then(|| std::fs::read_to_string(old_path).ok())
+                    .flatten(),
+            );
+            report_comparison(
+                Sides::TwoCatalogs,
+                &old,
+                &new,
+                &policy,
+                &context,
+                report,
+                style,
+            )
         }
         Command::Rules { id, markdown } => {
             let text = match (id, markdown) {
@@ -351,24 +406,53 @@ fn report_comparison(
     old: &Catalog,
     new: &Catalog,
     policy: &Policy,
+    context: &toolpin_report::context::Context,
     args: &ReportArgs,
     style: Style,
 ) -> Result<Outcome, CliError> {
+    let targets = if args.format.is_empty() {
+        vec![ReportTarget {
+            format: ReportFormat::Text,
+            path: None,
+        }]
+    } else {
+        args.format.clone()
+    };
+    if targets.iter().filter(|t| t.path.is_none()).count() > 1 {
+        return Err(CliError::new(
+            "only one --format may write to stdout; give the others a path (FORMAT=PATH)",
+        ));
+    }
     let mut comparison = toolpin_drift::compare(old, new);
     let verdict = policy.apply(&mut comparison);
-    let text = match args.format {
-        ReportFormat::Text => toolpin_report::text::render(
-            &comparison,
-            &verdict,
-            toolpin_report::text::TextOptions {
-                style,
-                sides,
-                verbose: args.verbose,
-            },
-        ),
-        ReportFormat::Json => toolpin_report::json::render(&comparison, &verdict),
-    };
-    print(&text)?;
+    for target in &targets {
+        let text = match target.format {
+            ReportFormat::Text => toolpin_report::text::render(
+                &comparison,
+                &verdict,
+                toolpin_report::text::TextOptions {
+                    // Colour only on the terminal, never into a file.
+                    style: if target.path.is_some() {
+                        Style { color: false }
+                    } else {
+                        style
+                    },
+                    sides,
+                    verbose: args.verbose,
+                },
+            ),
+            ReportFormat::Json => toolpin_report::json::render(&comparison, &verdict),
+            ReportFormat::Markdown => toolpin_report::markdown::render(&comparison, &verdict),
+            ReportFormat::Sarif => toolpin_report::sarif::render(&comparison, &verdict, context),
+            ReportFormat::Junit => toolpin_report::junit::render(&comparison, &verdict),
+            ReportFormat::Github => toolpin_report::github::render(&comparison, &verdict, context),
+        };
+        match &target.path {
+            None => print(&text)?,
+            Some(path) => toolpin_manifest::fs::write_atomic(path, text.as_bytes())
+                .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?,
+        }
+    }
     Ok(if verdict.fails {
         Outcome::Drift
     } else {

@@ -2447,3 +2447,75 @@ fn rules_lists_explains_and_prints_the_docs() {
         .expect("docs/rules.md");
     assert_eq!(out.stdout, docs);
 }
+
+// ---------------------------------------------------------------------------
+// 8. report formats
+
+#[test]
+fn every_report_format_can_be_written_at_once() {
+    let sb = drift_sandbox();
+    let out = sb.run(&[
+        "check",
+        "--format",
+        "text",
+        "--format",
+        "json=r.json",
+        "--format",
+        "markdown=r.md",
+        "--format",
+        "sarif=r.sarif",
+        "--format",
+        "junit=r.xml",
+        "--format",
+        "github=r.gh",
+    ]);
+    out.drift();
+    assert!(out.stdout.starts_with("drift: "), "{}", out.stdout);
+    let json: Value = serde_json::from_str(&sb.read_string("r.json")).expect("json report");
+    assert_eq!(json["verdict"]["fails"], json!(true));
+    let sarif: Value = serde_json::from_str(&sb.read_string("r.sarif")).expect("sarif report");
+    assert_eq!(sarif["version"], "2.1.0");
+    let results = sarif["runs"][0]["results"].as_array().expect("results");
+    assert_eq!(
+        results.len(),
+        json["findings"].as_array().expect("findings").len()
+    );
+    // The location is the tool's line in the lockfile.
+    let lock = sb.read_string("toolpin.lock");
+    let removed = results
+        .iter()
+        .find(|r| r["ruleId"] == "tool-removed")
+        .expect("tool-removed");
+    let line = removed["locations"][0]["physicalLocation"]["region"]["startLine"]
+        .as_u64()
+        .expect("line") as usize;
+    assert_eq!(
+        lock.lines().nth(line - 1).map(str::trim),
+        Some("\"gone\": {"),
+        "line {line}"
+    );
+    assert!(sb.read_string("r.md").contains("<details>"));
+    assert!(sb.read_string("r.xml").contains("<testsuites"));
+    let gh = sb.read_string("r.gh");
+    assert!(
+        gh.lines().all(|l| l.starts_with("::error ")
+            || l.starts_with("::warning ")
+            || l.starts_with("::notice ")),
+        "{gh}"
+    );
+    assert!(!has_ansi(&sb.read_string("r.json")));
+}
+
+#[test]
+fn report_format_errors() {
+    let sb = drift_sandbox();
+    sb.run(&["check", "--format", "json", "--format", "sarif"])
+        .error(&["only one --format may write to stdout"]);
+    let out = sb.run(&["check", "--format", "yaml"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("unknown report format \"yaml\""),
+        "{}",
+        out.stderr
+    );
+}
