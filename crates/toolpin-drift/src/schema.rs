@@ -198,86 +198,60 @@ struct Bound {
     exclusive: bool,
 }
 
-fn lower_bound(s: &Map<String, Value>, integer: bool) -> Option<Bound> {
-    let min = s.get("minimum").and_then(Value::as_f64);
-    let bound = match s.get("exclusiveMinimum") {
-        Some(Value::Number(n)) => {
-            let x = n.as_f64()?;
-            Some(Bound {
-                value: x,
-                exclusive: true,
-            })
-            .map(|b| match min {
-                Some(m) if m > x => Bound {
-                    value: m,
-                    exclusive: false,
-                },
-                _ => b,
-            })
-        }
-        // Draft 4: a boolean beside `minimum`.
-        Some(Value::Bool(true)) => min.map(|m| Bound {
-            value: m,
-            exclusive: true,
-        }),
-        _ => min.map(|m| Bound {
-            value: m,
-            exclusive: false,
-        }),
-    }?;
-    Some(if integer && bound.exclusive {
-        Bound {
-            value: bound.value.floor() + 1.0,
-            exclusive: false,
-        }
-    } else if integer {
-        Bound {
-            value: bound.value.ceil(),
-            exclusive: false,
-        }
-    } else {
-        bound
-    })
+/// Which end of a numeric range.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Lower,
+    Upper,
 }
 
-fn upper_bound(s: &Map<String, Value>, integer: bool) -> Option<Bound> {
-    let max = s.get("maximum").and_then(Value::as_f64);
-    let bound = match s.get("exclusiveMaximum") {
+/// The effective bound at one end: `minimum`/`maximum` and the exclusive
+/// keyword (a number, or draft 4's boolean beside the inclusive one),
+/// whichever is tighter; on an integer schema rounded to the inclusive
+/// integer bound, so `exclusiveMaximum: 1000000` equals `maximum: 999999`.
+fn numeric_bound(s: &Map<String, Value>, integer: bool, end: End) -> Option<Bound> {
+    let (inclusive_key, exclusive_key) = match end {
+        End::Lower => ("minimum", "exclusiveMinimum"),
+        End::Upper => ("maximum", "exclusiveMaximum"),
+    };
+    // `a` is at least as tight as `b` at this end.
+    let tighter = |a: f64, b: f64| if end == End::Lower { a > b } else { a < b };
+    let inclusive = s.get(inclusive_key).and_then(Value::as_f64);
+    let bound = match s.get(exclusive_key) {
         Some(Value::Number(n)) => {
             let x = n.as_f64()?;
-            Some(Bound {
-                value: x,
-                exclusive: true,
-            })
-            .map(|b| match max {
-                Some(m) if m < x => Bound {
+            match inclusive {
+                Some(m) if tighter(m, x) => Bound {
                     value: m,
                     exclusive: false,
                 },
-                _ => b,
-            })
+                _ => Bound {
+                    value: x,
+                    exclusive: true,
+                },
+            }
         }
-        Some(Value::Bool(true)) => max.map(|m| Bound {
-            value: m,
+        Some(Value::Bool(true)) => Bound {
+            value: inclusive?,
             exclusive: true,
-        }),
-        _ => max.map(|m| Bound {
-            value: m,
+        },
+        _ => Bound {
+            value: inclusive?,
             exclusive: false,
-        }),
-    }?;
-    Some(if integer && bound.exclusive {
-        Bound {
-            value: bound.value.ceil() - 1.0,
-            exclusive: false,
-        }
-    } else if integer {
-        Bound {
-            value: bound.value.floor(),
-            exclusive: false,
-        }
-    } else {
-        bound
+        },
+    };
+    if !integer {
+        return Some(bound);
+    }
+    let value = match (end, bound.exclusive) {
+        (End::Lower, true) => bound.value.floor() + 1.0,
+        (End::Lower, false) => bound.value.ceil(),
+        (End::Upper, true) => bound.value.ceil() - 1.0,
+        (End::Upper, false) => bound.value.floor(),
+    };
+    Some(Bound {
+        value,
+        exclusive: false,
     })
 }
 
@@ -786,7 +760,10 @@ impl Walker<'_, '_> {
                 _ => Some(Value::Object(m)),
             }
         };
-        if let Some((tighter, new)) = lower_moved(lower_bound(sb, ib), lower_bound(sa, ia)) {
+        if let Some((tighter, new)) = lower_moved(
+            numeric_bound(sb, ib, End::Lower),
+            numeric_bound(sa, ia, End::Lower),
+        ) {
             moves.push((
                 "minimum".into(),
                 tighter,
@@ -795,7 +772,10 @@ impl Walker<'_, '_> {
                 numeric(sa, true),
             ));
         }
-        if let Some((tighter, new)) = upper_moved(upper_bound(sb, ib), upper_bound(sa, ia)) {
+        if let Some((tighter, new)) = upper_moved(
+            numeric_bound(sb, ib, End::Upper),
+            numeric_bound(sa, ia, End::Upper),
+        ) {
             moves.push((
                 "maximum".into(),
                 tighter,
