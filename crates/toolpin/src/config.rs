@@ -27,6 +27,17 @@ struct ConfigFile {
     env: BTreeMap<String, EnvConfig>,
     #[serde(default)]
     policy: PolicyConfig,
+    #[serde(default)]
+    release: ReleaseConfig,
+}
+
+/// `[release]`: the other two legs of (model, prompt, tools), for the
+/// release record `toolpin stamp` prints.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseConfig {
+    pub model: Option<String>,
+    pub prompt: Option<String>,
 }
 
 /// `[policy]`: which findings fail the check.
@@ -326,6 +337,7 @@ pub struct Config {
     pub environment: String,
     pub servers: Vec<Server>,
     pub policy: Policy,
+    pub release: ReleaseConfig,
 }
 
 impl Config {
@@ -359,6 +371,17 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
     let policy = std::mem::take(&mut file.policy)
         .resolve()
         .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
+    let release = std::mem::take(&mut file.release);
+    for (key, value) in [("model", &release.model), ("prompt", &release.prompt)] {
+        if value
+            .as_deref()
+            .is_some_and(|v| v.trim().is_empty() || v.contains(['\n', '\r']))
+        {
+            return Err(CliError::new(format!(
+                "{origin}: release.{key} must be one non-empty line"
+            )));
+        }
+    }
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     resolve(file, env, &origin, &dir, &|k| std::env::var(k).ok()).map(|(environment, servers)| {
         Config {
@@ -366,6 +389,7 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
             environment,
             servers,
             policy,
+            release,
         }
     })
 }

@@ -191,6 +191,15 @@ enum Command {
         #[arg(long, conflicts_with = "id")]
         markdown: bool,
     },
+    /// Print the release record: the tools fingerprint, and the model and
+    /// prompt from [release] when set
+    Stamp {
+        /// Print the record as JSON
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
     /// Print the catalog fingerprint of a lockfile or tool file
     Fingerprint {
         /// A lockfile or tool-definition file [default: the configured lockfile]
@@ -328,6 +337,39 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 report,
                 style,
             )
+        }
+        Command::Stamp { json, config } => {
+            let cfg = config::load(&config.config, config.env.as_deref())?;
+            let path = config
+                .lockfile
+                .clone()
+                .unwrap_or_else(|| cfg.default_lockfile());
+            let catalog = pin::read_lockfile(&path)?;
+            let tools = catalog.fingerprint.to_hex()[..12].to_string();
+            let text = if *json {
+                let mut doc = serde_json::Map::new();
+                doc.insert("tools".into(), json!(tools));
+                doc.insert("catalog".into(), json!(catalog.fingerprint.to_hex()));
+                doc.insert("environment".into(), json!(catalog.environment));
+                if let Some(m) = &cfg.release.model {
+                    doc.insert("model".into(), json!(m));
+                }
+                if let Some(p) = &cfg.release.prompt {
+                    doc.insert("prompt".into(), json!(p));
+                }
+                serde_json::to_string_pretty(&Value::Object(doc)).unwrap_or_default() + "\n"
+            } else {
+                let mut lines = String::new();
+                if let Some(m) = &cfg.release.model {
+                    lines += &format!("model {m}\n");
+                }
+                if let Some(p) = &cfg.release.prompt {
+                    lines += &format!("prompt {p}\n");
+                }
+                lines + &format!("tools {tools}\n")
+            };
+            print(&text)?;
+            Ok(Outcome::Clean)
         }
         Command::Rules { id, markdown } => {
             let text = match (id, markdown) {

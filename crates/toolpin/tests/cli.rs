@@ -2519,3 +2519,52 @@ fn report_format_errors() {
         out.stderr
     );
 }
+
+#[test]
+fn stamp_prints_the_release_record() {
+    let sb = Sandbox::new();
+    sb.write(
+        "tools.json",
+        json!({"tools": [{"name": "a", "description": "A."}]}).to_string(),
+    );
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "{}\n[release]\nmodel = \"claude-sonnet-2026-09\"\nprompt = \"refunds-v14\"\n",
+            one_file_server("svc", "tools.json", "")
+        ),
+    );
+    sb.run(&["lock"]).ok();
+    let release = sb.run(&["fingerprint", "--release"]);
+    release.ok();
+    let stamp = sb.run(&["stamp"]);
+    stamp.ok();
+    assert_eq!(
+        stamp.stdout,
+        format!(
+            "model claude-sonnet-2026-09\nprompt refunds-v14\n{}",
+            release.stdout
+        )
+    );
+    let json_out = sb.run(&["stamp", "--json"]);
+    json_out.ok();
+    let doc: Value = serde_json::from_str(&json_out.stdout).expect("json");
+    assert_eq!(doc["model"], "claude-sonnet-2026-09");
+    assert_eq!(doc["prompt"], "refunds-v14");
+    assert_eq!(
+        format!("tools {}\n", doc["tools"].as_str().unwrap_or("")),
+        release.stdout
+    );
+    // Without [release], only the tools line.
+    sb.write("toolpin.toml", one_file_server("svc", "tools.json", ""));
+    assert_eq!(sb.run(&["stamp"]).stdout, release.stdout);
+    // A value that would break the one-line record is refused.
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "{}\n[release]\nmodel = \"a\\nb\"\n",
+            one_file_server("svc", "tools.json", "")
+        ),
+    );
+    sb.fails(&["stamp"], &["release.model must be one non-empty line"]);
+}
