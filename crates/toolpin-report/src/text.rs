@@ -58,6 +58,15 @@ pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
     out
 }
 
+/// Only the findings, grouped by tool as in [`render`], without the
+/// summary header or the re-run plan: for showing one change at a time
+/// (`toolpin review`).
+pub fn render_findings(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
+    let mut out = String::new();
+    push_groups(&mut out, c, verdict, opts);
+    out
+}
+
 /// The evals to re-run: the union of the routing of failing findings, each
 /// with the tools that pull it in.
 fn push_plan(out: &mut String, c: &Comparison, verdict: &Verdict, s: Style) {
@@ -100,7 +109,7 @@ fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
 fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOptions) {
     let s = opts.style;
     // Group findings by tool (server-level findings have no tool and group
-    // by server); the most severe first, then by name.; the most severe tool first, then by name.
+    // by server); the most severe tool first, then by name.
     let mut groups: Vec<(&str, &str, Vec<&Finding>)> = Vec::new();
     for f in &c.findings {
         match groups.iter_mut().find(|g| g.1 == f.tool && g.0 == f.server) {

@@ -2,11 +2,13 @@
 //!
 //! Exit codes: 0 clean, 1 drift, 2 error (one line on stderr).
 
+mod approve;
 mod config;
 mod error;
 mod expand;
 mod init;
 mod pin;
+mod review;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -168,6 +170,44 @@ enum Command {
         #[command(flatten)]
         report: ReportArgs,
     },
+    /// Pin reviewed changes and record why, leaving every other tool pinned
+    ///
+    /// Captures again and writes the live definition of each selected change
+    /// into the lockfile; every other tool keeps its pinned definition. Each
+    /// acceptance appends a record (tool, rule ids, fingerprints before and
+    /// after, reason, author, time, evidence digests) to the approvals log
+    /// beside the lockfile: toolpin.approvals.jsonl for toolpin.lock.
+    /// `toolpin lock` is the blunt tool that re-pins everything unrecorded.
+    Accept {
+        /// A change to accept, as server/tool (globs allowed), optionally
+        /// with at least 8 hex digits of the reviewed fingerprint so that
+        /// only that exact definition is accepted (orders/list_orders@9f2a1c4b);
+        /// repeatable. Default: every change
+        #[arg(long = "tool", value_name = "SERVER/TOOL[@FP]", value_parser = approve::Selector::parse)]
+        tools: Vec<approve::Selector>,
+        /// Why the change is acceptable, for the approvals log
+        #[arg(long)]
+        reason: String,
+        /// A file backing the decision, such as an eval report; its SHA-256
+        /// is recorded. Repeatable
+        #[arg(long, value_name = "FILE")]
+        evidence: Vec<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Review each change interactively: accept (with a reason), reject or skip
+    ///
+    /// Shows one changed tool at a time with its classified diff. Accepted
+    /// tools are written into the lockfile; rejected ones stay pinned at
+    /// their old definition. Every decision is appended to the approvals
+    /// log beside the lockfile. In scripts, use `toolpin accept`.
+    Review {
+        /// Show whole before/after values
+        #[arg(short, long)]
+        verbose: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
     /// Compare two lockfiles or tool files (exit 1 when they differ)
     Diff {
         /// The pinned side: a lockfile or a tool-definition file
@@ -308,6 +348,13 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 style,
             )
         }
+        Command::Accept {
+            tools,
+            reason,
+            evidence,
+            config,
+        } => accept(config, tools, reason, evidence, cli.quiet),
+        Command::Review { verbose, config } => review(config, *verbose, style, cli.quiet),
         Command::Diff {
             old,
             new,
@@ -441,6 +488,207 @@ fn lock(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
         );
     }
     Ok(Outcome::Clean)
+}
+
+/// The pin, a fresh capture, and the changes between them: what `accept`
+/// and `review` decide on.
+struct Pending {
+    lockfile: PathBuf,
+    pinned: Catalog,
+    live: Catalog,
+    comparison: toolpin_drift::Comparison,
+    verdict: toolpin_drift::policy::Verdict,
+    changes: Vec<approve::Change>,
+}
+
+impl Pending {
+    fn capture(args: &ConfigArgs, quiet: bool) -> Result<Self, CliError> {
+        let cfg = config::load(&args.config, args.env.as_deref())?;
+        let lockfile = args
+            .lockfile
+            .clone()
+            .unwrap_or_else(|| cfg.default_lockfile());
+        let pinned = pin::read_lockfile(&lockfile)?;
+        let live = pin::capture_config(&cfg, args.capture_options(quiet))?;
+        let mut comparison = toolpin_drift::compare(&pinned, &live);
+        let verdict = cfg.policy.apply(&mut comparison);
+        let changes = approve::changes(&pinned, &live, &comparison);
+        Ok(Self {
+            lockfile,
+            pinned,
+            live,
+            comparison,
+            verdict,
+            changes,
+        })
+    }
+
+    fn stamp(&self, after: &Catalog) -> approve::Stamp {
+        approve::Stamp {
+            author: approve::author(&self.lockfile),
+            time: approve::now_utc(),
+            environment: self.pinned.environment.clone(),
+            catalog_before: self.pinned.fingerprint,
+            catalog_after: after.fingerprint,
+        }
+    }
+}
+
+fn accept(
+    args: &ConfigArgs,
+    selectors: &[approve::Selector],
+    reason: &str,
+    evidence: &[PathBuf],
+    quiet: bool,
+) -> Result<Outcome, CliError> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(CliError::new(
+            "--reason must say why the change is acceptable",
+        ));
+    }
+    let pending = Pending::capture(args, quiet)?;
+    if pending.changes.is_empty() {
+        if !quiet {
+            eprintln!(
+                "ok: the catalog matches {}; nothing to accept",
+                display(&pending.lockfile)
+            );
+        }
+        return Ok(Outcome::Clean);
+    }
+    let picked = approve::select(&pending.changes, selectors)?;
+    let evidence = evidence
+        .iter()
+        .map(|p| approve::Evidence::read(p, &pending.lockfile))
+        .collect::<Result<Vec<_>, _>>()?;
+    let updated = approve::apply(&pending.pinned, &pending.live, &picked)?;
+    let stamp = pending.stamp(&updated);
+    let records: Vec<Value> = picked
+        .iter()
+        .map(|change| {
+            let decision = approve::Decision {
+                change,
+                accepted: true,
+                reason: Some(reason.to_string()),
+                evidence: evidence.clone(),
+            };
+            approve::record(&decision, &pending.comparison, &stamp)
+        })
+        .collect();
+    approve::commit(&pending.lockfile, Some(&updated), &records)?;
+    if !quiet {
+        let names: Vec<String> = picked.iter().map(|c| c.address()).collect();
+        let left = pending.changes.len() - picked.len();
+        eprintln!(
+            "Accepted {} ({}); {} is now {}, recorded in {}{}",
+            plural(picked.len(), "change"),
+            toolpin_report::style::printable(&names.join(", "), false),
+            display(&pending.lockfile),
+            updated.fingerprint.release_line(),
+            display(&approve::log_path(&pending.lockfile)),
+            if left == 0 {
+                String::new()
+            } else {
+                format!(
+                    "; {} still differ{} from the pin",
+                    plural(left, "change"),
+                    if left == 1 { "s" } else { "" }
+                )
+            }
+        );
+    }
+    Ok(Outcome::Clean)
+}
+
+fn review(
+    args: &ConfigArgs,
+    verbose: bool,
+    style: Style,
+    quiet: bool,
+) -> Result<Outcome, CliError> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::new(
+            "toolpin review asks questions and needs a terminal; in scripts use `toolpin accept --tool SERVER/TOOL --reason ...`",
+        ));
+    }
+    let pending = Pending::capture(args, quiet)?;
+    if pending.changes.is_empty() {
+        print(&format!(
+            "ok: the catalog matches {}; nothing to review\n",
+            display(&pending.lockfile)
+        ))?;
+        return Ok(Outcome::Clean);
+    }
+    let session = review::Review {
+        comparison: &pending.comparison,
+        verdict: &pending.verdict,
+        changes: &pending.changes,
+        lockfile: &pending.lockfile,
+        style,
+        verbose,
+    };
+    let answers = {
+        let mut input = std::io::stdin().lock();
+        let mut out = std::io::stdout().lock();
+        session
+            .run(&mut input, &mut out)
+            .map_err(|e| CliError::new(format!("review: {e}")))?
+    };
+    let accepted: Vec<&approve::Change> = answers
+        .iter()
+        .filter(|a| a.accepted)
+        .map(|a| &pending.changes[a.change])
+        .collect();
+    let updated = approve::apply(&pending.pinned, &pending.live, &accepted)?;
+    let stamp = pending.stamp(&updated);
+    let records: Vec<Value> = answers
+        .iter()
+        .map(|a| {
+            let decision = approve::Decision {
+                change: &pending.changes[a.change],
+                accepted: a.accepted,
+                reason: a.reason.clone(),
+                evidence: a.evidence.clone(),
+            };
+            approve::record(&decision, &pending.comparison, &stamp)
+        })
+        .collect();
+    approve::commit(
+        &pending.lockfile,
+        (!accepted.is_empty()).then_some(&updated),
+        &records,
+    )?;
+    let rejected = answers.len() - accepted.len();
+    let skipped = pending.changes.len() - answers.len();
+    let mut summary = format!(
+        "\n{} accepted, {} rejected, {} skipped",
+        accepted.len(),
+        rejected,
+        skipped
+    );
+    if !accepted.is_empty() {
+        summary += &format!(
+            "; {} is now {}",
+            display(&pending.lockfile),
+            updated.fingerprint.release_line()
+        );
+    }
+    if !records.is_empty() {
+        summary += &format!(
+            "; {} in {}",
+            plural(records.len(), "record"),
+            display(&approve::log_path(&pending.lockfile))
+        );
+    }
+    print(&(summary + "\n"))?;
+    Ok(Outcome::Clean)
+}
+
+/// `1 change`, `2 changes`.
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 fn report_comparison(
