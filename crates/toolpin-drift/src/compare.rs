@@ -6,7 +6,7 @@ use serde_json::Value;
 use toolpin_manifest::pointer::escape_token;
 use toolpin_manifest::Catalog;
 
-use crate::finding::{Comparison, Finding, Fingerprints, Summary};
+use crate::finding::{Comparison, Finding, Fingerprints, Summary, ToolChange};
 use crate::prose::{self, ToolNames};
 use crate::rename::{match_renames, Candidate, TOOL_RENAME_THRESHOLD};
 use crate::rule::{self, Severity};
@@ -21,6 +21,8 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
     let names = ToolNames::new(new.tools().map(|(n, _, _)| n));
     let mut removed: Vec<(&str, &str, Value)> = Vec::new();
     let mut added: Vec<(&str, &str, Value)> = Vec::new();
+    let mut tools: Vec<ToolChange> = Vec::new();
+    let hex = |t: &toolpin_manifest::PinnedTool| Some(t.fingerprint.to_hex());
     let mut old_tools = old.tools().peekable();
     let mut new_tools = new.tools().peekable();
     loop {
@@ -36,12 +38,28 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
                     break;
                 };
                 removed.push((name, server, tool.value()));
+                tools.push(ToolChange {
+                    server: server.to_string(),
+                    tool: name.to_string(),
+                    change: "removed",
+                    from: None,
+                    before: hex(tool),
+                    after: None,
+                });
             }
             std::cmp::Ordering::Greater => {
                 let Some((name, server, tool)) = new_tools.next() else {
                     break;
                 };
                 added.push((name, server, tool.value()));
+                tools.push(ToolChange {
+                    server: server.to_string(),
+                    tool: name.to_string(),
+                    change: "added",
+                    from: None,
+                    before: None,
+                    after: hex(tool),
+                });
             }
             std::cmp::Ordering::Equal => {
                 let (Some((name, _, before)), Some((_, server, after))) =
@@ -54,6 +72,14 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
                     summary.tools_unchanged += 1;
                 } else {
                     summary.tools_changed += 1;
+                    tools.push(ToolChange {
+                        server: server.to_string(),
+                        tool: name.to_string(),
+                        change: "changed",
+                        from: None,
+                        before: hex(before),
+                        after: hex(after),
+                    });
                     let ctx = ToolContext {
                         server,
                         name,
@@ -65,6 +91,7 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
         }
     }
     renames_and_the_rest(removed, added, &names, &mut summary, &mut findings);
+    fold_renames(&mut tools, &findings);
     compare_server_versions(old, new, &mut findings);
     findings.sort_by(|a, b| {
         a.tool
@@ -86,6 +113,31 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
             before: old.fingerprint.to_hex(),
             after: new.fingerprint.to_hex(),
         },
+        tools,
+    }
+}
+
+/// Turns each removed + added pair the rename matcher paired into one
+/// `renamed` entry under the new name.
+fn fold_renames(tools: &mut Vec<ToolChange>, findings: &[Finding]) {
+    for f in findings.iter().filter(|f| f.rule == rule::TOOL_RENAMED.id) {
+        let Some(old_name) = f.before.as_ref().and_then(Value::as_str) else {
+            continue;
+        };
+        let old = tools
+            .iter()
+            .position(|t| t.change == "removed" && t.tool == old_name);
+        let new = tools
+            .iter()
+            .position(|t| t.change == "added" && t.tool == f.tool);
+        if let (Some(old), Some(new)) = (old, new) {
+            let before = tools[old].before.take();
+            let entry = &mut tools[new];
+            entry.change = "renamed";
+            entry.from = Some(old_name.to_string());
+            entry.before = before;
+            tools.remove(old);
+        }
     }
 }
 

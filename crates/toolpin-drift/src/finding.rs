@@ -83,12 +83,33 @@ pub struct Fingerprints {
     pub after: String,
 }
 
+/// One tool whose definition differs, with its fingerprints: what a
+/// reviewer accepts (`toolpin accept --tool server/tool@FINGERPRINT`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolChange {
+    /// The server offering it (the pinned one for a removal).
+    pub server: String,
+    /// The namespaced name (the new one for a rename).
+    pub tool: String,
+    /// `added`, `removed`, `changed` or `renamed`.
+    pub change: &'static str,
+    /// For a rename: the pinned name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Tool fingerprints (64 hex); `None` for an added tool's before and a
+    /// removed tool's after.
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
 /// The result of comparing two catalogs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
     pub findings: Vec<Finding>,
     pub summary: Summary,
     pub fingerprints: Fingerprints,
+    /// Every tool that differs, in namespaced-name order.
+    pub tools: Vec<ToolChange>,
 }
 
 impl Comparison {

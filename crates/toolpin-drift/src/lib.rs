@@ -12,5 +12,5 @@ pub mod schema;
 pub mod text;
 
 pub use compare::compare;
-pub use finding::{Comparison, Finding, Summary};
+pub use finding::{Comparison, Finding, Summary, ToolChange};
 pub use rule::{Kind, Rule, Severity};

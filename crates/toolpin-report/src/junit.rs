@@ -53,7 +53,8 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
                     Some((_, reason)) => format!("ignored: {reason}"),
                     None => "does not fail".to_string(),
                 };
-                let _ = writeln!(out, "{} ({note})\n{}", one_line(f), details(f));
+                // The one-line summary already carries the message.
+                let _ = write!(out, "{} ({note})\n{}", one_line(f), values(f));
             }
         }
         if idx.iter().all(is_ignored) {
@@ -70,7 +71,11 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
             );
         }
         if !out.is_empty() {
-            let _ = writeln!(body, "      <system-out>{}</system-out>", text(&out));
+            let _ = writeln!(
+                body,
+                "      <system-out>{}</system-out>",
+                text(out.trim_end())
+            );
         }
         if body.is_empty() {
             cases.push_str("/>\n");
@@ -119,7 +124,12 @@ fn one_line(f: &Finding) -> String {
 
 /// The message and the values, JSON on either side.
 fn details(f: &Finding) -> String {
-    let mut s = format!("{}\n", f.message);
+    format!("{}\n{}", printable(&f.message, true), values(f))
+}
+
+/// `before: …` and `after: …` lines, for the values a finding has.
+fn values(f: &Finding) -> String {
+    let mut s = String::new();
     for (label, v) in [("before", &f.before), ("after", &f.after)] {
         if let Some(v) = v {
             let _ = writeln!(

@@ -151,6 +151,22 @@ fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, rules_doc: &
                 String::new()
             }
         );
+        if let Some(t) = c
+            .tools
+            .iter()
+            .find(|t| t.server == server && t.tool == tool)
+        {
+            let fp = |f: &Option<String>| match f {
+                Some(hex) => format!("`{}`", hex.get(..12).unwrap_or(hex)),
+                None => "none".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "Tool fingerprint {} → {}\n",
+                fp(&t.before),
+                fp(&t.after)
+            );
+        }
         for i in idx {
             push_finding(out, &c.findings[i], i, verdict, rules_doc);
         }

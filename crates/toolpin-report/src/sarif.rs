@@ -22,6 +22,17 @@ pub fn level(severity: Severity) -> &'static str {
     }
 }
 
+/// A result's level: `error` when the finding fails the policy (as the
+/// `github` format's `::error`), so that code scanning and the gate agree;
+/// otherwise the severity's level, at most `warning`.
+pub fn result_level(severity: Severity, failing: bool) -> &'static str {
+    match (failing, level(severity)) {
+        (true, _) => "error",
+        (false, "error") => "warning",
+        (false, other) => other,
+    }
+}
+
 /// A stable fingerprint of where a finding is: (rule, server, tool,
 /// pointer), 64-bit FNV-1a in hex. Stable across runs, versions and
 /// platforms, so code scanning tracks a finding from one run to the next.
@@ -153,7 +164,7 @@ fn result(
     let mut r = json!({
         "ruleId": f.rule,
         "ruleIndex": rule_index,
-        "level": level(f.severity),
+        "level": result_level(f.severity, verdict.failing.contains(&i)),
         "message": {"text": message},
         "locations": [{
             "physicalLocation": {
@@ -250,7 +261,9 @@ mod tests {
             assert_eq!(r["ruleId"], f.rule);
             let rule = &rules[r["ruleIndex"].as_u64().unwrap() as usize];
             assert_eq!(rule["id"], f.rule);
-            assert_eq!(r["level"], level(f.severity));
+            let i = c.findings.iter().position(|x| x == f).unwrap();
+            let failing = v.failing.contains(&i);
+            assert_eq!(r["level"], result_level(f.severity, failing));
             let loc = &r["locations"][0]["physicalLocation"];
             assert_eq!(loc["artifactLocation"]["uri"], "toolpin.lock");
             let n = loc["region"]["startLine"].as_u64().unwrap() as usize;
@@ -327,6 +340,10 @@ mod tests {
         assert_eq!(level(Severity::Medium), "warning");
         assert_eq!(level(Severity::Low), "note");
         assert_eq!(level(Severity::Info), "note");
+        assert_eq!(result_level(Severity::Low, true), "error");
+        assert_eq!(result_level(Severity::High, false), "warning");
+        assert_eq!(result_level(Severity::Medium, false), "warning");
+        assert_eq!(result_level(Severity::Info, false), "note");
     }
 
     #[test]

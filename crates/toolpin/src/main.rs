@@ -335,7 +335,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
             let pinned = pin::read_lockfile(&path)?;
             let live = pin::capture_config(&cfg, config.capture_options(cli.quiet))?;
             let context = toolpin_report::context::Context::new(
-                display(&path),
+                repository_path(&path),
                 std::fs::read_to_string(&path).ok(),
             );
             report_comparison(
@@ -370,7 +370,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
             let old = pin::catalog_from_path(old, *input_format)?;
             let new = pin::catalog_from_path(new, *input_format)?;
             let context = toolpin_report::context::Context::new(
-                display(old_path),
+                repository_path(old_path),
                 lockfile::looks_like_lockfile(&std::fs::read(old_path).unwrap_or_default())
                     .then(|| std::fs::read_to_string(old_path).ok())
                     .flatten(),
@@ -732,15 +732,24 @@ fn report_comparison(
                 },
             ),
             ReportFormat::Json => toolpin_report::json::render(&comparison, &verdict),
-            ReportFormat::Markdown => toolpin_report::markdown::render(&comparison, &verdict),
+            ReportFormat::Markdown => {
+                toolpin_report::markdown::render_with(&comparison, &verdict, RULES_URL)
+            }
             ReportFormat::Sarif => toolpin_report::sarif::render(&comparison, &verdict, context),
             ReportFormat::Junit => toolpin_report::junit::render(&comparison, &verdict),
             ReportFormat::Github => toolpin_report::github::render(&comparison, &verdict, context),
         };
         match &target.path {
             None => print(&text)?,
-            Some(path) => toolpin_manifest::fs::write_atomic(path, text.as_bytes())
-                .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?,
+            Some(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        CliError::new(format!("cannot create {}: {e}", dir.display()))
+                    })?;
+                }
+                toolpin_manifest::fs::write_atomic(path, text.as_bytes())
+                    .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?
+            }
         }
     }
     Ok(if verdict.fails {
@@ -852,6 +861,31 @@ fn print(text: &str) -> Result<(), CliError> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(CliError::new(format!("cannot write to stdout: {e}"))),
     }
+}
+
+/// Where rule ids in a pull-request comment link: relative links there
+/// resolve against the pull request, not the repository.
+const RULES_URL: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/rules.md");
+
+/// The lockfile as code scanning and workflow annotations name it: relative
+/// to the root of the git repository that holds it (found by its `.git`),
+/// whatever directory toolpin runs in; outside a repository, as given.
+fn repository_path(path: &Path) -> String {
+    let Ok(absolute) = path.canonicalize() else {
+        return display(path);
+    };
+    for dir in absolute.ancestors().skip(1) {
+        if dir.join(".git").exists() {
+            if let Ok(relative) = absolute.strip_prefix(dir) {
+                return relative
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
+            }
+        }
+    }
+    display(path)
 }
 
 fn display(path: &Path) -> String {

@@ -174,6 +174,7 @@ impl Review<'_> {
             findings,
             summary: c.summary.clone(),
             fingerprints: c.fingerprints.clone(),
+            tools: Vec::new(),
         };
         (sub, verdict)
     }

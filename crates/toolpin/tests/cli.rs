@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::MetadataExt;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -1080,9 +1081,37 @@ fn check_json_report_has_documented_shape() {
     // docs/findings.schema.json: these members exactly, no others.
     assert_eq!(
         keys_of(&report),
-        set(&["findings", "summary", "fingerprints", "verdict", "plan"]),
+        set(&[
+            "findings",
+            "summary",
+            "fingerprints",
+            "verdict",
+            "plan",
+            "tools"
+        ]),
         "{report:#}"
     );
+    // One entry per differing tool, with its fingerprints.
+    let tools = report["tools"].as_array().expect("tools");
+    let changes: Vec<(&str, &str)> = tools
+        .iter()
+        .map(|t| {
+            (
+                t["tool"].as_str().unwrap_or(""),
+                t["change"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        vec![
+            ("gone", "removed"),
+            ("list_orders", "changed"),
+            ("new_tool", "added")
+        ]
+    );
+    assert!(tools[0]["after"].is_null());
+    assert_eq!(tools[1]["before"].as_str().map(str::len), Some(64));
     assert_eq!(
         keys_of(&report["summary"]),
         set(&[
@@ -2504,6 +2533,49 @@ fn every_report_format_can_be_written_at_once() {
         "{gh}"
     );
     assert!(!has_ansi(&sb.read_string("r.json")));
+}
+
+#[test]
+fn locations_are_relative_to_the_repository_root() {
+    // The project lives in agents/refund of a git repository; toolpin runs
+    // from inside it, from the root and from elsewhere, and every report
+    // names the lockfile as the repository does.
+    let sb = Sandbox::new();
+    fs::create_dir_all(sb.join(".git")).expect("a repository");
+    sb.copy_tree(&examples().join("refund"), "agents/refund");
+    let orders = sb.read_string("agents/refund/tools/orders.json");
+    sb.write(
+        "agents/refund/tools/orders.json",
+        orders.replace("\"default\": 50", "\"default\": 20"),
+    );
+    for (cwd, config) in [
+        ("agents/refund", "toolpin.toml"),
+        ("", "agents/refund/toolpin.toml"),
+        ("agents", "refund/toolpin.toml"),
+    ] {
+        let dir = sb.join(cwd);
+        let out = Command::new(common::BIN)
+            .args([
+                "check",
+                "-c",
+                config,
+                "--format",
+                "sarif",
+                "--format",
+                "github=out/gh.txt",
+            ])
+            .current_dir(&dir)
+            .output()
+            .expect("run toolpin");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let sarif: Value = serde_json::from_slice(&out.stdout).expect("sarif");
+        let uri = &sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+            ["artifactLocation"]["uri"];
+        assert_eq!(uri, "agents/refund/toolpin.lock", "from {cwd:?}");
+        // A report path's missing directories are created.
+        let gh = fs::read_to_string(dir.join("out/gh.txt")).expect("github report");
+        assert!(gh.contains("file=agents/refund/toolpin.lock,"), "{gh}");
+    }
 }
 
 #[test]
