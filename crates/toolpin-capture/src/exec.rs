@@ -10,6 +10,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -122,6 +123,58 @@ pub fn run(spec: &ExecSpec) -> Result<Vec<u8>, ExecError> {
             stderr: err_tail,
         }),
     }
+}
+
+/// How [`run_to`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The command exited (or was killed by a signal from elsewhere).
+    Exited(ExitStatus),
+    /// The deadline passed; the command and its process group were killed.
+    TimedOut,
+}
+
+/// The process group of the command [`run_to`] is waiting for (0: none),
+/// for a signal handler that must end it when toolpin itself is stopped:
+/// the command runs in its own group, so a Ctrl-C on the terminal does not
+/// reach it.
+pub static RUNNING_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// Runs the command with its output going to `stdout` and `stderr` (files,
+/// typically) instead of being captured, in its own process group, with
+/// stdin closed. A timeout of `Duration::MAX` (or any deadline too far to
+/// represent) waits without limit. Whatever the command leaves running in
+/// its process group is killed when it exits or times out.
+pub fn run_to(spec: &ExecSpec, stdout: Stdio, stderr: Stdio) -> Result<Ended, ExecError> {
+    let Some((program, args)) = spec.argv.split_first() else {
+        return Err(ExecError::Empty);
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .envs(&spec.env)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    let mut child = cmd.spawn().map_err(|e| ExecError::Spawn {
+        command: display_command(&spec.argv),
+        reason: e.to_string(),
+    })?;
+    RUNNING_GROUP.store(i32::try_from(child.id()).unwrap_or(0), Ordering::SeqCst);
+    let outcome = match Instant::now().checked_add(spec.timeout) {
+        Some(deadline) => wait_until(&mut child, deadline),
+        None => child.wait().ok(),
+    };
+    kill_group(&child);
+    RUNNING_GROUP.store(0, Ordering::SeqCst);
+    let _ = child.wait();
+    Ok(match outcome {
+        Some(status) => Ended::Exited(status),
+        None => Ended::TimedOut,
+    })
 }
 
 fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
@@ -281,6 +334,54 @@ mod tests {
         })
         .expect("runs");
         assert_eq!(out, b"probe value path");
+    }
+
+    #[test]
+    fn run_to_writes_output_where_told_and_keeps_the_status() {
+        let dir = std::env::temp_dir().join(format!("toolpin-exec-run-to-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let out = std::fs::File::create(dir.join("out")).expect("out");
+        let err = std::fs::File::create(dir.join("err")).expect("err");
+        let ended = run_to(
+            &ExecSpec {
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "echo to-out; echo to-err >&2; exit 4".into(),
+                ],
+                env: BTreeMap::new(),
+                cwd: None,
+                timeout: Duration::MAX,
+            },
+            out.into(),
+            err.into(),
+        )
+        .expect("runs");
+        let Ended::Exited(status) = ended else {
+            panic!("did not exit: {ended:?}");
+        };
+        assert_eq!(status.code(), Some(4));
+        assert_eq!(std::fs::read(dir.join("out")).expect("out"), b"to-out\n");
+        assert_eq!(std::fs::read(dir.join("err")).expect("err"), b"to-err\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn run_to_times_out_and_kills_the_group() {
+        let start = Instant::now();
+        let ended = run_to(
+            &ExecSpec {
+                argv: vec!["sh".into(), "-c".into(), "sleep 30 & sleep 30".into()],
+                env: BTreeMap::new(),
+                cwd: None,
+                timeout: Duration::from_millis(300),
+            },
+            Stdio::null(),
+            Stdio::null(),
+        )
+        .expect("runs");
+        assert_eq!(ended, Ended::TimedOut);
+        assert!(start.elapsed() < Duration::from_secs(5));
     }
 
     #[test]

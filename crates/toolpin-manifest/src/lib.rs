@@ -5,6 +5,7 @@
 //! dropped except what normalization (docs/fingerprint.md) says.
 
 pub mod catalog;
+pub mod export;
 pub mod fingerprint;
 pub mod fs;
 pub mod glob;
@@ -15,6 +16,7 @@ pub mod normalize;
 pub mod pointer;
 
 pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};
+pub use export::ExportFormat;
 pub use fingerprint::Fingerprint;
 pub use glob::Glob;
 pub use normalize::{ToolError, Transform};

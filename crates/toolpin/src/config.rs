@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use toml::Spanned;
 use toolpin_capture::mcp::{self, HttpMode, HttpSpec, SessionOptions, StdioSpec, VersionChoice};
 use toolpin_capture::{Endpoint, Format, Source};
 use toolpin_drift::policy::{check_rule_id, parse_severity, IgnoreEntry, Level, Policy, Preset};
-use toolpin_manifest::{Glob, Pointer, Transform};
+use toolpin_manifest::{ExportFormat, Glob, Pointer, Transform};
 
 use crate::error::CliError;
 use crate::expand::expand;
@@ -29,6 +30,9 @@ struct ConfigFile {
     policy: PolicyConfig,
     #[serde(default)]
     release: ReleaseConfig,
+    #[serde(default)]
+    evals: BTreeMap<Spanned<String>, EvalConfig>,
+    routing: Option<RoutingConfig>,
 }
 
 /// `[release]`: the other two legs of (model, prompt, tools), for the
@@ -38,6 +42,237 @@ struct ConfigFile {
 pub struct ReleaseConfig {
     pub model: Option<String>,
     pub prompt: Option<String>,
+}
+
+/// `[routing]` as written: re-run tag → eval names, with their places.
+type RoutingConfig = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>;
+
+/// One `[evals.NAME]` table: an eval suite `toolpin evals run` can run
+/// against the pinned and the live catalog (docs/evals.md).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvalConfig {
+    run: Spanned<String>,
+    manifest: Option<ExportFormat>,
+    cwd: Option<String>,
+    timeout: Option<Spanned<TimeoutValue>>,
+    #[serde(default)]
+    env: BTreeMap<Spanned<String>, Spanned<String>>,
+}
+
+/// Variables `toolpin evals run` sets for each run; an eval's `env` may not
+/// set them.
+pub const EVAL_VARS: [&str; 6] = [
+    "TOOLPIN_MANIFEST",
+    "TOOLPIN_MANIFEST_FORMAT",
+    "TOOLPIN_SIDE",
+    "TOOLPIN_CATALOG_FINGERPRINT",
+    "TOOLPIN_OUTPUT_DIR",
+    "TOOLPIN_EVAL",
+];
+
+/// A configured eval.
+#[derive(Debug, Clone)]
+pub struct Eval {
+    pub name: String,
+    /// A shell command, run with `sh -c`.
+    pub run: String,
+    /// The format TOOLPIN_MANIFEST is written in.
+    pub manifest: ExportFormat,
+    /// Where `run` runs: the config file's directory, or `cwd` below it.
+    pub cwd: PathBuf,
+    /// `None`: no limit.
+    pub timeout: Option<Duration>,
+    /// Added to the environment, as written: `${VAR}` references are
+    /// expanded only when the eval runs.
+    pub env: BTreeMap<String, String>,
+}
+
+/// `[evals]` and `[routing]`.
+#[derive(Debug, Clone, Default)]
+pub struct Evals {
+    pub evals: BTreeMap<String, Eval>,
+    /// `[routing]` as written: re-run tag → eval names.
+    pub routing: BTreeMap<String, Vec<String>>,
+}
+
+/// Where one re-run tag goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// Listed in `[routing]` (possibly as an empty list).
+    Listed(&'a [String]),
+    /// Not in `[routing]`, and an eval of the same name exists.
+    SameName(&'a str),
+    /// Not in `[routing]`, and no eval has its name.
+    Unrouted,
+}
+
+impl<'a> Route<'a> {
+    /// The eval names the tag routes to.
+    pub fn evals(self) -> Vec<&'a str> {
+        match self {
+            Route::Listed(names) => names.iter().map(String::as_str).collect(),
+            Route::SameName(name) => vec![name],
+            Route::Unrouted => Vec::new(),
+        }
+    }
+}
+
+impl Evals {
+    /// Where `tag` routes: its `[routing]` entry, else the eval of the same
+    /// name, else nowhere.
+    pub fn route(&self, tag: &str) -> Route<'_> {
+        if let Some(names) = self.routing.get(tag) {
+            Route::Listed(names)
+        } else if let Some((name, _)) = self.evals.get_key_value(tag) {
+            Route::SameName(name)
+        } else {
+            Route::Unrouted
+        }
+    }
+
+    /// The configured eval names, for messages.
+    pub fn names(&self) -> String {
+        if self.evals.is_empty() {
+            "none".to_string()
+        } else {
+            self.evals.keys().cloned().collect::<Vec<_>>().join(", ")
+        }
+    }
+}
+
+/// Validates `[evals]` and `[routing]`; errors give `origin:line:column`.
+fn resolve_evals(
+    evals: BTreeMap<Spanned<String>, EvalConfig>,
+    routing: Option<RoutingConfig>,
+    origin: &str,
+    text: &str,
+    dir: &Path,
+) -> Result<Evals, CliError> {
+    let at = |span: std::ops::Range<usize>, message: String| {
+        let (line, column) = line_column(text, span.start);
+        CliError::new(format!("{origin}:{line}:{column}: {message}"))
+    };
+    let mut out = Evals::default();
+    for (name, cfg) in evals {
+        let span = name.span();
+        let name = name.into_inner();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(at(
+                span,
+                format!("evals.{name:?}: an eval name may hold only letters, digits, '-' and '_'"),
+            ));
+        }
+        if name == "manifests" {
+            return Err(at(
+                span,
+                "evals.manifests: the name `manifests` is taken by the directory that holds the catalogs `toolpin evals run` writes".into(),
+            ));
+        }
+        let run_span = cfg.run.span();
+        let run = cfg.run.into_inner();
+        if run.trim().is_empty() {
+            return Err(at(
+                run_span,
+                format!(
+                    "evals.{name}: `run` must be a shell command, e.g. run = \"pytest evals -q\""
+                ),
+            ));
+        }
+        let timeout = match cfg.timeout {
+            None => None,
+            Some(t) => {
+                let span = t.span();
+                Some(
+                    parse_timeout("timeout", t.get_ref())
+                        .map_err(|m| at(span, format!("evals.{name}: {m}")))?,
+                )
+            }
+        };
+        let mut env = BTreeMap::new();
+        for (key, value) in cfg.env {
+            let key_span = key.span();
+            let key = key.into_inner();
+            if EVAL_VARS.contains(&key.as_str()) {
+                return Err(at(
+                    key_span,
+                    format!("evals.{name}: `env.{key}` is set by toolpin for each run and cannot be configured"),
+                ));
+            }
+            let value_span = value.span();
+            let value = value.into_inner();
+            // Only the syntax is checked here: the variables are read when
+            // the eval runs, so `check` does not need them.
+            expand(&value, &|_| Some(String::new()))
+                .map_err(|m| at(value_span, format!("evals.{name}: `env.{key}`: {m}")))?;
+            env.insert(key, value);
+        }
+        let cwd = match &cfg.cwd {
+            Some(c) => dir.join(c),
+            None if dir.as_os_str().is_empty() => PathBuf::from("."),
+            None => dir.to_path_buf(),
+        };
+        out.evals.insert(
+            name.clone(),
+            Eval {
+                name,
+                run,
+                manifest: cfg.manifest.unwrap_or(ExportFormat::Mcp),
+                cwd,
+                timeout,
+                env,
+            },
+        );
+    }
+    let known = toolpin_drift::policy::known_tags();
+    for (tag, names) in routing.unwrap_or_default() {
+        if !known.contains(tag.get_ref().as_str()) {
+            return Err(at(
+                tag.span(),
+                format!(
+                    "routing: unknown re-run tag {:?} (known: {})",
+                    tag.get_ref(),
+                    known.iter().copied().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        let mut list: Vec<String> = Vec::new();
+        for name in names.into_inner() {
+            if !out.evals.contains_key(name.get_ref()) {
+                return Err(at(
+                    name.span(),
+                    format!(
+                        "routing.{}: no eval named {:?}; define [evals.{}] (defined: {})",
+                        tag.get_ref(),
+                        name.get_ref(),
+                        name.get_ref(),
+                        out.names()
+                    ),
+                ));
+            }
+            if !list.contains(name.get_ref()) {
+                list.push(name.into_inner());
+            }
+        }
+        list.sort();
+        out.routing.insert(tag.into_inner(), list);
+    }
+    Ok(out)
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut start = offset.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let line = text[..start].matches('\n').count() + 1;
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    (line, text[line_start..start].chars().count() + 1)
 }
 
 /// `[policy]`: which findings fail the check.
@@ -338,6 +573,7 @@ pub struct Config {
     pub servers: Vec<Server>,
     pub policy: Policy,
     pub release: ReleaseConfig,
+    pub evals: Evals,
 }
 
 impl Config {
@@ -383,6 +619,13 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
         }
     }
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let evals = resolve_evals(
+        std::mem::take(&mut file.evals),
+        file.routing.take(),
+        &origin,
+        &text,
+        &dir,
+    )?;
     resolve(file, env, &origin, &dir, &|k| std::env::var(k).ok()).map(|(environment, servers)| {
         Config {
             path: path.to_path_buf(),
@@ -390,19 +633,33 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
             servers,
             policy,
             release,
+            evals,
         }
     })
 }
 
-/// Only the `[policy]` of a configuration file (for `toolpin diff`).
-pub fn load_policy(path: &Path) -> Result<Policy, CliError> {
+/// Only the `[policy]`, `[evals]` and `[routing]` of a configuration file
+/// (for `toolpin diff` and `toolpin evals list`): no server is resolved, so
+/// no environment variable is needed.
+pub fn load_policy_and_evals(path: &Path) -> Result<(Policy, Evals), CliError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::new(format!("cannot read {origin}: {e}")))?;
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CliError::new(format!(
+                "{origin} not found; create one (see the README) or pass --config"
+            )))
+        }
+        Err(e) => return Err(CliError::new(format!("cannot read {origin}: {e}"))),
+    };
     let file: ConfigFile = toml::from_str(&text).map_err(|e| toml_error(&origin, &text, &e))?;
-    file.policy
+    let policy = file
+        .policy
         .resolve()
-        .map_err(|e| CliError::new(format!("{origin}: {e}")))
+        .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let evals = resolve_evals(file.evals, file.routing, &origin, &text, &dir)?;
+    Ok((policy, evals))
 }
 
 fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> CliError {
@@ -410,10 +667,11 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> CliError {
     let Some(span) = e.span() else {
         return CliError::new(format!("{origin}: {message}"));
     };
-    let start = span.start.min(text.len());
-    let line_no = text[..start].matches('\n').count() + 1;
-    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-    let column = text[line_start..start].chars().count() + 1;
+    let (line_no, column) = line_column(text, span.start);
+    let line_start = text
+        .get(..span.start.min(text.len()))
+        .and_then(|before| before.rfind('\n'))
+        .map_or(0, |i| i + 1);
     // Name the key for type errors, whose message only names the value.
     let line = text[line_start..].lines().next().unwrap_or("");
     let key = line
@@ -1033,6 +1291,54 @@ enabled = false
             let err = ok(bad).expect_err(want);
             assert!(err.contains(want), "{err} lacks {want}");
         }
+    }
+
+    #[test]
+    fn evals_and_routing_resolve_with_defaults() {
+        let text = "[evals.trajectory]\nrun = \"pytest -q\"\ncwd = \"evals\"\ntimeout = \"2m\"\n\
+                    env = { MODEL = \"${MODEL:-small}\" }\n\
+                    [evals.redteam]\nrun = \"./redteam\"\nmanifest = \"openai\"\n\
+                    [routing]\nbudget = [\"trajectory\", \"redteam\", \"trajectory\"]\nauthz = []\n";
+        let file: ConfigFile = toml::from_str(text).expect("parses");
+        let evals = resolve_evals(file.evals, file.routing, "t.toml", text, Path::new("/base"))
+            .expect("valid");
+        let t = &evals.evals["trajectory"];
+        assert_eq!(t.run, "pytest -q");
+        assert_eq!(t.manifest, ExportFormat::Mcp);
+        assert_eq!(t.cwd, Path::new("/base/evals"));
+        assert_eq!(t.timeout, Some(Duration::from_secs(120)));
+        assert_eq!(
+            t.env,
+            BTreeMap::from([("MODEL".to_string(), "${MODEL:-small}".to_string())])
+        );
+        let r = &evals.evals["redteam"];
+        assert_eq!(
+            (r.manifest, r.cwd.as_path(), r.timeout),
+            (ExportFormat::Openai, Path::new("/base"), None)
+        );
+        // Listed: sorted, each once; an empty list routes nowhere.
+        assert_eq!(
+            evals.route("budget"),
+            Route::Listed(&["redteam".to_string(), "trajectory".to_string()])
+        );
+        assert_eq!(evals.route("authz"), Route::Listed(&[]));
+        assert!(evals.route("authz").evals().is_empty());
+        // Not listed: the eval of the same name, else nowhere.
+        assert_eq!(evals.route("trajectory"), Route::SameName("trajectory"));
+        assert_eq!(evals.route("red-team"), Route::Unrouted);
+
+        // A config file beside the working directory runs evals in it.
+        let file: ConfigFile = toml::from_str("[evals.a]\nrun = \"x\"\n").expect("parses");
+        let evals = resolve_evals(file.evals, None, "t.toml", "", Path::new("")).expect("valid");
+        assert_eq!(evals.evals["a"].cwd, Path::new("."));
+    }
+
+    #[test]
+    fn line_column_counts_characters() {
+        assert_eq!(line_column("ab\ncé = 1", 6), (2, 3));
+        assert_eq!(line_column("x", 99), (1, 2));
+        // Inside a multi-byte character: its start.
+        assert_eq!(line_column("é", 1), (1, 1));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 mod approve;
 mod config;
 mod error;
+mod evals;
 mod expand;
 mod init;
 mod pin;
@@ -140,6 +141,12 @@ struct ReportArgs {
     /// Show whole before/after values in the text report
     #[arg(short, long)]
     verbose: bool,
+    /// Print the eval plan instead of the report: the evals ([evals] and
+    /// [routing] in toolpin.toml) the failing findings ask to re-run, each
+    /// with the findings that pull it in. With --format json, the plan
+    /// document (docs/evals.md)
+    #[arg(long)]
+    plan: bool,
 }
 
 #[derive(Subcommand)]
@@ -231,6 +238,14 @@ enum Command {
         #[arg(long, conflicts_with = "id")]
         markdown: bool,
     },
+    /// Run your evals against the pinned and the live catalog, side by side
+    ///
+    /// Evals are configured in [evals.NAME] tables of toolpin.toml, and
+    /// [routing] maps re-run tags to them; see docs/evals.md.
+    Evals {
+        #[command(subcommand)]
+        command: EvalsCommand,
+    },
     /// Print the release record: the tools fingerprint, and the model and
     /// prompt from [release] when set
     Stamp {
@@ -255,6 +270,37 @@ enum Command {
         input_format: Option<Format>,
         #[command(flatten)]
         config: ConfigArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum EvalsCommand {
+    /// Run evals twice, with TOOLPIN_MANIFEST pointing at the pinned catalog
+    /// and then at the live one, and print both results side by side
+    ///
+    /// Exit 0 when every eval did as well on the live catalog as on the
+    /// pinned one, 1 when some eval passed pinned and failed live, 2 on error
+    /// (an eval that cannot start included).
+    Run {
+        /// Evals to run [default: all of them]
+        #[arg(value_name = "NAME", conflicts_with = "plan")]
+        names: Vec<String>,
+        /// Run only the evals the current drift routes to (as `check --plan`
+        /// shows them)
+        #[arg(long)]
+        plan: bool,
+        /// Where the manifests, each run's output and summary.json go
+        /// [default: .toolpin/evals beside the config file]
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// List the configured evals and where each re-run tag routes
+    List {
+        /// The configuration file
+        #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+        config: PathBuf,
     },
 }
 
@@ -327,6 +373,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
             Ok(Outcome::Clean)
         }
         Command::Check { config, report } => {
+            check_plan_formats(report)?;
             let cfg = config::load(&config.config, config.env.as_deref())?;
             let path = config
                 .lockfile
@@ -342,7 +389,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 Sides::LockfileAndLive,
                 &pinned,
                 &live,
-                &cfg.policy,
+                (&cfg.policy, &cfg.evals),
                 &context,
                 report,
                 style,
@@ -362,9 +409,10 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
             config,
             report,
         } => {
-            let policy = match config {
-                Some(path) => config::load_policy(path)?,
-                None => Policy::default(),
+            check_plan_formats(report)?;
+            let (policy, evals) = match config {
+                Some(path) => config::load_policy_and_evals(path)?,
+                None => (Policy::default(), config::Evals::default()),
             };
             let old_path = old;
             let old = pin::catalog_from_path(old, *input_format)?;
@@ -379,7 +427,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 Sides::TwoCatalogs,
                 &old,
                 &new,
-                &policy,
+                (&policy, &evals),
                 &context,
                 report,
                 style,
@@ -418,6 +466,7 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
             print(&text)?;
             Ok(Outcome::Clean)
         }
+        Command::Evals { command } => run_evals(command, cli.quiet, style),
         Command::Rules { id, markdown } => {
             let text = match (id, markdown) {
                 (_, true) => toolpin_drift::rule::markdown(),
@@ -695,7 +744,7 @@ fn report_comparison(
     sides: Sides,
     old: &Catalog,
     new: &Catalog,
-    policy: &Policy,
+    (policy, evals): (&Policy, &config::Evals),
     context: &toolpin_report::context::Context,
     args: &ReportArgs,
     style: Style,
@@ -713,20 +762,35 @@ fn report_comparison(
             "only one --format may write to stdout; give the others a path (FORMAT=PATH)",
         ));
     }
+    check_plan_formats(args)?;
     let mut comparison = toolpin_drift::compare(old, new);
     let verdict = policy.apply(&mut comparison);
+    let plan = args.plan.then(|| evals::Plan::new(&verdict, evals));
     for target in &targets {
+        // Colour only on the terminal, never into a file.
+        let target_style = if target.path.is_some() {
+            Style { color: false }
+        } else {
+            style
+        };
+        if let Some(plan) = &plan {
+            let text = match target.format {
+                ReportFormat::Json => {
+                    let doc = evals::plan_json(plan, evals, &comparison, &verdict);
+                    // Serializing a Value cannot fail.
+                    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+                }
+                _ => evals::render_text(plan, evals, &comparison, &verdict, target_style),
+            };
+            write_report(target, &text)?;
+            continue;
+        }
         let text = match target.format {
             ReportFormat::Text => toolpin_report::text::render(
                 &comparison,
                 &verdict,
                 toolpin_report::text::TextOptions {
-                    // Colour only on the terminal, never into a file.
-                    style: if target.path.is_some() {
-                        Style { color: false }
-                    } else {
-                        style
-                    },
+                    style: target_style,
                     sides,
                     verbose: args.verbose,
                 },
@@ -739,24 +803,152 @@ fn report_comparison(
             ReportFormat::Junit => toolpin_report::junit::render(&comparison, &verdict),
             ReportFormat::Github => toolpin_report::github::render(&comparison, &verdict, context),
         };
-        match &target.path {
-            None => print(&text)?,
-            Some(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        CliError::new(format!("cannot create {}: {e}", dir.display()))
-                    })?;
-                }
-                toolpin_manifest::fs::write_atomic(path, text.as_bytes())
-                    .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?
-            }
-        }
+        write_report(target, &text)?;
     }
     Ok(if verdict.fails {
         Outcome::Drift
     } else {
         Outcome::Clean
     })
+}
+
+/// `--plan` replaces the report with the plan, which has a text and a JSON
+/// form only. Checked before anything is captured.
+fn check_plan_formats(args: &ReportArgs) -> Result<(), CliError> {
+    match args
+        .format
+        .iter()
+        .find(|t| !matches!(t.format, ReportFormat::Text | ReportFormat::Json))
+    {
+        Some(t) if args.plan => Err(CliError::new(format!(
+            "--plan prints the plan as text or json, not {}; run without --plan for that report",
+            format_name(t.format)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Prints a report, or writes it to its file (creating missing directories).
+fn write_report(target: &ReportTarget, text: &str) -> Result<(), CliError> {
+    let Some(path) = &target.path else {
+        return print(text);
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::new(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    toolpin_manifest::fs::write_atomic(path, text.as_bytes())
+        .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))
+}
+
+fn format_name(format: ReportFormat) -> &'static str {
+    match format {
+        ReportFormat::Text => "text",
+        ReportFormat::Json => "json",
+        ReportFormat::Markdown => "markdown",
+        ReportFormat::Sarif => "sarif",
+        ReportFormat::Junit => "junit",
+        ReportFormat::Github => "github",
+    }
+}
+
+/// `toolpin evals run` and `toolpin evals list`.
+fn run_evals(command: &EvalsCommand, quiet: bool, style: Style) -> Result<Outcome, CliError> {
+    match command {
+        EvalsCommand::List { config } => {
+            let (_, evals) = config::load_policy_and_evals(config)?;
+            print(&evals::render_list(&evals, style))?;
+            Ok(Outcome::Clean)
+        }
+        EvalsCommand::Run {
+            names,
+            plan,
+            out,
+            config,
+        } => {
+            let cfg = config::load(&config.config, config.env.as_deref())?;
+            if cfg.evals.evals.is_empty() {
+                return Err(CliError::new(format!(
+                    "{} defines no evals; add an [evals.NAME] table with `run = \"…\"` (see docs/evals.md)",
+                    config.config.display()
+                )));
+            }
+            for name in names {
+                if !cfg.evals.evals.contains_key(name) {
+                    return Err(CliError::new(format!(
+                        "no eval named {name:?} in {} (defined: {})",
+                        config.config.display(),
+                        cfg.evals.names()
+                    )));
+                }
+            }
+            let path = config
+                .lockfile
+                .clone()
+                .unwrap_or_else(|| cfg.default_lockfile());
+            let pinned = pin::read_lockfile(&path)?;
+            let live = pin::capture_config(&cfg, config.capture_options(quiet))?;
+            let (selected, plan_doc, how) = if *plan {
+                let mut comparison = toolpin_drift::compare(&pinned, &live);
+                let verdict = cfg.policy.apply(&mut comparison);
+                let plan = evals::Plan::new(&verdict, &cfg.evals);
+                if plan.evals.is_empty() {
+                    let why = if verdict.plan.is_empty() {
+                        "no finding fails the policy".to_string()
+                    } else {
+                        format!(
+                            "the drift routes to no eval (not routed: {}; see `toolpin check --plan`)",
+                            plan.unrouted.keys().copied().collect::<Vec<_>>().join(", ")
+                        )
+                    };
+                    print(&format!("nothing to run: {why}\n"))?;
+                    return Ok(Outcome::Clean);
+                }
+                let doc = evals::plan_json(&plan, &cfg.evals, &comparison, &verdict);
+                let selected: Vec<&config::Eval> = cfg
+                    .evals
+                    .evals
+                    .values()
+                    .filter(|e| plan.evals.contains_key(&e.name))
+                    .collect();
+                (selected, Some(doc), "plan")
+            } else if names.is_empty() {
+                (cfg.evals.evals.values().collect(), None, "all")
+            } else {
+                let selected: Vec<&config::Eval> = cfg
+                    .evals
+                    .evals
+                    .values()
+                    .filter(|e| names.contains(&e.name))
+                    .collect();
+                (selected, None, "names")
+            };
+            let out = out.clone().unwrap_or_else(|| {
+                cfg.path
+                    .parent()
+                    .unwrap_or(Path::new(""))
+                    .join(".toolpin")
+                    .join("evals")
+            });
+            let request = evals::run::Request {
+                evals: selected,
+                pinned: &pinned,
+                live: &live,
+                out,
+                config: display(&cfg.path),
+                selected: how,
+                plan: plan_doc,
+                progress: !quiet,
+            };
+            let (table, regressed) = evals::run::run(&request, style)?;
+            print(&table)?;
+            Ok(if regressed {
+                Outcome::Drift
+            } else {
+                Outcome::Clean
+            })
+        }
+    }
 }
 
 /// `toolpin rules`: one line per rule.
