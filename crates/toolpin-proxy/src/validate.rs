@@ -1,0 +1,1 @@
+//! JSON Schema validation of tool arguments and results (placeholder; being written).
