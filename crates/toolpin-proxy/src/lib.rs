@@ -1,5 +1,338 @@
-//! `toolpin proxy`: the facade between an agent and its tool servers. The
-//! agent is served the pinned catalog (with facade overrides, without
-//! withdrawn tools); calls are checked and relayed upstream.
+//! `toolpin proxy`: the facade between an agent and its tool servers.
+//!
+//! The agent is served the pinned catalog (reshaped by `[facade]`, without
+//! withdrawn tools); its calls are checked against the pin and relayed to
+//! the upstream servers, and everything else MCP carries (resources,
+//! prompts, progress, cancellation, sampling, elicitation, roots) is relayed
+//! both ways with ids mapped. Upstream drift is detected at start and on
+//! `notifications/tools/list_changed`, and handled per severity; it never
+//! changes what is served without a review.
+//!
+//! - [`served`]: the served catalog and each tool's route upstream.
+//! - [`session`]: one agent connection and the relay.
+//! - [`upstream`]: one upstream server connection.
+//! - [`stdio`] / [`http`]: the fronts.
+//! - [`flags`]: the withdrawn-tools file; [`events`]: the JSON-lines log;
+//!   [`metrics`]: Prometheus; [`validate`]: JSON Schema checks.
 
+pub mod events;
+pub mod flags;
+pub mod http;
+pub mod metrics;
+pub mod served;
+pub mod session;
+pub mod stdio;
+pub mod telemetry;
+pub mod upstream;
 pub mod validate;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::broadcast;
+use toolpin_drift::{Kind, Severity};
+use toolpin_manifest::{Catalog, ServerPin};
+
+pub use served::{Blocked, FacadeEntry, Served};
+pub use upstream::UpstreamSpec;
+
+/// What to do about a drifted tool, per severity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriftAction {
+    /// Keep serving the pinned definition; log and alert.
+    ServePinned,
+    /// Withdraw the drifted tool (only that tool).
+    Withdraw,
+    /// Refuse to start (at run time: withdraw, and log an error).
+    Fail,
+}
+
+impl DriftAction {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "serve-pinned" => Some(Self::ServePinned),
+            "withdraw" => Some(Self::Withdraw),
+            "fail" => Some(Self::Fail),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ServePinned => "serve-pinned",
+            Self::Withdraw => "withdraw",
+            Self::Fail => "fail",
+        }
+    }
+}
+
+/// Checking arguments against the pinned inputSchema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Validation {
+    /// Refuse invalid arguments with a JSON-RPC error.
+    Enforce,
+    /// Forward them, and log.
+    Warn,
+    Off,
+}
+
+impl Validation {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "enforce" => Some(Self::Enforce),
+            "warn" => Some(Self::Warn),
+            "off" => Some(Self::Off),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the proxy is configured with.
+pub struct Settings {
+    /// The pin (the lockfile).
+    pub catalog: Catalog,
+    pub upstreams: Vec<UpstreamSpec>,
+    /// By `server/tool`.
+    pub facade: BTreeMap<String, FacadeEntry>,
+    /// The flags file (withdrawn tools), watched.
+    pub flags_path: Option<PathBuf>,
+    pub validation: Validation,
+    /// By severity, most severe first (index = `Severity as usize`).
+    pub on_drift: [DriftAction; 5],
+    /// How long a relayed request may take.
+    pub call_timeout: Duration,
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+}
+
+/// Shared by every session: settings, the served catalog, the logs.
+pub struct Proxy {
+    pub settings: Settings,
+    served: RwLock<Arc<Served>>,
+    /// Withdrawn through the flags file.
+    flagged: Mutex<BTreeMap<String, String>>,
+    /// Withdrawn because of drift.
+    drift_withdrawn: Mutex<BTreeMap<String, String>>,
+    /// Listed, but calls are refused because of drift.
+    blocked: Mutex<BTreeMap<String, Blocked>>,
+    pub events: events::Sink,
+    pub metrics: metrics::Metrics,
+    pub telemetry: telemetry::Telemetry,
+    list_changed: broadcast::Sender<()>,
+}
+
+impl Proxy {
+    /// Builds the served catalog; an invalid facade or flags file is an
+    /// error naming it.
+    pub fn new(
+        settings: Settings,
+        events: events::Sink,
+        telemetry: telemetry::Telemetry,
+    ) -> Result<Arc<Self>, String> {
+        let flagged = match &settings.flags_path {
+            Some(path) => flags::Flags::read(path)?.reasons(),
+            None => BTreeMap::new(),
+        };
+        let (list_changed, _) = broadcast::channel(16);
+        let proxy = Self {
+            served: RwLock::new(Arc::new(Served::default())),
+            flagged: Mutex::new(flagged),
+            drift_withdrawn: Mutex::new(BTreeMap::new()),
+            blocked: Mutex::new(BTreeMap::new()),
+            metrics: metrics::Metrics::default(),
+            telemetry,
+            events,
+            list_changed,
+            settings,
+        };
+        proxy.rebuild()?;
+        Ok(Arc::new(proxy))
+    }
+
+    /// The served catalog now.
+    pub fn served(&self) -> Arc<Served> {
+        self.served
+            .read()
+            .map(|s| Arc::clone(&s))
+            .unwrap_or_default()
+    }
+
+    /// Sessions subscribe to learn that the served list changed.
+    pub fn subscribe(&self) -> broadcast::Receiver<()> {
+        self.list_changed.subscribe()
+    }
+
+    fn prefixes(&self) -> BTreeMap<String, String> {
+        self.settings
+            .upstreams
+            .iter()
+            .map(|u| (u.name.clone(), u.transform.prefix.clone()))
+            .collect()
+    }
+
+    /// Rebuilds the served catalog; tells sessions when the list changed.
+    fn rebuild(&self) -> Result<(), String> {
+        let mut withdrawn = self.flagged.lock().map(|f| f.clone()).unwrap_or_default();
+        if let Ok(d) = self.drift_withdrawn.lock() {
+            for (k, v) in d.iter() {
+                withdrawn.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        let blocked = self.blocked.lock().map(|b| b.clone()).unwrap_or_default();
+        let next = Served::build(
+            &self.settings.catalog,
+            &self.prefixes(),
+            &self.settings.facade,
+            &withdrawn,
+            &blocked,
+        )?;
+        let changed = {
+            let current = self.served();
+            current.tools.len() != next.tools.len()
+                || current
+                    .tools
+                    .iter()
+                    .zip(next.tools.iter())
+                    .any(|(a, b)| a.0 != b.0 || a.1.tool != b.1.tool)
+        };
+        if let Ok(mut s) = self.served.write() {
+            *s = Arc::new(next);
+        }
+        if changed {
+            let _ = self.list_changed.send(());
+        }
+        Ok(())
+    }
+
+    /// Re-reads the flags file (on change, or SIGHUP). A broken file keeps
+    /// the last good one and logs why.
+    pub fn reload_flags(&self) {
+        let Some(path) = &self.settings.flags_path else {
+            return;
+        };
+        match flags::Flags::read(path) {
+            Ok(flags) => {
+                let reasons = flags.reasons();
+                let before = self.flagged.lock().map(|f| f.clone()).unwrap_or_default();
+                if reasons == before {
+                    return;
+                }
+                for (tool, reason) in &reasons {
+                    if !before.contains_key(tool) {
+                        self.events
+                            .emit("tool-withdrawn", json!({"tool": tool, "reason": reason}));
+                    }
+                }
+                for tool in before.keys() {
+                    if !reasons.contains_key(tool) {
+                        self.events.emit("tool-restored", json!({"tool": tool}));
+                    }
+                }
+                if let Ok(mut f) = self.flagged.lock() {
+                    *f = reasons;
+                }
+                if let Err(e) = self.rebuild() {
+                    self.events.emit("flags-error", json!({"message": e}));
+                }
+            }
+            Err(e) => self.events.emit("flags-error", json!({"message": e})),
+        }
+    }
+
+    /// Compares a live capture of `server` with its pin and applies the
+    /// drift policy. Returns the failures of a `fail` action (for refusing
+    /// to start).
+    pub fn apply_drift(&self, server: &str, live: &ServerPin) -> Vec<String> {
+        let Some(pinned) = self.settings.catalog.servers.get(server) else {
+            return Vec::new();
+        };
+        let one = |pin: &ServerPin| {
+            Catalog::new(
+                self.settings.catalog.environment.clone(),
+                BTreeMap::from([(server.to_string(), pin.clone())]),
+            )
+        };
+        let (Ok(old), Ok(new)) = (one(pinned), one(live)) else {
+            return Vec::new();
+        };
+        let comparison = toolpin_drift::compare(&old, &new);
+        let mut worst: BTreeMap<String, Severity> = BTreeMap::new();
+        let mut incompatible: BTreeMap<String, Blocked> = BTreeMap::new();
+        for f in &comparison.findings {
+            self.events.emit(
+                "drift",
+                json!({
+                    "server": server,
+                    "tool": f.tool,
+                    "rule": f.rule,
+                    "severity": f.severity.name(),
+                    "kind": f.kind.name(),
+                    "pointer": f.pointer,
+                    "message": f.message,
+                    "catalog": self.settings.catalog.fingerprint.to_hex(),
+                }),
+            );
+            self.metrics.drift_event(server, f.rule, f.severity.name());
+            if f.tool.is_empty() || !pinned.tools.contains_key(&f.tool) {
+                continue;
+            }
+            let address = format!("{server}/{}", f.tool);
+            let entry = worst.entry(address.clone()).or_insert(f.severity);
+            *entry = (*entry).min(f.severity);
+            if f.kind == Kind::Structural && !incompatible.contains_key(&address) {
+                incompatible.insert(
+                    address,
+                    Blocked {
+                        rule: f.rule.to_string(),
+                        message: f.message.clone(),
+                    },
+                );
+            }
+        }
+        let mut failures = Vec::new();
+        let mut withdrawn = BTreeMap::new();
+        for (address, severity) in &worst {
+            let action = self.settings.on_drift[severity_index(*severity)];
+            match action {
+                DriftAction::ServePinned => {}
+                DriftAction::Withdraw | DriftAction::Fail => {
+                    withdrawn.insert(
+                        address.clone(),
+                        format!("withdrawn: upstream drift ({})", severity.name()),
+                    );
+                    if action == DriftAction::Fail {
+                        failures.push(format!("{address}: {} drift upstream", severity.name()));
+                    }
+                }
+            }
+        }
+        // This server's entries are replaced; other servers' stay.
+        let prefix = format!("{server}/");
+        if let Ok(mut d) = self.drift_withdrawn.lock() {
+            d.retain(|k, _| !k.starts_with(&prefix));
+            d.extend(withdrawn);
+        }
+        if let Ok(mut b) = self.blocked.lock() {
+            b.retain(|k, _| !k.starts_with(&prefix));
+            b.extend(incompatible);
+        }
+        if let Err(e) = self.rebuild() {
+            self.events.emit("facade-error", json!({"message": e}));
+        }
+        failures
+    }
+}
+
+/// Index of a severity in [`Settings::on_drift`].
+pub fn severity_index(s: Severity) -> usize {
+    match s {
+        Severity::Critical => 0,
+        Severity::High => 1,
+        Severity::Medium => 2,
+        Severity::Low => 3,
+        Severity::Info => 4,
+    }
+}

@@ -7,7 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use toolpin_drift::Comparison;
@@ -537,37 +536,7 @@ pub fn author(lockfile: &Path) -> String {
 
 /// Now, as RFC 3339 UTC to the second.
 pub fn now_utc() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    rfc3339(secs)
-}
-
-fn rfc3339(unix: u64) -> String {
-    let (days, rem) = (unix / 86_400, unix % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian
-/// (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    toolpin_manifest::time::now_utc()
 }
 
 #[cfg(test)]
@@ -588,14 +557,6 @@ mod tests {
 
     fn tool(name: &str, description: &str) -> Value {
         json!({"name": name, "description": description, "inputSchema": {"type": "object"}})
-    }
-
-    #[test]
-    fn dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_795_995_599), "2026-11-29T23:39:59Z");
-        assert_eq!(rfc3339(4_107_542_400), "2100-03-01T00:00:00Z");
     }
 
     #[test]

@@ -33,6 +33,10 @@ struct ConfigFile {
     #[serde(default)]
     evals: BTreeMap<Spanned<String>, EvalConfig>,
     routing: Option<RoutingConfig>,
+    #[serde(default)]
+    proxy: crate::proxy::ProxyFileConfig,
+    #[serde(default)]
+    facade: BTreeMap<String, crate::proxy::FacadeFileConfig>,
 }
 
 /// `[release]`: the other two legs of (model, prompt, tools), for the
@@ -439,7 +443,7 @@ impl SourceKind {
 }
 
 #[derive(Debug, Clone)]
-enum TimeoutValue {
+pub(crate) enum TimeoutValue {
     Seconds(f64),
     Text(String),
 }
@@ -574,6 +578,8 @@ pub struct Config {
     pub policy: Policy,
     pub release: ReleaseConfig,
     pub evals: Evals,
+    /// `[proxy]` and `[facade."server/tool"]`.
+    pub proxy: crate::proxy::ProxyConfig,
 }
 
 impl Config {
@@ -626,6 +632,12 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
         &text,
         &dir,
     )?;
+    let proxy = crate::proxy::ProxyConfig::resolve(
+        std::mem::take(&mut file.proxy),
+        std::mem::take(&mut file.facade),
+        &dir,
+    )
+    .map_err(|e| CliError::new(format!("{origin}: {e}")))?;
     resolve(file, env, &origin, &dir, &|k| std::env::var(k).ok()).map(|(environment, servers)| {
         Config {
             path: path.to_path_buf(),
@@ -634,6 +646,7 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, CliError> {
             policy,
             release,
             evals,
+            proxy,
         }
     })
 }
@@ -1042,7 +1055,7 @@ fn session_options(
     Ok(opts)
 }
 
-fn parse_timeout(key: &str, t: &TimeoutValue) -> Result<Duration, String> {
+pub(crate) fn parse_timeout(key: &str, t: &TimeoutValue) -> Result<Duration, String> {
     let bad = || {
         format!(
             "`{key}`: {t} is not a duration of up to a day; write seconds (30) or \"500ms\", \"30s\", \"2m\""

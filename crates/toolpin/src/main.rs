@@ -9,6 +9,7 @@ mod evals;
 mod expand;
 mod init;
 mod pin;
+mod proxy;
 mod review;
 
 use std::io::Write;
@@ -149,6 +150,34 @@ struct ReportArgs {
     plan: bool,
 }
 
+/// `toolpin proxy`.
+#[derive(clap::Args)]
+struct ProxyArgs {
+    /// Front only this server (repeatable) [default: every MCP server in toolpin.toml]
+    #[arg(long = "server", value_name = "NAME")]
+    servers: Vec<String>,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8931)
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// In stdio mode, serve Prometheus /metrics on ADDR (with --listen, /metrics is on the listener)
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<String>,
+    /// A Host header value to accept besides localhost, 127.0.0.1 and [::1] (repeatable)
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// An Origin to accept besides loopback origins (repeatable)
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// Where drift events and refusals go, as JSON lines: a file, or - for stderr [default: [proxy] events, else stderr]
+    #[arg(long, value_name = "PATH")]
+    events: Option<String>,
+    /// Skip the capture at start that compares upstream with the pin
+    #[arg(long)]
+    no_start_check: bool,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Write a toolpin.toml from the MCP servers your clients already use
@@ -212,6 +241,39 @@ enum Command {
         /// Show whole before/after values
         #[arg(short, long)]
         verbose: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Serve the pinned catalog to an agent and relay its calls upstream
+    ///
+    /// The agent's MCP configuration runs `toolpin proxy --server NAME` as its
+    /// server command (stdio), or connects to `--listen ADDR` (Streamable HTTP,
+    /// endpoint /mcp). The agent is handed the tools in the lockfile, reshaped
+    /// by [facade."server/tool"] and without withdrawn ones; calls to anything
+    /// else are refused; arguments are checked against the pinned schema; and
+    /// everything else MCP carries is relayed both ways. Upstream drift, found
+    /// at start and on tools/list_changed, is handled per severity by
+    /// [proxy.on_drift] and never changes what is served.
+    Proxy(ProxyArgs),
+    /// Withdraw a tool from running proxies without a deploy
+    ///
+    /// Writes the flags file beside the lockfile (toolpin.flags.toml), which a
+    /// running `toolpin proxy` reloads within a second (or on SIGHUP): the tool
+    /// leaves tools/list, clients are told the list changed, and calls to it
+    /// get a clear error.
+    Withdraw {
+        /// The pinned tool, as server/tool (the lockfile's names)
+        tool: String,
+        /// Why, for the flags file and the proxy's refusals
+        #[arg(long)]
+        reason: String,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Put a withdrawn tool back into running proxies
+    Restore {
+        /// The withdrawn tool, as server/tool
+        tool: String,
         #[command(flatten)]
         config: ConfigArgs,
     },
@@ -402,6 +464,51 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
             config,
         } => accept(config, tools, reason, evidence, cli.quiet),
         Command::Review { verbose, config } => review(config, *verbose, style, cli.quiet),
+        Command::Proxy(args) => {
+            let cfg = config::load(&args.config.config, args.config.env.as_deref())?;
+            let lockfile = args
+                .config
+                .lockfile
+                .clone()
+                .unwrap_or_else(|| cfg.default_lockfile());
+            proxy::run(proxy::ProxyRun {
+                config: &cfg,
+                lockfile,
+                servers: &args.servers,
+                listen: args.listen.clone(),
+                metrics_listen: args.metrics_listen.clone(),
+                allow_hosts: &args.allow_hosts,
+                allow_origins: &args.allow_origins,
+                events: args.events.clone(),
+                start_check: !args.no_start_check,
+                // Progress spinners would draw on the agent's terminal.
+                capture: args.config.capture_options(true),
+            })
+            .map(|()| Outcome::Clean)
+        }
+        Command::Withdraw {
+            tool,
+            reason,
+            config,
+        } => {
+            let lockfile = lockfile_path(config)?;
+            let flags =
+                proxy::set_withdrawn(&lockfile, tool, Some(reason), approve::author(&lockfile))?;
+            if !cli.quiet {
+                eprintln!("Withdrew {tool} ({flags}); running proxies drop it within a second, or on SIGHUP");
+            }
+            Ok(Outcome::Clean)
+        }
+        Command::Restore { tool, config } => {
+            let lockfile = lockfile_path(config)?;
+            let flags = proxy::set_withdrawn(&lockfile, tool, None, String::new())?;
+            if !cli.quiet {
+                eprintln!(
+                    "Restored {tool} ({flags}); running proxies serve it again within a second"
+                );
+            }
+            Ok(Outcome::Clean)
+        }
         Command::Diff {
             old,
             new,
@@ -733,6 +840,14 @@ fn review(
     }
     print(&(summary + "\n"))?;
     Ok(Outcome::Clean)
+}
+
+/// The lockfile a command reads: `--lockfile`, else the configured one.
+fn lockfile_path(args: &ConfigArgs) -> Result<PathBuf, CliError> {
+    match &args.lockfile {
+        Some(p) => Ok(p.clone()),
+        None => Ok(config::load(&args.config, args.env.as_deref())?.default_lockfile()),
+    }
 }
 
 /// `1 change`, `2 changes`.

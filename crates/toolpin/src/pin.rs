@@ -33,17 +33,26 @@ pub struct CaptureOptions {
 /// Captures every configured server, concurrently and bounded by `jobs`.
 /// Any failure fails the whole capture, so no lockfile is written from it.
 pub fn capture_config(config: &Config, opts: CaptureOptions) -> Result<Catalog, CliError> {
+    capture_servers(&config.servers, &config.environment, opts)
+}
+
+/// Captures `servers` (a subset of a configuration) into one catalog.
+pub fn capture_servers(
+    servers: &[Server],
+    environment: &str,
+    opts: CaptureOptions,
+) -> Result<Catalog, CliError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
-    let results = runtime.block_on(capture_all(&config.servers, opts));
-    let mut servers = BTreeMap::new();
+    let results = runtime.block_on(capture_all(servers, opts));
+    let mut pinned = BTreeMap::new();
     let mut failures = Vec::new();
-    for (server, result) in config.servers.iter().zip(results) {
+    for (server, result) in servers.iter().zip(results) {
         match result {
             Some(Ok(pin)) => {
-                servers.insert(server.name.clone(), pin);
+                pinned.insert(server.name.clone(), pin);
             }
             Some(Err(e)) => failures.push(format!(
                 "server {:?}: {}",
@@ -54,8 +63,9 @@ pub fn capture_config(config: &Config, opts: CaptureOptions) -> Result<Catalog, 
         }
     }
     match failures.len() {
-        0 => Catalog::new(config.environment.clone(), servers)
-            .map_err(|e| CliError::new(e.to_string())),
+        0 => {
+            Catalog::new(environment.to_string(), pinned).map_err(|e| CliError::new(e.to_string()))
+        }
         1 => Err(CliError::new(failures.remove(0))),
         n => {
             for f in &failures[..n - 1] {

@@ -346,6 +346,98 @@ impl Client {
         }
     }
 
+    /// Hands the open session over to a relay (the proxy): the transport
+    /// to send on, the stream of everything the server sends, and the
+    /// notifications that arrived during set-up.
+    pub fn into_relay(self) -> (Relay, mpsc::UnboundedReceiver<Incoming>, Vec<Value>) {
+        let tx = match &self.transport {
+            Transport::Streamable(t) => Some(t.incoming_sender()),
+            Transport::Stdio(_) | Transport::Sse(_) => None,
+        };
+        (
+            Relay {
+                transport: self.transport,
+                closed: self.closed,
+                incoming: tx,
+            },
+            self.incoming,
+            self.notifications.into(),
+        )
+    }
+
+    /// Ends the session and reaps the server.
+    pub async fn close(mut self, grace: Duration) {
+        match &mut self.transport {
+            Transport::Stdio(t) => t.close(grace).await,
+            Transport::Streamable(t) => t.close().await,
+            Transport::Sse(t) => t.close(),
+        }
+    }
+}
+
+/// The sending half of an open session, for relaying many requests at once.
+/// Answers arrive on the receiver [`Client::into_relay`] returned.
+pub struct Relay {
+    transport: Transport,
+    closed: Option<String>,
+    /// Streamable HTTP: where a failed POST's error answer is delivered.
+    incoming: Option<mpsc::UnboundedSender<Incoming>>,
+}
+
+impl Relay {
+    /// Sends one message. Over Streamable HTTP each message is its own POST,
+    /// run concurrently (a slow call does not hold up the next); a POST
+    /// that fails answers its request with a JSON-RPC error on the
+    /// receiver, so no caller waits forever.
+    pub async fn send(&mut self, message: &Value) -> Result<(), SendError> {
+        if let Some(reason) = &self.closed {
+            return Err(SendError::plain(reason.clone()));
+        }
+        match &mut self.transport {
+            Transport::Stdio(t) => t.send(message).await.map_err(|reason| {
+                self.closed = Some(reason.clone());
+                SendError::plain(reason)
+            }),
+            Transport::Sse(t) => t.send(message).await,
+            Transport::Streamable(t) => {
+                let mut post = t.clone();
+                let message = message.clone();
+                let incoming = self.incoming.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = post.send(&message).await {
+                        let id = message
+                            .get("id")
+                            .filter(|_| message.get("method").is_some());
+                        if let (Some(id), Some(tx)) = (id, incoming) {
+                            let _ = tx.send(Incoming::Message(json!({
+                                "jsonrpc": "2.0",
+                                "id": id,
+                                "error": {"code": -32603, "message": format!("upstream: {}", e.message)},
+                            })));
+                        }
+                    }
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// What the server wrote about itself: the stderr tail for stdio.
+    pub fn server_said(&self) -> Option<String> {
+        match &self.transport {
+            Transport::Stdio(t) => Some(t.stderr_tail()).filter(|s| !s.is_empty()),
+            Transport::Streamable(_) | Transport::Sse(_) => None,
+        }
+    }
+
+    /// How a stdio server exited, if it has (waiting up to `patience`).
+    pub async fn exit_status(&mut self, patience: Duration) -> Option<String> {
+        match &mut self.transport {
+            Transport::Stdio(t) => t.exit_status(patience).await,
+            Transport::Streamable(_) | Transport::Sse(_) => None,
+        }
+    }
+
     /// Ends the session and reaps the server.
     pub async fn close(mut self, grace: Duration) {
         match &mut self.transport {

@@ -201,7 +201,9 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// Streamable HTTP.
+/// Streamable HTTP. Cloning shares the connection pool and session, so
+/// clones can POST concurrently.
+#[derive(Clone)]
 pub struct StreamableTransport {
     http: reqwest::Client,
     url: Url,
@@ -225,6 +227,11 @@ impl StreamableTransport {
             protocol_version: None,
             tx,
         })
+    }
+
+    /// Where this transport delivers what the server sends.
+    pub fn incoming_sender(&self) -> mpsc::UnboundedSender<Incoming> {
+        self.tx.clone()
     }
 
     /// Sent on every request after negotiation.

@@ -13,9 +13,12 @@ mod session;
 mod sse;
 mod stdio;
 
-pub use client::{Client, Incoming, RequestError, SendError};
+pub use client::{Client, Incoming, Relay, RequestError, SendError};
 pub use http::{HttpMode, HttpSpec};
-pub use session::{capture, Capture, SessionOptions, Timeouts, VersionChoice, DEFAULT_MAX_PAGES};
+pub use session::{
+    capture, open, stateless_meta, Capture, Opened, SessionOptions, Timeouts, VersionChoice,
+    DEFAULT_MAX_PAGES,
+};
 pub use stdio::StdioSpec;
 
 use std::fmt;

@@ -25,6 +25,9 @@ pub enum VersionChoice {
     Auto,
     /// Exactly this revision, or fail.
     Pinned(String),
+    /// The handshake, offering this revision and accepting any the server
+    /// answers that toolpin speaks (the proxy offers what its agent offered).
+    Prefer(String),
 }
 
 /// Deadlines per phase.
@@ -96,13 +99,40 @@ enum Mode {
     Stateless,
 }
 
+/// An open session, as the server described it.
+#[derive(Clone, Debug)]
+pub struct Opened {
+    /// The 2026-07-28 revision: no handshake; every request carries
+    /// [`stateless_meta`].
+    pub stateless: bool,
+    pub protocol_version: String,
+    pub server_info: Value,
+    pub capabilities: Option<Value>,
+    /// The whole `initialize` or `server/discover` result.
+    pub result: Value,
+}
+
+/// Sets a session up (the handshake, or `server/discover`) without listing
+/// anything: for the proxy, which relays the session afterwards.
+pub async fn open(client: &mut Client, opts: &SessionOptions) -> Result<Opened, McpError> {
+    let (mode, protocol_version, server_info, capabilities, result) =
+        open_session(client, opts).await?;
+    Ok(Opened {
+        stateless: matches!(mode, Mode::Stateless),
+        protocol_version,
+        server_info,
+        capabilities,
+        result,
+    })
+}
+
 /// Sets the session up and lists every tool.
 pub async fn capture(
     client: &mut Client,
     opts: &SessionOptions,
     sink: &mut (dyn ToolSink + Send),
 ) -> Result<Capture, McpError> {
-    let (mode, protocol_version, server_info, capabilities) = open_session(client, opts).await?;
+    let (mode, protocol_version, server_info, capabilities, _) = open_session(client, opts).await?;
     let offers_tools = capabilities
         .as_ref()
         .is_none_or(|c| c.get("tools").is_some());
@@ -119,9 +149,9 @@ pub async fn capture(
     })
 }
 
-type Opened = (Mode, String, Value, Option<Value>);
+type Session = (Mode, String, Value, Option<Value>, Value);
 
-async fn open_session(client: &mut Client, opts: &SessionOptions) -> Result<Opened, McpError> {
+async fn open_session(client: &mut Client, opts: &SessionOptions) -> Result<Session, McpError> {
     match &opts.version {
         VersionChoice::Pinned(v) if v == STATELESS_VERSION => {
             discover(client, opts, opts.timeouts.initialize)
@@ -134,6 +164,7 @@ async fn open_session(client: &mut Client, opts: &SessionOptions) -> Result<Open
                 })
         }
         VersionChoice::Pinned(v) => initialize(client, opts, v, true).await,
+        VersionChoice::Prefer(v) => initialize(client, opts, v, false).await,
         VersionChoice::Auto => {
             let probe = opts.timeouts.initialize.min(DISCOVER_PROBE);
             match discover(client, opts, probe).await {
@@ -146,7 +177,8 @@ async fn open_session(client: &mut Client, opts: &SessionOptions) -> Result<Open
     }
 }
 
-fn stateless_meta(opts: &SessionOptions) -> Value {
+/// The `_meta` every request of a stateless session carries.
+pub fn stateless_meta(opts: &SessionOptions) -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
         "io.modelcontextprotocol/clientCapabilities": opts.client_capabilities,
@@ -159,7 +191,7 @@ async fn discover(
     client: &mut Client,
     opts: &SessionOptions,
     timeout: Duration,
-) -> Result<Option<Opened>, McpError> {
+) -> Result<Option<Session>, McpError> {
     let params = json!({"_meta": stateless_meta(opts)});
     let result = match client
         .request("server/discover", Some(params), timeout)
@@ -185,6 +217,7 @@ async fn discover(
         STATELESS_VERSION.to_string(),
         server_info,
         capabilities,
+        result,
     )))
 }
 
@@ -193,7 +226,7 @@ async fn initialize(
     opts: &SessionOptions,
     version: &str,
     pinned: bool,
-) -> Result<Opened, McpError> {
+) -> Result<Session, McpError> {
     let params = json!({
         "protocolVersion": version,
         "capabilities": opts.client_capabilities,
@@ -232,7 +265,7 @@ async fn initialize(
         .map_err(|e| client.error(Phase::Initialize, e.message))?;
     let server_info = result.get("serverInfo").cloned().unwrap_or(Value::Null);
     let capabilities = result.get("capabilities").cloned();
-    Ok((Mode::Handshake, chosen, server_info, capabilities))
+    Ok((Mode::Handshake, chosen, server_info, capabilities, result))
 }
 
 async fn list_tools(

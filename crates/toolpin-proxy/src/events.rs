@@ -1,0 +1,74 @@
+//! Drift events, refusals and result checks as JSON lines: the record an
+//! on-call engineer greps, and what a log pipeline ships.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde_json::{json, Map, Value};
+
+/// Where events go.
+pub enum Sink {
+    /// Nowhere (tests, or `--events off`).
+    Off,
+    /// Standard error (the default: stdout carries the protocol in stdio
+    /// mode).
+    Stderr,
+    /// Appended to a file.
+    File(Mutex<std::fs::File>),
+    /// Kept in memory, for tests.
+    Memory(Mutex<Vec<Value>>),
+}
+
+impl Sink {
+    /// Opens `path` for appending.
+    pub fn file(path: &std::path::Path) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Sink::File(Mutex::new(file)))
+    }
+
+    /// Writes one event: `event` (what happened), the fields given, and the
+    /// time.
+    pub fn emit(&self, event: &str, fields: Value) {
+        if matches!(self, Sink::Off) {
+            return;
+        }
+        let mut record = Map::new();
+        record.insert(
+            "time".into(),
+            json!(toolpin_manifest::time::now_utc_millis()),
+        );
+        record.insert("event".into(), json!(event));
+        if let Value::Object(f) = fields {
+            record.extend(f);
+        }
+        let record = Value::Object(record);
+        match self {
+            Sink::Off => {}
+            Sink::Stderr => {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{record}");
+            }
+            Sink::File(f) => {
+                if let Ok(mut f) = f.lock() {
+                    let _ = writeln!(f, "{record}");
+                }
+            }
+            Sink::Memory(m) => {
+                if let Ok(mut m) = m.lock() {
+                    m.push(record);
+                }
+            }
+        }
+    }
+
+    /// Events kept by a memory sink.
+    pub fn recorded(&self) -> Vec<Value> {
+        match self {
+            Sink::Memory(m) => m.lock().map(|m| m.clone()).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+}

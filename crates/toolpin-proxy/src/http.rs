@@ -1,0 +1,560 @@
+//! The Streamable HTTP front (`toolpin proxy --listen ADDR`), and
+//! `/metrics`.
+//!
+//! - `POST /mcp`: one JSON-RPC message (or a batch). `initialize` opens a
+//!   session (`Mcp-Session-Id`); a request is answered on an SSE stream that
+//!   also carries what the upstream sends while it runs (progress, sampling,
+//!   elicitation), or as plain JSON when the client accepts only that;
+//!   notifications and answers get 202.
+//! - `GET /mcp`: the session's stream for server-initiated messages
+//!   (`notifications/tools/list_changed`, requests not tied to a call).
+//! - `DELETE /mcp`: ends the session and its upstream sessions.
+//! - Requests of the stateless revision (no session id) share one session.
+//! - Host and Origin are checked on every request (DNS-rebinding
+//!   protection): loopback names, plus what `--allow-host` /
+//!   `--allow-origin` add. Anything else gets 403.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Body, Bytes, Frame, Incoming};
+use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::session::{error_response, Session};
+use crate::Proxy;
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 64 << 20;
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What the HTTP front accepts besides loopback.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Extra Host header values (`host` or `host:port`).
+    pub allow_hosts: Vec<String>,
+    /// Extra Origin header values (`https://app.example.com`).
+    pub allow_origins: Vec<String>,
+}
+
+/// A body fed from a channel: an SSE stream, or one JSON document.
+struct ChannelBody {
+    rx: mpsc::UnboundedReceiver<Bytes>,
+}
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+type Reply = Response<http_body_util::Either<Full<Bytes>, ChannelBody>>;
+
+fn plain(status: StatusCode, text: &str) -> Reply {
+    let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::from(
+        text.to_string(),
+    ))));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn json_reply(status: StatusCode, value: &Value) -> Reply {
+    let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::from(
+        value.to_string(),
+    ))));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn sse_event(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+}
+
+/// Where a session's outgoing messages go.
+#[derive(Default)]
+struct Streams {
+    /// Open POST streams: the agent's request id → its stream.
+    posts: BTreeMap<u64, (String, mpsc::UnboundedSender<Bytes>, bool)>,
+    /// Progress tokens → the POST that announced them.
+    progress: HashMap<String, u64>,
+    /// The GET stream.
+    get: Option<mpsc::UnboundedSender<Bytes>>,
+    /// Messages with nowhere to go yet (no GET stream open).
+    backlog: VecDeque<Value>,
+    next: u64,
+}
+
+/// One HTTP session: the relay session and its streams.
+struct HttpSession {
+    session: Arc<Session>,
+    streams: Arc<Mutex<Streams>>,
+}
+
+/// Most messages kept for a GET stream that is not open.
+const MAX_BACKLOG: usize = 1000;
+
+impl HttpSession {
+    fn new(proxy: &Arc<Proxy>) -> Arc<Self> {
+        let (to_client, mut outgoing) = mpsc::unbounded_channel::<Value>();
+        let session = Session::start(Arc::clone(proxy), to_client);
+        let streams = Arc::new(Mutex::new(Streams::default()));
+        let routing = Arc::clone(&streams);
+        tokio::spawn(async move {
+            while let Some(message) = outgoing.recv().await {
+                route(&routing, message);
+            }
+        });
+        Arc::new(Self { session, streams })
+    }
+}
+
+/// Sends one outgoing message where it belongs: a response on the stream
+/// of the POST that asked; progress on the stream of the request that
+/// announced the token; anything else on the GET stream, else on an open
+/// POST stream, else kept until a GET stream opens.
+fn route(streams: &Mutex<Streams>, message: Value) {
+    let Ok(mut s) = streams.lock() else { return };
+    let is_response = message.get("method").is_none();
+    if is_response {
+        let key = message.get("id").map(Value::to_string).unwrap_or_default();
+        let found = s
+            .posts
+            .iter()
+            .find(|(_, (id, _, _))| *id == key)
+            .map(|(n, _)| *n);
+        if let Some(n) = found {
+            if let Some((_, tx, sse)) = s.posts.remove(&n) {
+                let bytes = if sse {
+                    sse_event(&message)
+                } else {
+                    Bytes::from(message.to_string())
+                };
+                let _ = tx.send(bytes);
+            }
+            s.progress.retain(|_, v| *v != n);
+        }
+        return;
+    }
+    if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
+        let token = message
+            .pointer("/params/progressToken")
+            .map(Value::to_string)
+            .unwrap_or_default();
+        if let Some(n) = s.progress.get(&token).copied() {
+            if let Some((_, tx, true)) = s.posts.get(&n) {
+                let _ = tx.send(sse_event(&message));
+                return;
+            }
+        }
+    }
+    if let Some(get) = &s.get {
+        if get.send(sse_event(&message)).is_ok() {
+            return;
+        }
+        s.get = None;
+    }
+    if let Some((_, tx, _)) = s.posts.values().find(|(_, _, sse)| *sse) {
+        let _ = tx.send(sse_event(&message));
+        return;
+    }
+    if s.backlog.len() < MAX_BACKLOG {
+        s.backlog.push_back(message);
+    }
+}
+
+/// The front's shared state.
+struct Front {
+    proxy: Arc<Proxy>,
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    stateless: tokio::sync::OnceCell<Arc<HttpSession>>,
+    options: Options,
+}
+
+/// Serves Streamable HTTP on `addr` until the process ends.
+pub async fn serve(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    proxy.events.emit(
+        "listening",
+        json!({"address": local.to_string(), "endpoint": format!("http://{local}/mcp")}),
+    );
+    let front = Arc::new(Front {
+        proxy,
+        sessions: Mutex::new(HashMap::new()),
+        stateless: tokio::sync::OnceCell::new(),
+        options,
+    });
+    accept_loop(listener, front).await
+}
+
+/// Serves only `/metrics` on `addr`, in the background (stdio mode).
+pub async fn serve_metrics(proxy: Arc<Proxy>, addr: &str) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    let front = Arc::new(Front {
+        proxy,
+        sessions: Mutex::new(HashMap::new()),
+        stateless: tokio::sync::OnceCell::new(),
+        options: Options::default(),
+    });
+    tokio::spawn(async move {
+        let _ = accept_loop_with(listener, front, true).await;
+    });
+    Ok(())
+}
+
+async fn accept_loop(listener: TcpListener, front: Arc<Front>) -> std::io::Result<()> {
+    accept_loop_with(listener, front, false).await
+}
+
+async fn accept_loop_with(
+    listener: TcpListener,
+    front: Arc<Front>,
+    metrics_only: bool,
+) -> std::io::Result<()> {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            // Out of descriptors and the like: keep serving the others.
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let front = Arc::clone(&front);
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let front = Arc::clone(&front);
+                async move { Ok::<_, Infallible>(handle(front, req, metrics_only).await) }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(io, service)
+                .await;
+        });
+    }
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        // [::1]:port
+        rest.split(']').next().unwrap_or("")
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, p)| {
+            if p.chars().all(|c| c.is_ascii_digit()) {
+                h
+            } else {
+                host
+            }
+        })
+    };
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "localhost" | "127.0.0.1" | "::1"
+    )
+}
+
+impl Front {
+    /// DNS-rebinding protection: the Host must be loopback or allowed, and
+    /// an Origin, when sent, likewise.
+    fn host_allowed(&self, req: &Request<Incoming>) -> Result<(), &'static str> {
+        let host = req
+            .headers()
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        let host_ok = is_loopback_host(host)
+            || self.options.allow_hosts.iter().any(|a| {
+                a.eq_ignore_ascii_case(host)
+                    || host
+                        .rsplit_once(':')
+                        .is_some_and(|(h, _)| a.eq_ignore_ascii_case(h))
+            });
+        if !host_ok {
+            return Err(
+                "forbidden: Host header not allowed (DNS-rebinding protection; see --allow-host)",
+            );
+        }
+        if let Some(origin) = req.headers().get(ORIGIN).and_then(|o| o.to_str().ok()) {
+            let rest = origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                .unwrap_or("");
+            let origin_ok = (origin != "null" && is_loopback_host(rest))
+                || self
+                    .options
+                    .allow_origins
+                    .iter()
+                    .any(|a| a.eq_ignore_ascii_case(origin));
+            if !origin_ok {
+                return Err(
+                    "forbidden: Origin not allowed (DNS-rebinding protection; see --allow-origin)",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn session(&self, req: &Request<Incoming>) -> Option<(String, Arc<HttpSession>)> {
+        let id = req
+            .headers()
+            .get(SESSION_HEADER)?
+            .to_str()
+            .ok()?
+            .to_string();
+        let s = self.sessions.lock().ok()?.get(&id).cloned()?;
+        Some((id, s))
+    }
+}
+
+async fn handle(front: Arc<Front>, req: Request<Incoming>, metrics_only: bool) -> Reply {
+    if let Err(why) = front.host_allowed(&req) {
+        front
+            .proxy
+            .events
+            .emit("refused-host", json!({"host": req.headers().get(HOST).and_then(|h| h.to_str().ok()), "origin": req.headers().get(ORIGIN).and_then(|h| h.to_str().ok())}));
+        return plain(StatusCode::FORBIDDEN, why);
+    }
+    let path = req.uri().path().to_string();
+    if path == "/metrics" && req.method() == Method::GET {
+        let fp = front.proxy.settings.catalog.fingerprint.to_hex();
+        let mut r = plain(StatusCode::OK, &front.proxy.metrics.render(&fp));
+        r.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        return r;
+    }
+    if metrics_only || !(path == "/mcp" || path == "/") {
+        return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+    }
+    match *req.method() {
+        Method::POST => post(front, req).await,
+        Method::GET => get(front, req),
+        Method::DELETE => match front.session(&req) {
+            Some((id, s)) => {
+                if let Ok(mut m) = front.sessions.lock() {
+                    m.remove(&id);
+                }
+                s.session.close().await;
+                plain(StatusCode::OK, "")
+            }
+            None => plain(StatusCode::NOT_FOUND, "no such session"),
+        },
+        _ => plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE"),
+    }
+}
+
+fn get(front: Arc<Front>, req: Request<Incoming>) -> Reply {
+    let accepts_sse = req
+        .headers()
+        .get(ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("text/event-stream"));
+    if !accepts_sse {
+        return plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "GET opens an event stream; accept text/event-stream",
+        );
+    }
+    let Some((_, s)) = front.session(&req) else {
+        return plain(StatusCode::NOT_FOUND, "no such session; initialize first");
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    if let Ok(mut streams) = s.streams.lock() {
+        for m in streams.backlog.drain(..) {
+            let _ = tx.send(sse_event(&m));
+        }
+        streams.get = Some(tx);
+    }
+    sse_response(rx)
+}
+
+fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>) -> Reply {
+    let mut r = Response::new(http_body_util::Either::Right(ChannelBody { rx }));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    r.headers_mut()
+        .insert("cache-control", HeaderValue::from_static("no-cache"));
+    r
+}
+
+/// A session id nobody can guess: 128 bits from the system's generator.
+fn new_session_id() -> String {
+    crate::telemetry::random_bytes::<16>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
+    let accepts_sse = req
+        .headers()
+        .get(ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("text/event-stream"));
+    let existing = front.session(&req);
+    let has_session_header = req.headers().contains_key(SESSION_HEADER);
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("cannot read the body: {e}"),
+            )
+        }
+    };
+    let message: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return json_reply(
+                StatusCode::BAD_REQUEST,
+                &error_response(&Value::Null, -32700, format!("parse error: {e}"), None),
+            )
+        }
+    };
+    let first = match &message {
+        Value::Array(a) => a.first().cloned().unwrap_or(Value::Null),
+        other => other.clone(),
+    };
+    let method = first.get("method").and_then(Value::as_str).unwrap_or("");
+    let opens = method == "initialize";
+    let stateless = !opens
+        && !has_session_header
+        && first
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .is_some();
+    let (session_id, session) = if opens {
+        let id = new_session_id();
+        let s = HttpSession::new(&front.proxy);
+        if let Ok(mut m) = front.sessions.lock() {
+            m.insert(id.clone(), Arc::clone(&s));
+        }
+        (Some(id), s)
+    } else if let Some((id, s)) = existing {
+        (Some(id), s)
+    } else if stateless || method == "server/discover" {
+        let proxy = Arc::clone(&front.proxy);
+        let s = front
+            .stateless
+            .get_or_init(|| async move { HttpSession::new(&proxy) })
+            .await;
+        (None, Arc::clone(s))
+    } else if has_session_header {
+        return plain(StatusCode::NOT_FOUND, "no such session; initialize again");
+    } else {
+        return json_reply(
+            StatusCode::BAD_REQUEST,
+            &error_response(
+                &Value::Null,
+                -32600,
+                "no Mcp-Session-Id: send initialize first",
+                None,
+            ),
+        );
+    };
+
+    // Requests in the message: their answers are awaited on this POST.
+    let requests: Vec<&Value> = match &message {
+        Value::Array(a) => a
+            .iter()
+            .filter(|m| m.get("method").is_some() && m.get("id").is_some())
+            .collect(),
+        m if m.get("method").is_some() && m.get("id").is_some() => vec![m],
+        _ => Vec::new(),
+    };
+    if requests.is_empty() {
+        session.session.handle(message).await;
+        return plain(StatusCode::ACCEPTED, "");
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    if let Ok(mut streams) = session.streams.lock() {
+        for r in &requests {
+            let n = streams.next;
+            streams.next += 1;
+            let key = r.get("id").map(Value::to_string).unwrap_or_default();
+            if let Some(token) = r.pointer("/params/_meta/progressToken") {
+                streams.progress.insert(token.to_string(), n);
+            }
+            streams.posts.insert(n, (key, tx.clone(), accepts_sse));
+        }
+    }
+    drop(tx);
+    let handling = Arc::clone(&session.session);
+    tokio::spawn(async move { handling.handle(message).await });
+    let mut reply = if accepts_sse {
+        sse_response(rx)
+    } else {
+        // Plain JSON: wait for the one answer.
+        let mut rx = rx;
+        match rx.recv().await {
+            Some(bytes) => {
+                let mut r = Response::new(http_body_util::Either::Left(Full::new(bytes)));
+                r.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                r
+            }
+            None => plain(StatusCode::INTERNAL_SERVER_ERROR, "the request was dropped"),
+        }
+    };
+    if let Some(id) = session_id.filter(|_| opens) {
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            reply.headers_mut().insert(SESSION_HEADER, v);
+        }
+    }
+    reply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for ok in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:3000",
+            "[::1]:9",
+            "LOCALHOST",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:80",
+            "127.0.0.1.evil.example",
+            "",
+            "localhost.evil",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn session_ids_differ() {
+        let a = new_session_id();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, new_session_id());
+    }
+}

@@ -1,0 +1,314 @@
+//! Prometheus metrics (text exposition format 0.0.4): calls per tool,
+//! argument enum values per tool and parameter, errors by class, latency
+//! histograms and drift events. These are the selection rates and argument
+//! distributions in which description drift shows up in production.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// Latency buckets, in seconds.
+const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// Most distinct values kept per (tool, parameter), so a free-text
+/// parameter mistaken for an enum cannot grow the registry without bound.
+const MAX_VALUES_PER_PARAMETER: usize = 64;
+
+/// Why a call failed, as the `class` label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ErrorClass {
+    /// Refused before forwarding: invalid arguments, unknown or withdrawn tool.
+    Validation,
+    /// The upstream refused the caller (401/403, or an auth error).
+    Auth,
+    /// The upstream said slow down (429, or a rate-limit error).
+    RateLimit,
+    /// No answer in time.
+    Timeout,
+    /// Any other upstream error, including a crash mid-call.
+    Upstream,
+}
+
+impl ErrorClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Validation => "validation",
+            Self::Auth => "auth",
+            Self::RateLimit => "rate_limit",
+            Self::Timeout => "timeout",
+            Self::Upstream => "upstream",
+        }
+    }
+
+    /// Classifies an upstream JSON-RPC error (or a tool result with
+    /// `isError`) by its code and message.
+    pub fn of_upstream(code: Option<i64>, message: &str) -> Self {
+        let m = message.to_ascii_lowercase();
+        if m.contains("rate limit") || m.contains("too many requests") || m.contains("429") {
+            Self::RateLimit
+        } else if code == Some(-32001) || m.contains("timed out") || m.contains("timeout") {
+            Self::Timeout
+        } else if m.contains("unauthori")
+            || m.contains("forbidden")
+            || m.contains("401")
+            || m.contains("403")
+            || m.contains("permission")
+        {
+            Self::Auth
+        } else {
+            Self::Upstream
+        }
+    }
+}
+
+#[derive(Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+#[derive(Default)]
+struct Registry {
+    /// (server, tool, outcome) → calls.
+    calls: BTreeMap<(String, String, &'static str), u64>,
+    /// (server, tool, class) → errors.
+    errors: BTreeMap<(String, String, &'static str), u64>,
+    /// (server, tool) → latency.
+    latency: BTreeMap<(String, String), Histogram>,
+    /// (tool, parameter, value) → times passed.
+    arguments: BTreeMap<(String, String, String), u64>,
+    /// (server, rule, severity) → events.
+    drift: BTreeMap<(String, String, String), u64>,
+    /// (rule) → refusals and result findings.
+    findings: BTreeMap<String, u64>,
+}
+
+/// The proxy's metrics.
+#[derive(Default)]
+pub struct Metrics {
+    registry: Mutex<Registry>,
+}
+
+impl Metrics {
+    /// One finished call: `error` is `None` on success.
+    pub fn call(&self, server: &str, tool: &str, seconds: f64, error: Option<ErrorClass>) {
+        let Ok(mut r) = self.registry.lock() else {
+            return;
+        };
+        let outcome = if error.is_some() { "error" } else { "ok" };
+        *r.calls
+            .entry((server.into(), tool.into(), outcome))
+            .or_default() += 1;
+        if let Some(class) = error {
+            *r.errors
+                .entry((server.into(), tool.into(), class.name()))
+                .or_default() += 1;
+        }
+        let h = r.latency.entry((server.into(), tool.into())).or_default();
+        h.count += 1;
+        h.sum += seconds;
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if seconds <= *bound {
+                h.counts[i] += 1;
+            }
+        }
+    }
+
+    /// A call refused before it reached upstream.
+    pub fn refused(&self, server: &str, tool: &str, rule: &str) {
+        self.call(server, tool, 0.0, Some(ErrorClass::Validation));
+        self.finding(rule);
+    }
+
+    /// A finding seen at run time (`result-nonconformant`, …).
+    pub fn finding(&self, rule: &str) {
+        if let Ok(mut r) = self.registry.lock() {
+            *r.findings.entry(rule.to_string()).or_default() += 1;
+        }
+    }
+
+    /// Counts the values of the enum parameters (top-level properties of
+    /// the pinned inputSchema with an `enum` or `const`) in a call.
+    pub fn arguments(&self, tool: &str, schema: &Value, args: &Value) {
+        let (Some(props), Some(args)) = (
+            schema.get("properties").and_then(Value::as_object),
+            args.as_object(),
+        ) else {
+            return;
+        };
+        let Ok(mut r) = self.registry.lock() else {
+            return;
+        };
+        for (name, value) in args {
+            let Some(prop) = props.get(name) else {
+                continue;
+            };
+            if prop.get("enum").is_none() && prop.get("const").is_none() {
+                continue;
+            }
+            let label = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let key = (tool.to_string(), name.clone(), label);
+            if !r.arguments.contains_key(&key) {
+                let distinct = r
+                    .arguments
+                    .keys()
+                    .filter(|(t, p, _)| t == tool && p == name)
+                    .count();
+                if distinct >= MAX_VALUES_PER_PARAMETER {
+                    continue;
+                }
+            }
+            *r.arguments.entry(key).or_default() += 1;
+        }
+    }
+
+    /// A drift finding found at run time.
+    pub fn drift_event(&self, server: &str, rule: &str, severity: &str) {
+        if let Ok(mut r) = self.registry.lock() {
+            *r.drift
+                .entry((server.into(), rule.into(), severity.into()))
+                .or_default() += 1;
+        }
+    }
+
+    /// The exposition text for `/metrics`.
+    pub fn render(&self, catalog_fingerprint: &str) -> String {
+        let Ok(r) = self.registry.lock() else {
+            return String::new();
+        };
+        let mut out = String::new();
+        let _ = writeln!(out, "# HELP toolpin_catalog_info The pinned catalog served.\n# TYPE toolpin_catalog_info gauge");
+        let _ = writeln!(
+            out,
+            "toolpin_catalog_info{{fingerprint=\"{}\"}} 1",
+            label(catalog_fingerprint)
+        );
+        let _ = writeln!(out, "# HELP toolpin_tool_calls_total tools/call requests by tool and outcome.\n# TYPE toolpin_tool_calls_total counter");
+        for ((server, tool, outcome), n) in &r.calls {
+            let _ = writeln!(
+                out,
+                "toolpin_tool_calls_total{{server=\"{}\",tool=\"{}\",outcome=\"{outcome}\"}} {n}",
+                label(server),
+                label(tool)
+            );
+        }
+        let _ = writeln!(out, "# HELP toolpin_tool_errors_total Failed tools/call requests by class.\n# TYPE toolpin_tool_errors_total counter");
+        for ((server, tool, class), n) in &r.errors {
+            let _ = writeln!(
+                out,
+                "toolpin_tool_errors_total{{server=\"{}\",tool=\"{}\",class=\"{class}\"}} {n}",
+                label(server),
+                label(tool)
+            );
+        }
+        let _ = writeln!(out, "# HELP toolpin_tool_call_duration_seconds tools/call latency through the proxy.\n# TYPE toolpin_tool_call_duration_seconds histogram");
+        for ((server, tool), h) in &r.latency {
+            let (s, t) = (label(server), label(tool));
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "toolpin_tool_call_duration_seconds_bucket{{server=\"{s}\",tool=\"{t}\",le=\"{bound}\"}} {}",
+                    h.counts[i]
+                );
+            }
+            let _ = writeln!(
+                out,
+                "toolpin_tool_call_duration_seconds_bucket{{server=\"{s}\",tool=\"{t}\",le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(
+                out,
+                "toolpin_tool_call_duration_seconds_sum{{server=\"{s}\",tool=\"{t}\"}} {}",
+                h.sum
+            );
+            let _ = writeln!(
+                out,
+                "toolpin_tool_call_duration_seconds_count{{server=\"{s}\",tool=\"{t}\"}} {}",
+                h.count
+            );
+        }
+        let _ = writeln!(out, "# HELP toolpin_tool_argument_values_total Enum argument values passed, by tool and parameter.\n# TYPE toolpin_tool_argument_values_total counter");
+        for ((tool, param, value), n) in &r.arguments {
+            let _ = writeln!(
+                out,
+                "toolpin_tool_argument_values_total{{tool=\"{}\",parameter=\"{}\",value=\"{}\"}} {n}",
+                label(tool),
+                label(param),
+                label(value)
+            );
+        }
+        let _ = writeln!(out, "# HELP toolpin_drift_events_total Drift found upstream at run time.\n# TYPE toolpin_drift_events_total counter");
+        for ((server, rule, severity), n) in &r.drift {
+            let _ = writeln!(
+                out,
+                "toolpin_drift_events_total{{server=\"{}\",rule=\"{}\",severity=\"{}\"}} {n}",
+                label(server),
+                label(rule),
+                label(severity)
+            );
+        }
+        let _ = writeln!(out, "# HELP toolpin_findings_total Run-time findings and refusals by rule.\n# TYPE toolpin_findings_total counter");
+        for (rule, n) in &r.findings {
+            let _ = writeln!(
+                out,
+                "toolpin_findings_total{{rule=\"{}\"}} {n}",
+                label(rule)
+            );
+        }
+        out
+    }
+}
+
+/// A label value escaped as the exposition format requires.
+fn label(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn counts_and_renders() {
+        let m = Metrics::default();
+        m.call("orders", "search", 0.003, None);
+        m.call("orders", "search", 2.0, Some(ErrorClass::Timeout));
+        m.arguments(
+            "search",
+            &json!({"properties": {"status": {"enum": ["open", "shipped"]}, "q": {"type": "string"}}}),
+            &json!({"status": "open", "q": "free text"}),
+        );
+        m.drift_event("orders", "description-changed", "critical");
+        let text = m.render("abc");
+        for needle in [
+            "toolpin_tool_calls_total{server=\"orders\",tool=\"search\",outcome=\"ok\"} 1",
+            "toolpin_tool_errors_total{server=\"orders\",tool=\"search\",class=\"timeout\"} 1",
+            "toolpin_tool_call_duration_seconds_bucket{server=\"orders\",tool=\"search\",le=\"0.005\"} 1",
+            "toolpin_tool_call_duration_seconds_count{server=\"orders\",tool=\"search\"} 2",
+            "toolpin_tool_argument_values_total{tool=\"search\",parameter=\"status\",value=\"open\"} 1",
+            "toolpin_drift_events_total{server=\"orders\",rule=\"description-changed\",severity=\"critical\"} 1",
+        ] {
+            assert!(text.contains(needle), "{needle} not in\n{text}");
+        }
+        assert!(!text.contains("free text"));
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

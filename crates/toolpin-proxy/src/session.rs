@@ -1,0 +1,1069 @@
+//! One agent connection: the relay between the agent and its upstream
+//! sessions.
+//!
+//! - `tools/list` is answered from the served catalog, never upstream.
+//! - `tools/call` is checked (known, not withdrawn, not blocked by drift,
+//!   arguments valid), reshaped by the facade, relayed, and its result
+//!   checked against the pinned outputSchema.
+//! - Everything else is relayed with ids mapped both ways: the agent's
+//!   requests to the upstream that serves them, the servers' requests
+//!   (sampling, elicitation, roots, ping) to the agent, notifications
+//!   (progress, logging, cancellation) in both directions. A message the
+//!   proxy does not understand goes through untouched.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+use toolpin_capture::mcp::{VersionChoice, HANDSHAKE_VERSIONS, STATELESS_VERSION};
+use toolpin_manifest::PinBuilder;
+
+use crate::metrics::ErrorClass;
+use crate::served::Route;
+use crate::upstream::{Event, FrontCall, Upstream, UpstreamSpec, Waiter};
+use crate::validate::ViolationKind;
+use crate::Proxy;
+
+/// JSON-RPC error codes.
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+const METHOD_NOT_FOUND: i64 = -32601;
+/// The MCP SDKs' code for a request that timed out.
+const REQUEST_TIMEOUT: i64 = -32001;
+
+/// What the agent declared about itself.
+#[derive(Clone, Debug)]
+struct ClientInit {
+    protocol_version: Option<String>,
+    capabilities: Value,
+    client_info: Option<Value>,
+    stateless: bool,
+}
+
+/// One agent connection.
+pub struct Session {
+    proxy: Arc<Proxy>,
+    to_client: mpsc::UnboundedSender<Value>,
+    events: mpsc::UnboundedSender<(String, Event)>,
+    upstreams: tokio::sync::Mutex<BTreeMap<String, Arc<Upstream>>>,
+    init: Mutex<Option<ClientInit>>,
+    initialized: AtomicBool,
+    /// The servers' requests awaiting the agent's answer: the id the agent
+    /// saw → (server, the server's id).
+    client_requests: Mutex<HashMap<String, (String, Value)>>,
+    next_client_request: AtomicU64,
+    /// The agent's requests in flight: its id → (server, upstream id).
+    inflight: Mutex<HashMap<String, (String, i64)>>,
+    /// Multi-upstream routing learned from list results: resource URI or
+    /// prompt name → server.
+    resource_owner: Mutex<HashMap<String, String>>,
+    prompt_owner: Mutex<HashMap<String, String>>,
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// A JSON-RPC error response.
+pub fn error_response(
+    id: &Value,
+    code: i64,
+    message: impl Into<String>,
+    data: Option<Value>,
+) -> Value {
+    let mut error = json!({"code": code, "message": message.into()});
+    if let Some(d) = data {
+        error["data"] = d;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error})
+}
+
+fn result_response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+impl Session {
+    /// A session whose messages to the agent go to `to_client`.
+    pub fn start(proxy: Arc<Proxy>, to_client: mpsc::UnboundedSender<Value>) -> Arc<Self> {
+        let (events, mut events_rx) = mpsc::unbounded_channel();
+        let session = Arc::new(Self {
+            proxy: Arc::clone(&proxy),
+            to_client,
+            events,
+            upstreams: tokio::sync::Mutex::new(BTreeMap::new()),
+            init: Mutex::new(None),
+            initialized: AtomicBool::new(false),
+            client_requests: Mutex::new(HashMap::new()),
+            next_client_request: AtomicU64::new(1),
+            inflight: Mutex::new(HashMap::new()),
+            resource_owner: Mutex::new(HashMap::new()),
+            prompt_owner: Mutex::new(HashMap::new()),
+        });
+        // What the upstreams send.
+        let weak = Arc::downgrade(&session);
+        tokio::spawn(async move {
+            while let Some((server, event)) = events_rx.recv().await {
+                let Some(s) = weak.upgrade() else { return };
+                s.on_upstream(server, event).await;
+            }
+        });
+        // The served list changed (withdrawn, restored, drift).
+        let weak = Arc::downgrade(&session);
+        let mut changes = proxy.subscribe();
+        tokio::spawn(async move {
+            loop {
+                match changes.recv().await {
+                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+                let Some(s) = weak.upgrade() else { return };
+                if s.initialized.load(Ordering::Relaxed) {
+                    s.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+                }
+            }
+        });
+        session
+    }
+
+    fn send(&self, message: Value) {
+        let _ = self.to_client.send(message);
+    }
+
+    /// Handles one message from the agent.
+    pub async fn handle(self: &Arc<Self>, message: Value) {
+        match message {
+            Value::Array(batch) => {
+                for m in batch {
+                    Box::pin(self.handle(m)).await;
+                }
+            }
+            Value::Object(_) => {
+                let has_method = message.get("method").and_then(Value::as_str).is_some();
+                let id = message.get("id").cloned();
+                match (has_method, id) {
+                    (true, Some(id)) => self.on_request(id, message).await,
+                    (true, None) => self.on_notification(message).await,
+                    (false, Some(id)) => self.on_client_response(id, message).await,
+                    (false, None) => {}
+                }
+            }
+            _ => self.send(error_response(
+                &Value::Null,
+                -32600,
+                "invalid request: not a JSON-RPC object",
+                None,
+            )),
+        }
+    }
+
+    /// Closes every upstream session.
+    pub async fn close(&self) {
+        let upstreams: Vec<Arc<Upstream>> = self.upstreams.lock().await.values().cloned().collect();
+        for u in upstreams {
+            u.shutdown().await;
+        }
+    }
+
+    // ---- the agent's requests ------------------------------------------
+
+    async fn on_request(self: &Arc<Self>, id: Value, message: Value) {
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        match method.as_str() {
+            "initialize" => self.initialize(id, &params).await,
+            "server/discover" => self.discover(id, &params).await,
+            "ping" => self.send(result_response(&id, json!({}))),
+            "tools/list" => self.list_tools(id, &params).await,
+            "tools/call" => self.call_tool(id, message).await,
+            "logging/setLevel" => self.broadcast_request(id, message, "logging").await,
+            "resources/list" | "resources/templates/list" | "prompts/list" => {
+                self.list_merged(id, message, &method).await
+            }
+            _ => {
+                let server = self.owner_of(&method, &params).await;
+                match server {
+                    Some(server) => self.forward(&server, id, message, None).await,
+                    None => self.send(error_response(
+                        &id,
+                        METHOD_NOT_FOUND,
+                        format!("no upstream serves {method}"),
+                        None,
+                    )),
+                }
+            }
+        }
+    }
+
+    fn client_init(&self, params: &Value, stateless: bool) -> ClientInit {
+        let meta = params.get("_meta");
+        let pick = |direct: &str, meta_key: &str| {
+            params
+                .get(direct)
+                .or_else(|| meta.and_then(|m| m.get(meta_key)))
+                .cloned()
+        };
+        ClientInit {
+            protocol_version: pick("protocolVersion", "io.modelcontextprotocol/protocolVersion")
+                .and_then(|v| v.as_str().map(str::to_string)),
+            capabilities: pick("capabilities", "io.modelcontextprotocol/clientCapabilities")
+                .unwrap_or_else(|| json!({})),
+            client_info: pick("clientInfo", "io.modelcontextprotocol/clientInfo"),
+            stateless,
+        }
+    }
+
+    async fn initialize(self: &Arc<Self>, id: Value, params: &Value) {
+        let init = self.client_init(params, false);
+        if let Ok(mut i) = self.init.lock() {
+            *i = Some(init.clone());
+        }
+        match self.connect_all().await {
+            Err(e) => self.send(error_response(&id, INTERNAL_ERROR, e, None)),
+            Ok(upstreams) => {
+                let mut result = self.merged_description(&upstreams);
+                let version = init
+                    .protocol_version
+                    .filter(|v| HANDSHAKE_VERSIONS.contains(&v.as_str()))
+                    .unwrap_or_else(|| HANDSHAKE_VERSIONS[0].to_string());
+                result["protocolVersion"] = json!(version);
+                self.initialized.store(true, Ordering::Relaxed);
+                self.send(result_response(&id, result));
+            }
+        }
+    }
+
+    async fn discover(self: &Arc<Self>, id: Value, params: &Value) {
+        let init = self.client_init(params, true);
+        if let Ok(mut i) = self.init.lock() {
+            *i = Some(init);
+        }
+        match self.connect_all().await {
+            Err(e) => self.send(error_response(&id, INTERNAL_ERROR, e, None)),
+            Ok(upstreams) => {
+                let mut result = self.merged_description(&upstreams);
+                let mut versions = vec![json!(STATELESS_VERSION)];
+                versions.extend(HANDSHAKE_VERSIONS.iter().map(|v| json!(v)));
+                result["supportedVersions"] = Value::Array(versions);
+                self.initialized.store(true, Ordering::Relaxed);
+                self.send(result_response(&id, result));
+            }
+        }
+    }
+
+    /// capabilities, serverInfo and instructions for the agent: one
+    /// upstream's own, or a union under toolpin's name.
+    fn merged_description(&self, upstreams: &[Arc<Upstream>]) -> Value {
+        let mut capabilities = Map::new();
+        let mut instructions = Vec::new();
+        for u in upstreams {
+            if let Some(Value::Object(caps)) = &u.opened.capabilities {
+                for (k, v) in caps {
+                    match (capabilities.get_mut(k), v) {
+                        (Some(Value::Object(have)), Value::Object(more)) => {
+                            for (kk, vv) in more {
+                                have.entry(kk.clone()).or_insert_with(|| vv.clone());
+                            }
+                        }
+                        (Some(_), _) => {}
+                        (None, _) => {
+                            capabilities.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            if let Some(text) = u.opened.result.get("instructions").and_then(Value::as_str) {
+                instructions.push(text.to_string());
+            }
+        }
+        // The served list changes when tools are withdrawn or restored.
+        capabilities.insert("tools".into(), json!({"listChanged": true}));
+        let server_info = match upstreams {
+            [one] => one.opened.server_info.clone(),
+            _ => json!({"name": "toolpin-proxy", "version": env!("CARGO_PKG_VERSION")}),
+        };
+        let mut result = json!({
+            "capabilities": capabilities,
+            "serverInfo": server_info,
+        });
+        if !instructions.is_empty() {
+            result["instructions"] = json!(instructions.join("\n\n"));
+        }
+        result
+    }
+
+    /// Opens every upstream that is not open (the first time, or after a
+    /// crash).
+    async fn connect_all(self: &Arc<Self>) -> Result<Vec<Arc<Upstream>>, String> {
+        let mut out = Vec::new();
+        for spec in &self.proxy.settings.upstreams {
+            out.push(self.upstream(&spec.name).await?);
+        }
+        Ok(out)
+    }
+
+    fn session_options(&self, spec: &UpstreamSpec) -> toolpin_capture::mcp::SessionOptions {
+        let mut options = spec.options.clone();
+        let init = self.init.lock().ok().and_then(|i| i.clone());
+        if let Some(init) = init {
+            // Declare what the agent declared (on top of the configured
+            // capabilities), so the server offers what it would offer the
+            // agent and may ask it for sampling, elicitation or roots.
+            if let (Some(mine), Some(theirs)) = (
+                options.client_capabilities.as_object_mut(),
+                init.capabilities.as_object(),
+            ) {
+                for (k, v) in theirs {
+                    mine.insert(k.clone(), v.clone());
+                }
+            } else if init.capabilities.is_object() {
+                options.client_capabilities = init.capabilities.clone();
+            }
+            if let Some(info) = init.client_info {
+                options.client_info = info;
+            }
+            if options.version == VersionChoice::Auto {
+                options.version = match (init.stateless, init.protocol_version) {
+                    (true, _) => VersionChoice::Pinned(STATELESS_VERSION.to_string()),
+                    (false, Some(v)) if HANDSHAKE_VERSIONS.contains(&v.as_str()) => {
+                        VersionChoice::Prefer(v)
+                    }
+                    _ => VersionChoice::Auto,
+                };
+            }
+        }
+        options
+    }
+
+    /// The session to `server`, opened now if it is not open.
+    async fn upstream(self: &Arc<Self>, server: &str) -> Result<Arc<Upstream>, String> {
+        let Some(spec) = self
+            .proxy
+            .settings
+            .upstreams
+            .iter()
+            .find(|u| u.name == server)
+        else {
+            return Err(format!("no upstream {server:?}"));
+        };
+        let mut map = self.upstreams.lock().await;
+        if let Some(u) = map.get(server) {
+            if u.closed().is_none() {
+                return Ok(Arc::clone(u));
+            }
+        }
+        let restarting = map.remove(server).is_some();
+        let options = self.session_options(spec);
+        let upstream = Upstream::connect(spec, options, self.events.clone())
+            .await
+            .map_err(|e| format!("upstream {server}: {e}"))?;
+        if restarting {
+            self.proxy
+                .events
+                .emit("upstream-restarted", json!({"server": server}));
+        }
+        map.insert(server.to_string(), Arc::clone(&upstream));
+        Ok(upstream)
+    }
+
+    async fn list_tools(&self, id: Value, params: &Value) {
+        let served = self.proxy.served();
+        let cursor = params.get("cursor").and_then(Value::as_str);
+        match served.page(cursor, self.proxy.settings.page_size.max(1)) {
+            Ok((tools, next)) => {
+                let mut result = json!({ "tools": tools });
+                if let Some(n) = next {
+                    result["nextCursor"] = json!(n);
+                }
+                self.send(result_response(&id, result));
+            }
+            Err(e) => self.send(error_response(&id, INVALID_PARAMS, e, None)),
+        }
+    }
+
+    async fn call_tool(self: &Arc<Self>, id: Value, message: Value) {
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let served = self.proxy.served();
+        let catalog = self.proxy.settings.catalog.fingerprint.to_hex();
+        let Some(tool) = served.tools.get(&name) else {
+            let (rule, text) = match served.withdrawn_names.get(&name) {
+                Some(reason) => (
+                    "tool-withdrawn",
+                    format!("tool {name:?} is withdrawn ({reason})"),
+                ),
+                None => (
+                    "unknown-tool-called",
+                    format!("unknown tool {name:?}: it is not in the pinned catalog"),
+                ),
+            };
+            self.proxy.events.emit(
+                "refused",
+                json!({"rule": rule, "tool": name, "message": text, "catalog": catalog}),
+            );
+            self.proxy.metrics.refused("", &name, rule);
+            self.send(error_response(
+                &id,
+                INVALID_PARAMS,
+                text,
+                Some(json!({"toolpin": {"rule": rule, "catalog": catalog}})),
+            ));
+            return;
+        };
+        let route = Arc::clone(&tool.route);
+        if let Some(blocked) = &route.blocked {
+            let text = format!(
+                "tool {name:?} cannot be called: it changed upstream ({}: {}); the pinned definition is kept until the change is reviewed",
+                blocked.rule, blocked.message
+            );
+            self.proxy.events.emit(
+                "refused",
+                json!({"rule": blocked.rule, "server": route.server, "tool": name, "message": text, "catalog": catalog}),
+            );
+            self.proxy
+                .metrics
+                .refused(&route.server, &name, &blocked.rule);
+            self.send(error_response(
+                &id,
+                INTERNAL_ERROR,
+                text,
+                Some(json!({"toolpin": {"rule": blocked.rule, "catalog": catalog}})),
+            ));
+            return;
+        }
+        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        let upstream_args = match route.to_upstream(&arguments) {
+            Ok(a) => a,
+            Err(e) => {
+                let text = format!("invalid arguments for tool {name:?}: {e}");
+                self.proxy
+                    .metrics
+                    .refused(&route.server, &name, "invalid-arguments");
+                self.send(error_response(&id, INVALID_PARAMS, text, None));
+                return;
+            }
+        };
+        self.proxy
+            .metrics
+            .arguments(&name, &route.input_schema, &upstream_args);
+        if self.proxy.settings.validation != crate::Validation::Off {
+            // A schema too costly to check in full is not held against
+            // the call.
+            let violations: Vec<_> = route
+                .input
+                .validate(&upstream_args)
+                .into_iter()
+                .filter(|v| v.kind != ViolationKind::LimitExceeded)
+                .collect();
+            for v in &violations {
+                if let ViolationKind::UnknownEnumValue { .. } = v.kind {
+                    self.proxy.events.emit(
+                        "finding",
+                        json!({"rule": "result-unknown-enum-value", "where": "arguments", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
+                    );
+                    self.proxy.metrics.finding("result-unknown-enum-value");
+                }
+            }
+            if !violations.is_empty() {
+                let summary: Vec<String> = violations
+                    .iter()
+                    .take(5)
+                    .map(|v| v.message.clone())
+                    .collect();
+                let text = format!(
+                    "invalid arguments for tool {name:?}: {}",
+                    summary.join("; ")
+                );
+                self.proxy.events.emit(
+                    "invalid-arguments",
+                    json!({"server": route.server, "tool": name, "message": text, "enforced": self.proxy.settings.validation == crate::Validation::Enforce}),
+                );
+                if self.proxy.settings.validation == crate::Validation::Enforce {
+                    self.proxy
+                        .metrics
+                        .refused(&route.server, &name, "invalid-arguments");
+                    self.send(error_response(&id, INVALID_PARAMS, text, None));
+                    return;
+                }
+            }
+        }
+        let mut upstream_params = match params {
+            Value::Object(p) => p,
+            _ => Map::new(),
+        };
+        upstream_params.insert("name".into(), json!(route.upstream_name));
+        upstream_params.insert("arguments".into(), upstream_args);
+        let mut relayed = message;
+        relayed["params"] = Value::Object(upstream_params);
+        let server = route.server.clone();
+        self.forward(&server, id, relayed, Some((name, route)))
+            .await;
+    }
+
+    /// Relays a request to `server`; the answer comes back through
+    /// `on_upstream`, or a timeout answers it.
+    async fn forward(
+        self: &Arc<Self>,
+        server: &str,
+        id: Value,
+        message: Value,
+        tool: Option<(String, Arc<Route>)>,
+    ) {
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let upstream = match self.upstream(server).await {
+            Ok(u) => u,
+            Err(e) => {
+                self.fail_call(
+                    &id,
+                    None,
+                    tool.as_ref(),
+                    Instant::now(),
+                    ErrorClass::Upstream,
+                    e,
+                );
+                return;
+            }
+        };
+        let started = Instant::now();
+        let span = tool.as_ref().and_then(|(name, route)| {
+            let catalog = self.proxy.settings.catalog.fingerprint.to_hex();
+            let fingerprint = route.fingerprint.to_hex();
+            self.proxy.telemetry.start_call(crate::telemetry::CallInfo {
+                server: &route.server,
+                tool: name,
+                upstream_tool: &route.upstream_name,
+                tool_fingerprint: &fingerprint,
+                catalog_fingerprint: &catalog,
+                meta: message.pointer("/params/_meta"),
+            })
+        });
+        // The upstream continues the trace from the proxy's span.
+        let mut message = message;
+        if let (Some(sp), Some(params)) = (
+            &span,
+            message.get_mut("params").and_then(Value::as_object_mut),
+        ) {
+            let meta = params.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("traceparent".into(), json!(sp.traceparent()));
+            }
+        }
+        let call = FrontCall {
+            front_id: id.clone(),
+            method: method.clone(),
+            tool: tool.clone(),
+            started,
+            span,
+        };
+        let uid = match upstream
+            .request(message, Waiter::Front(Box::new(call)))
+            .await
+        {
+            Ok(uid) => uid,
+            Err(e) => {
+                self.fail_call(
+                    &id,
+                    None,
+                    tool.as_ref(),
+                    started,
+                    ErrorClass::Upstream,
+                    format!("upstream {server}: {e}"),
+                );
+                return;
+            }
+        };
+        if let Ok(mut inflight) = self.inflight.lock() {
+            inflight.insert(id_key(&id), (server.to_string(), uid));
+        }
+        // The deadline: an upstream that hangs gets cancelled and the agent
+        // an error, never silence.
+        let timeout = self.proxy.settings.call_timeout;
+        let weak = Arc::downgrade(self);
+        let up = Arc::downgrade(&upstream);
+        let server = server.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            let (Some(s), Some(up)) = (weak.upgrade(), up.upgrade()) else {
+                return;
+            };
+            if let Some(Waiter::Front(mut call)) = up.take(uid) {
+                let _ = up
+                    .notify(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": uid, "reason": "toolpin proxy: timed out"}}))
+                    .await;
+                if let Ok(mut inflight) = s.inflight.lock() {
+                    inflight.remove(&id_key(&call.front_id));
+                }
+                s.fail_call(
+                    &call.front_id,
+                    call.span.take(),
+                    call.tool.as_ref(),
+                    call.started,
+                    ErrorClass::Timeout,
+                    format!(
+                        "upstream {server} did not answer {} within {} s",
+                        call.method,
+                        timeout.as_secs_f64()
+                    ),
+                );
+            }
+        });
+    }
+
+    fn fail_call(
+        &self,
+        id: &Value,
+        span: Option<crate::telemetry::CallSpan>,
+        tool: Option<&(String, Arc<Route>)>,
+        started: Instant,
+        class: ErrorClass,
+        message: String,
+    ) {
+        if let Some(span) = span {
+            span.finish(Some((class.name(), &message)));
+        }
+        if let Some((name, route)) = tool {
+            self.proxy.metrics.call(
+                &route.server,
+                name,
+                started.elapsed().as_secs_f64(),
+                Some(class),
+            );
+        }
+        let code = if class == ErrorClass::Timeout {
+            REQUEST_TIMEOUT
+        } else {
+            INTERNAL_ERROR
+        };
+        self.send(error_response(id, code, message, None));
+    }
+
+    /// `logging/setLevel`: to every upstream that offers `capability`.
+    async fn broadcast_request(self: &Arc<Self>, id: Value, message: Value, capability: &str) {
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let params = message.get("params").cloned().unwrap_or(json!({}));
+        let upstreams = match self.connect_all().await {
+            Ok(u) => u,
+            Err(e) => return self.send(error_response(&id, INTERNAL_ERROR, e, None)),
+        };
+        let targets: Vec<Arc<Upstream>> = upstreams
+            .into_iter()
+            .filter(|u| offers(u, capability))
+            .collect();
+        if targets.len() == 1 {
+            let server = targets[0].name.clone();
+            return self.forward(&server, id, message, None).await;
+        }
+        let timeout = self.proxy.settings.call_timeout;
+        for u in &targets {
+            if let Err(e) = u.call(&method, params.clone(), timeout).await {
+                return self.send(error_response(
+                    &id,
+                    INTERNAL_ERROR,
+                    format!("upstream {}: {e}", u.name),
+                    None,
+                ));
+            }
+        }
+        self.send(result_response(&id, json!({})));
+    }
+
+    /// `resources/list`, `resources/templates/list`, `prompts/list`: one
+    /// upstream's answer relayed, or every upstream's merged.
+    async fn list_merged(self: &Arc<Self>, id: Value, message: Value, method: &str) {
+        let (capability, key) = match method {
+            "prompts/list" => ("prompts", "prompts"),
+            "resources/templates/list" => ("resources", "resourceTemplates"),
+            _ => ("resources", "resources"),
+        };
+        let upstreams = match self.connect_all().await {
+            Ok(u) => u,
+            Err(e) => return self.send(error_response(&id, INTERNAL_ERROR, e, None)),
+        };
+        let targets: Vec<Arc<Upstream>> = upstreams
+            .into_iter()
+            .filter(|u| offers(u, capability))
+            .collect();
+        match targets.as_slice() {
+            [] => self.send(error_response(
+                &id,
+                METHOD_NOT_FOUND,
+                format!("no upstream serves {method}"),
+                None,
+            )),
+            [one] => {
+                let server = one.name.clone();
+                self.forward(&server, id, message, None).await
+            }
+            many => {
+                let params = message.get("params").cloned().unwrap_or(json!({}));
+                let timeout = self.proxy.settings.call_timeout;
+                let mut merged = Vec::new();
+                for u in many {
+                    match u.call(method, params.clone(), timeout).await {
+                        Ok(result) => {
+                            for item in result
+                                .get(key)
+                                .and_then(Value::as_array)
+                                .cloned()
+                                .unwrap_or_default()
+                            {
+                                self.learn_owner(&u.name, method, &item);
+                                merged.push(item);
+                            }
+                        }
+                        Err(e) => {
+                            return self.send(error_response(
+                                &id,
+                                INTERNAL_ERROR,
+                                format!("upstream {}: {e}", u.name),
+                                None,
+                            ))
+                        }
+                    }
+                }
+                self.send(result_response(&id, json!({ key: merged })));
+            }
+        }
+    }
+
+    fn learn_owner(&self, server: &str, method: &str, item: &Value) {
+        let (map, field) = match method {
+            "prompts/list" => (&self.prompt_owner, "name"),
+            "resources/templates/list" => (&self.resource_owner, "uriTemplate"),
+            _ => (&self.resource_owner, "uri"),
+        };
+        if let (Some(k), Ok(mut m)) = (item.get(field).and_then(Value::as_str), map.lock()) {
+            m.insert(k.to_string(), server.to_string());
+        }
+    }
+
+    /// Which upstream serves a request other than the ones handled above:
+    /// the only one; else by the resource URI or prompt name it names;
+    /// else the first that offers the capability; else the first.
+    async fn owner_of(&self, method: &str, params: &Value) -> Option<String> {
+        let all = &self.proxy.settings.upstreams;
+        if all.len() <= 1 {
+            return all.first().map(|u| u.name.clone());
+        }
+        let by_uri = |uri: &str| self.resource_owner.lock().ok()?.get(uri).cloned();
+        let by_prompt = |name: &str| self.prompt_owner.lock().ok()?.get(name).cloned();
+        let known = match method {
+            m if m.starts_with("resources/") => {
+                params.get("uri").and_then(Value::as_str).and_then(by_uri)
+            }
+            "prompts/get" => params
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(by_prompt),
+            "completion/complete" => {
+                let r = params.get("ref");
+                match r.and_then(|r| r.get("type")).and_then(Value::as_str) {
+                    Some("ref/prompt") => r
+                        .and_then(|r| r.get("name"))
+                        .and_then(Value::as_str)
+                        .and_then(by_prompt),
+                    _ => r
+                        .and_then(|r| r.get("uri"))
+                        .and_then(Value::as_str)
+                        .and_then(by_uri),
+                }
+            }
+            _ => None,
+        };
+        if known.is_some() {
+            return known;
+        }
+        let capability = method.split('/').next().unwrap_or("");
+        let upstreams = self.upstreams.lock().await;
+        upstreams
+            .values()
+            .find(|u| offers(u, capability))
+            .map(|u| u.name.clone())
+            .or_else(|| all.first().map(|u| u.name.clone()))
+    }
+
+    // ---- the agent's notifications and answers --------------------------
+
+    async fn on_notification(self: &Arc<Self>, message: Value) {
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+        match method {
+            // Each upstream session was initialized by the proxy itself.
+            "notifications/initialized" => {}
+            "notifications/cancelled" => {
+                let Some(request) = message.pointer("/params/requestId") else {
+                    return;
+                };
+                let entry = self
+                    .inflight
+                    .lock()
+                    .ok()
+                    .and_then(|mut m| m.remove(&id_key(request)));
+                let Some((server, uid)) = entry else { return };
+                let upstream = self.upstreams.lock().await.get(&server).cloned();
+                if let Some(up) = upstream {
+                    // No answer is owed for a cancelled request.
+                    let _ = up.take(uid);
+                    let mut relayed = message.clone();
+                    relayed["params"]["requestId"] = json!(uid);
+                    let _ = up.notify(relayed).await;
+                }
+            }
+            _ => {
+                let upstreams: Vec<Arc<Upstream>> =
+                    self.upstreams.lock().await.values().cloned().collect();
+                for up in upstreams {
+                    let _ = up.notify(message.clone()).await;
+                }
+            }
+        }
+    }
+
+    async fn on_client_response(&self, id: Value, mut message: Value) {
+        let entry = self
+            .client_requests
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(&id_key(&id)));
+        let Some((server, original)) = entry else {
+            return;
+        };
+        let upstream = self.upstreams.lock().await.get(&server).cloned();
+        if let Some(up) = upstream {
+            message["id"] = original;
+            let _ = up.send(&message).await;
+        }
+    }
+
+    // ---- what the upstreams send ----------------------------------------
+
+    async fn on_upstream(self: &Arc<Self>, server: String, event: Event) {
+        match event {
+            Event::Response(mut call, mut message) => {
+                if let Ok(mut inflight) = self.inflight.lock() {
+                    inflight.remove(&id_key(&call.front_id));
+                }
+                let mut error = None;
+                if let Some((name, route)) = &call.tool {
+                    error = self.check_result(name, route, &message, call.started);
+                }
+                if let Some(span) = call.span.take() {
+                    let text = message
+                        .pointer("/error/message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    span.finish(error.map(|class| (class.name(), text)));
+                }
+                message["id"] = call.front_id;
+                self.send(message);
+            }
+            Event::Message(message) => self.on_upstream_message(server, message).await,
+            Event::Closed(reason, calls) => {
+                self.proxy.events.emit(
+                    "upstream-closed",
+                    json!({"server": server, "reason": reason, "in_flight": calls.len()}),
+                );
+                if let Ok(mut m) = self.client_requests.lock() {
+                    m.retain(|_, (s, _)| *s != server);
+                }
+                for mut call in calls {
+                    if let Ok(mut inflight) = self.inflight.lock() {
+                        inflight.remove(&id_key(&call.front_id));
+                    }
+                    self.fail_call(
+                        &call.front_id,
+                        call.span.take(),
+                        call.tool.as_ref(),
+                        call.started,
+                        ErrorClass::Upstream,
+                        format!(
+                            "upstream {server} closed while {} was in flight: {reason}",
+                            call.method
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    async fn on_upstream_message(self: &Arc<Self>, server: String, mut message: Value) {
+        let method = message
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let id = message.get("id").cloned();
+        if let Some(original) = id {
+            // A server's request to the agent (sampling, elicitation, roots,
+            // ping): an id of the proxy's, mapped back on the answer.
+            let n = self.next_client_request.fetch_add(1, Ordering::Relaxed);
+            let front_id = json!(format!("toolpin-{n}"));
+            if let Ok(mut m) = self.client_requests.lock() {
+                m.insert(id_key(&front_id), (server, original));
+            }
+            message["id"] = front_id;
+            self.send(message);
+            return;
+        }
+        match method.as_str() {
+            "notifications/tools/list_changed" => {
+                let me = Arc::clone(self);
+                tokio::spawn(async move { me.recapture(&server).await });
+            }
+            "notifications/cancelled" => {
+                // The server gave up on one of its requests to the agent.
+                let Some(request) = message.pointer("/params/requestId").cloned() else {
+                    return;
+                };
+                let front = self.client_requests.lock().ok().and_then(|mut m| {
+                    let key = m
+                        .iter()
+                        .find(|(_, (s, orig))| *s == server && *orig == request)
+                        .map(|(k, _)| k.clone())?;
+                    m.remove(&key);
+                    serde_json::from_str::<Value>(&key).ok()
+                });
+                if let Some(front) = front {
+                    message["params"]["requestId"] = front;
+                    self.send(message);
+                }
+            }
+            _ => self.send(message),
+        }
+    }
+
+    /// Checks a `tools/call` result against the pinned outputSchema, and
+    /// counts it; returns the error class of a failed call.
+    fn check_result(
+        &self,
+        name: &str,
+        route: &Route,
+        message: &Value,
+        started: Instant,
+    ) -> Option<ErrorClass> {
+        let seconds = started.elapsed().as_secs_f64();
+        let catalog = self.proxy.settings.catalog.fingerprint.to_hex();
+        let error = if let Some(e) = message.get("error") {
+            Some(ErrorClass::of_upstream(
+                e.get("code").and_then(Value::as_i64),
+                e.get("message").and_then(Value::as_str).unwrap_or(""),
+            ))
+        } else if message.pointer("/result/isError") == Some(&Value::Bool(true)) {
+            let text = message
+                .pointer("/result/content/0/text")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            Some(ErrorClass::of_upstream(None, text))
+        } else {
+            None
+        };
+        self.proxy.metrics.call(&route.server, name, seconds, error);
+        if error.is_some() {
+            return error;
+        }
+        let (Some(validator), Some(structured)) =
+            (&route.output, message.pointer("/result/structuredContent"))
+        else {
+            return None;
+        };
+        for v in validator.validate(structured) {
+            let rule = match v.kind {
+                ViolationKind::UnknownEnumValue { .. } => "result-unknown-enum-value",
+                ViolationKind::LimitExceeded => continue,
+                ViolationKind::Nonconformant => "result-nonconformant",
+            };
+            self.proxy.metrics.finding(rule);
+            self.proxy.events.emit(
+                "finding",
+                json!({"rule": rule, "where": "result", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
+            );
+        }
+        None
+    }
+
+    /// On `notifications/tools/list_changed`: lists the server's tools
+    /// again over this session and applies the drift policy.
+    async fn recapture(self: &Arc<Self>, server: &str) {
+        let Some(spec) = self
+            .proxy
+            .settings
+            .upstreams
+            .iter()
+            .find(|u| u.name == server)
+        else {
+            return;
+        };
+        let upstream = self.upstreams.lock().await.get(server).cloned();
+        let Some(upstream) = upstream else { return };
+        let mut builder = PinBuilder::new(spec.transform.clone());
+        let mut cursor: Option<Value> = None;
+        let mut seen = std::collections::HashSet::new();
+        let timeout = spec.options.timeouts.page;
+        for _ in 0..spec.options.max_pages.max(1) {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page = match upstream.call("tools/list", params, timeout).await {
+                Ok(p) => p,
+                Err(e) => {
+                    self.proxy
+                        .events
+                        .emit("recapture-failed", json!({"server": server, "message": e}));
+                    return;
+                }
+            };
+            for tool in page
+                .get("tools")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+            {
+                if let Err(e) = builder.push(tool) {
+                    self.proxy.events.emit(
+                        "recapture-failed",
+                        json!({"server": server, "message": e.to_string()}),
+                    );
+                    return;
+                }
+            }
+            match page.get("nextCursor") {
+                Some(c) if !c.is_null() && seen.insert(c.to_string()) => cursor = Some(c.clone()),
+                _ => break,
+            }
+        }
+        let pinned = self.proxy.settings.catalog.servers.get(server);
+        let source = pinned.map(|p| p.source.clone()).unwrap_or(Value::Null);
+        let live = builder.finish(source, "mcp", None);
+        let failures = self.proxy.apply_drift(server, &live);
+        for f in failures {
+            self.proxy
+                .events
+                .emit("drift-fail", json!({"server": server, "message": f}));
+        }
+    }
+}
+
+fn offers(u: &Upstream, capability: &str) -> bool {
+    u.opened
+        .capabilities
+        .as_ref()
+        .is_none_or(|c| c.get(capability).is_some())
+}

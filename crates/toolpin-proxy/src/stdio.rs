@@ -1,0 +1,70 @@
+//! The stdio front: the agent starts `toolpin proxy` as its MCP server
+//! command and speaks JSON-RPC over stdin and stdout, one message per line.
+//! Logs never go to stdout.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::session::{error_response, Session};
+use crate::Proxy;
+
+/// Longest line accepted from the agent.
+const MAX_LINE: usize = 64 << 20;
+
+/// Serves one agent on stdin/stdout until stdin closes.
+pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
+    let (to_client, mut outgoing) = mpsc::unbounded_channel::<Value>();
+    let session = Session::start(Arc::clone(&proxy), to_client.clone());
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(message) = outgoing.recv().await {
+            let mut line = message.to_string().into_bytes();
+            line.push(b'\n');
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut lines = BufReader::with_capacity(1 << 16, tokio::io::stdin());
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = lines.read_until(b'\n', &mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        if buf.len() > MAX_LINE {
+            let _ = to_client.send(error_response(
+                &Value::Null,
+                -32700,
+                format!("message longer than {MAX_LINE} bytes"),
+                None,
+            ));
+            continue;
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(message) => session.handle(message).await,
+            Err(e) => {
+                let _ = to_client.send(error_response(
+                    &Value::Null,
+                    -32700,
+                    format!("parse error: {e}"),
+                    None,
+                ));
+            }
+        }
+    }
+    session.close().await;
+    drop(session);
+    drop(to_client);
+    let _ = writer.await;
+    Ok(())
+}

@@ -1,0 +1,372 @@
+//! OpenTelemetry traces: a span per relayed `tools/call`, carrying the
+//! catalog and tool fingerprints, so every trace says which pinned catalog
+//! the agent was handed.
+//!
+//! Export is OTLP over HTTP with the JSON encoding (`POST …/v1/traces`),
+//! which every OpenTelemetry Collector accepts; it is off unless an
+//! endpoint is configured (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`,
+//! `OTEL_EXPORTER_OTLP_ENDPOINT`, or `[proxy] otlp_endpoint`), and compiled
+//! only with the `otlp` cargo feature (on by default).
+//!
+//! Attributes follow the GenAI and MCP semantic conventions where they
+//! exist (`gen_ai.operation.name`, `gen_ai.tool.name`, `mcp.method.name`,
+//! `error.type`), plus `toolpin.catalog.fingerprint`,
+//! `toolpin.tool.fingerprint`, `toolpin.server` and `toolpin.upstream.tool`.
+//! A W3C `traceparent` in the request's `params._meta` is honoured (the
+//! span joins the agent's trace), and the relayed request carries the
+//! proxy's span as its `traceparent`, so the upstream can continue it.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+/// Spans sent per export request.
+const BATCH: usize = 512;
+/// Longest a finished span waits for export.
+const INTERVAL: Duration = Duration::from_secs(1);
+
+/// The exporter, or nothing.
+#[derive(Default)]
+pub struct Telemetry {
+    tx: Option<mpsc::UnboundedSender<Export>>,
+    service: String,
+}
+
+enum Export {
+    Span(Value),
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// What a span is about.
+pub struct CallInfo<'a> {
+    pub server: &'a str,
+    /// The name the model called.
+    pub tool: &'a str,
+    /// The name the upstream knows.
+    pub upstream_tool: &'a str,
+    pub tool_fingerprint: &'a str,
+    pub catalog_fingerprint: &'a str,
+    /// The request's `params._meta` (W3C trace context: `traceparent`).
+    pub meta: Option<&'a Value>,
+}
+
+/// One call's span, ended with [`CallSpan::finish`].
+pub struct CallSpan {
+    tx: mpsc::UnboundedSender<Export>,
+    trace_id: String,
+    span_id: String,
+    parent: Option<String>,
+    flags: String,
+    name: String,
+    start_nanos: u128,
+    attributes: Vec<Value>,
+    service: String,
+}
+
+/// Where traces go: the traces endpoint as given, or `/v1/traces` under
+/// the base endpoint.
+pub fn endpoint_from_env(configured: Option<&str>) -> Option<String> {
+    if let Ok(e) = std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+        if !e.trim().is_empty() {
+            return Some(e.trim().to_string());
+        }
+    }
+    let base = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .or_else(|| configured.map(str::to_string))?;
+    let base = base.trim().trim_end_matches('/');
+    Some(if base.ends_with("/v1/traces") {
+        base.to_string()
+    } else {
+        format!("{base}/v1/traces")
+    })
+}
+
+impl Telemetry {
+    /// No export.
+    pub fn disabled() -> Self {
+        Self::default()
+    }
+
+    /// Exports to `endpoint` (a full `…/v1/traces` URL) from a background
+    /// task; must be called inside a tokio runtime. `headers` are sent with
+    /// every export (`OTEL_EXPORTER_OTLP_HEADERS` style, already parsed).
+    #[cfg(feature = "otlp")]
+    pub fn otlp(endpoint: String, headers: Vec<(String, String)>) -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| format!("OTLP exporter: {e}"))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(export_loop(client, endpoint, headers, rx));
+        Ok(Self {
+            tx: Some(tx),
+            service: std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "toolpin-proxy".into()),
+        })
+    }
+
+    /// Whether spans are exported.
+    pub fn enabled(&self) -> bool {
+        self.tx.is_some()
+    }
+
+    /// Starts the span for one relayed call.
+    pub fn start_call(&self, info: CallInfo) -> Option<CallSpan> {
+        let tx = self.tx.clone()?;
+        let context = info
+            .meta
+            .and_then(|m| m.get("traceparent"))
+            .and_then(Value::as_str)
+            .and_then(parse_traceparent);
+        let (trace_id, parent, flags) = match context {
+            Some((t, p, f)) => (t, Some(p), f),
+            None => (hex(&random_bytes::<16>()), None, "01".to_string()),
+        };
+        let s = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+        Some(CallSpan {
+            tx,
+            trace_id,
+            span_id: hex(&random_bytes::<8>()),
+            parent,
+            flags,
+            name: format!("tools/call {}", info.tool),
+            start_nanos: now_nanos(),
+            attributes: vec![
+                s("mcp.method.name", "tools/call"),
+                s("gen_ai.operation.name", "execute_tool"),
+                s("gen_ai.tool.name", info.tool),
+                s("toolpin.server", info.server),
+                s("toolpin.upstream.tool", info.upstream_tool),
+                s("toolpin.tool.fingerprint", info.tool_fingerprint),
+                s("toolpin.catalog.fingerprint", info.catalog_fingerprint),
+            ],
+            service: self.service.clone(),
+        })
+    }
+
+    /// Waits until every finished span has been sent (at shutdown).
+    pub async fn flush(&self) {
+        let Some(tx) = &self.tx else { return };
+        let (done, wait) = tokio::sync::oneshot::channel();
+        if tx.send(Export::Flush(done)).is_ok() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), wait).await;
+        }
+    }
+}
+
+impl CallSpan {
+    /// The W3C `traceparent` naming this span, for the relayed request.
+    pub fn traceparent(&self) -> String {
+        format!("00-{}-{}-{}", self.trace_id, self.span_id, self.flags)
+    }
+
+    /// Ends the span: `error` is the error class and message, if any.
+    pub fn finish(mut self, error: Option<(&str, &str)>) {
+        let status = match error {
+            Some((class, message)) => {
+                self.attributes
+                    .push(json!({"key": "error.type", "value": {"stringValue": class}}));
+                json!({"code": 2, "message": message})
+            }
+            None => json!({"code": 1}),
+        };
+        let mut span = json!({
+            "traceId": self.trace_id,
+            "spanId": self.span_id,
+            "name": self.name,
+            "kind": 2,
+            "startTimeUnixNano": self.start_nanos.to_string(),
+            "endTimeUnixNano": now_nanos().to_string(),
+            "attributes": self.attributes,
+            "status": status,
+        });
+        if let Some(p) = &self.parent {
+            span["parentSpanId"] = json!(p);
+        }
+        span["service"] = json!(self.service);
+        let _ = self.tx.send(Export::Span(span));
+    }
+}
+
+#[cfg(feature = "otlp")]
+async fn export_loop(
+    client: reqwest::Client,
+    endpoint: String,
+    headers: Vec<(String, String)>,
+    mut rx: mpsc::UnboundedReceiver<Export>,
+) {
+    let mut batch: Vec<Value> = Vec::new();
+    loop {
+        let next = tokio::time::timeout(INTERVAL, rx.recv()).await;
+        let mut flushed = None;
+        match next {
+            Ok(Some(Export::Span(s))) => {
+                batch.push(s);
+                if batch.len() < BATCH {
+                    continue;
+                }
+            }
+            Ok(Some(Export::Flush(done))) => flushed = Some(done),
+            Ok(None) => {
+                send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+                return;
+            }
+            Err(_) => {}
+        }
+        send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+        if let Some(done) = flushed {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// One OTLP/JSON export request; failures are dropped (telemetry never
+/// blocks or fails a call).
+#[cfg(feature = "otlp")]
+async fn send(
+    client: &reqwest::Client,
+    endpoint: &str,
+    headers: &[(String, String)],
+    spans: Vec<Value>,
+) {
+    if spans.is_empty() {
+        return;
+    }
+    let service = spans
+        .first()
+        .and_then(|s| s.get("service"))
+        .and_then(Value::as_str)
+        .unwrap_or("toolpin-proxy")
+        .to_string();
+    let spans: Vec<Value> = spans
+        .into_iter()
+        .map(|mut s| {
+            if let Some(o) = s.as_object_mut() {
+                o.remove("service");
+            }
+            s
+        })
+        .collect();
+    let body = json!({
+        "resourceSpans": [{
+            "resource": {"attributes": [
+                {"key": "service.name", "value": {"stringValue": service}},
+                {"key": "service.version", "value": {"stringValue": env!("CARGO_PKG_VERSION")}},
+            ]},
+            "scopeSpans": [{
+                "scope": {"name": "toolpin-proxy", "version": env!("CARGO_PKG_VERSION")},
+                "spans": spans,
+            }],
+        }],
+    });
+    let mut req = client
+        .post(endpoint)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let _ = req.send().await;
+}
+
+/// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`; all-zero ids
+/// are invalid.
+fn parse_traceparent(s: &str) -> Option<(String, String, String)> {
+    let mut parts = s.trim().split('-');
+    let (version, trace, parent, flags) =
+        (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let is_hex = |x: &str, n: usize| x.len() == n && x.bytes().all(|b| b.is_ascii_hexdigit());
+    if !is_hex(version, 2)
+        || version == "ff"
+        || !is_hex(trace, 32)
+        || !is_hex(parent, 16)
+        || !is_hex(flags, 2)
+    {
+        return None;
+    }
+    if trace.bytes().all(|b| b == b'0') || parent.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    Some((
+        trace.to_ascii_lowercase(),
+        parent.to_ascii_lowercase(),
+        flags.to_ascii_lowercase(),
+    ))
+}
+
+fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Bytes from the system's generator (ids that must not collide).
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    use std::io::Read;
+    let mut out = [0u8; N];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut out))
+        .is_ok();
+    if !ok || out.iter().all(|b| *b == 0) {
+        // Never all zero (an invalid id): time and a counter mixed in.
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n =
+            now_nanos() ^ u128::from(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = (n >> ((i % 16) * 8)) as u8 | 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn traceparent_parsing() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            parse_traceparent(tp),
+            Some((
+                "4bf92f3577b34da6a3ce929d0e0e4736".into(),
+                "00f067aa0ba902b7".into(),
+                "01".into()
+            ))
+        );
+        for bad in [
+            "",
+            "00-0000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-xyz",
+        ] {
+            assert_eq!(parse_traceparent(bad), None, "{bad}");
+        }
+        assert_ne!(random_bytes::<8>(), random_bytes::<8>());
+    }
+
+    #[test]
+    fn endpoints() {
+        // Only the configured value: the env is not set in unit tests
+        // (the variables are read first, so skip when a developer set them).
+        if std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").is_ok()
+            || std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_ok()
+        {
+            return;
+        }
+        assert_eq!(
+            endpoint_from_env(Some("http://collector:4318/")),
+            Some("http://collector:4318/v1/traces".into())
+        );
+        assert_eq!(endpoint_from_env(None), None);
+    }
+}

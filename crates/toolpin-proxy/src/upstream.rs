@@ -1,0 +1,308 @@
+//! One upstream server as the proxy sees it: a session opened with the
+//! agent's own initialize parameters, then a relay where many requests are
+//! in flight at once, each waiting on its id.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use toolpin_capture::mcp::{self, Client, Incoming, Opened, Relay, SessionOptions};
+use toolpin_capture::Endpoint;
+use toolpin_manifest::Transform;
+
+use crate::served::Route;
+
+/// How to reach one configured upstream.
+#[derive(Clone, Debug)]
+pub struct UpstreamSpec {
+    pub name: String,
+    pub endpoint: Endpoint,
+    /// As configured (capabilities and client info are merged with the
+    /// agent's when a session opens).
+    pub options: SessionOptions,
+    /// The server's namespacing and filters, as in the lockfile.
+    pub transform: Transform,
+}
+
+/// What a request in flight is waiting for.
+pub enum Waiter {
+    /// The agent's request, relayed.
+    Front(Box<FrontCall>),
+    /// The proxy's own request (a re-capture): the whole response.
+    Internal(oneshot::Sender<Value>),
+}
+
+/// The agent's request in flight.
+pub struct FrontCall {
+    pub front_id: Value,
+    pub method: String,
+    /// For `tools/call`: the served name and its route.
+    pub tool: Option<(String, Arc<Route>)>,
+    pub started: Instant,
+    /// The trace span of a `tools/call`.
+    pub span: Option<crate::telemetry::CallSpan>,
+}
+
+/// What the upstream sends, for the session to act on.
+pub enum Event {
+    /// A response to a request of the agent's.
+    Response(Box<FrontCall>, Value),
+    /// A request or notification from the server.
+    Message(Value),
+    /// The connection ended; the calls that were in flight.
+    Closed(String, Vec<Box<FrontCall>>),
+}
+
+/// An open upstream session.
+pub struct Upstream {
+    pub name: String,
+    pub opened: Opened,
+    /// The `_meta` every request needs in the stateless revision.
+    stateless_meta: Option<Value>,
+    sender: tokio::sync::Mutex<Option<Relay>>,
+    next_id: AtomicI64,
+    pending: Mutex<HashMap<i64, Waiter>>,
+    closed: Mutex<Option<String>>,
+    /// Closed on purpose: no `upstream-closed` event.
+    shutting_down: std::sync::atomic::AtomicBool,
+}
+
+/// How long a closing stdio server gets before it is killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+impl Upstream {
+    /// Starts (or reaches) the server and opens a session declaring what
+    /// the agent declared. Everything the server sends afterwards arrives
+    /// on `events`.
+    pub async fn connect(
+        spec: &UpstreamSpec,
+        options: SessionOptions,
+        events: mpsc::UnboundedSender<(String, Event)>,
+    ) -> Result<Arc<Self>, String> {
+        let mut client = match &spec.endpoint {
+            Endpoint::Stdio(s) => Client::connect_stdio(s).await,
+            Endpoint::Http(h) => Client::connect_http(h, options.timeouts.connect).await,
+        }
+        .map_err(|e| e.to_string())?;
+        let opened = match mcp::open(&mut client, &options).await {
+            Ok(o) => o,
+            Err(e) => {
+                client.close(CLOSE_GRACE).await;
+                return Err(e.to_string());
+            }
+        };
+        let stateless_meta = opened.stateless.then(|| mcp::stateless_meta(&options));
+        let (relay, mut incoming, early) = client.into_relay();
+        let upstream = Arc::new(Self {
+            name: spec.name.clone(),
+            opened,
+            stateless_meta,
+            sender: tokio::sync::Mutex::new(Some(relay)),
+            next_id: AtomicI64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            closed: Mutex::new(None),
+            shutting_down: std::sync::atomic::AtomicBool::new(false),
+        });
+        for message in early {
+            let _ = events.send((spec.name.clone(), Event::Message(message)));
+        }
+        let reader = Arc::downgrade(&upstream);
+        let name = spec.name.clone();
+        tokio::spawn(async move {
+            while let Some(incoming) = incoming.recv().await {
+                let Some(up) = reader.upgrade() else { return };
+                match incoming {
+                    Incoming::Message(Value::Array(batch)) => {
+                        for m in batch {
+                            up.dispatch(m, &events, &name);
+                        }
+                    }
+                    Incoming::Message(m) => up.dispatch(m, &events, &name),
+                    Incoming::Closed(reason) => {
+                        up.close_with(reason, &events).await;
+                        return;
+                    }
+                }
+            }
+            if let Some(up) = reader.upgrade() {
+                up.close_with("the connection closed".into(), &events).await;
+            }
+        });
+        Ok(upstream)
+    }
+
+    fn dispatch(
+        &self,
+        message: Value,
+        events: &mpsc::UnboundedSender<(String, Event)>,
+        name: &str,
+    ) {
+        let is_response = message.get("method").is_none()
+            && (message.get("result").is_some() || message.get("error").is_some());
+        if is_response {
+            let Some(id) = message.get("id").and_then(Value::as_i64) else {
+                return;
+            };
+            let waiter = self.pending.lock().ok().and_then(|mut p| p.remove(&id));
+            match waiter {
+                Some(Waiter::Front(call)) => {
+                    let _ = events.send((name.to_string(), Event::Response(call, message)));
+                }
+                Some(Waiter::Internal(tx)) => {
+                    let _ = tx.send(message);
+                }
+                // Cancelled or timed out already.
+                None => {}
+            }
+        } else {
+            let _ = events.send((name.to_string(), Event::Message(message)));
+        }
+    }
+
+    async fn close_with(&self, reason: String, events: &mpsc::UnboundedSender<(String, Event)>) {
+        let reason = {
+            let mut sender = self.sender.lock().await;
+            let status = match sender.as_mut() {
+                Some(relay) => relay.exit_status(Duration::from_millis(300)).await,
+                None => None,
+            };
+            match status {
+                Some(status) => format!("{reason} (the server {status})"),
+                None => reason,
+            }
+        };
+        if let Ok(mut closed) = self.closed.lock() {
+            closed.get_or_insert(reason.clone());
+        }
+        let drained: Vec<Waiter> = self
+            .pending
+            .lock()
+            .map(|mut p| p.drain().map(|(_, w)| w).collect())
+            .unwrap_or_default();
+        let calls = drained
+            .into_iter()
+            .filter_map(|w| match w {
+                Waiter::Front(call) => Some(call),
+                // Dropping the sender wakes the internal waiter.
+                Waiter::Internal(_) => None,
+            })
+            .collect();
+        if !self.shutting_down.load(Ordering::Relaxed) {
+            let _ = events.send((self.name.clone(), Event::Closed(reason, calls)));
+        }
+    }
+
+    /// Why the connection is gone, if it is.
+    pub fn closed(&self) -> Option<String> {
+        self.closed.lock().ok().and_then(|c| c.clone())
+    }
+
+    /// Relays a request: a fresh id, the waiter registered, the message
+    /// sent. Returns the upstream id (for cancellation).
+    pub async fn request(&self, mut message: Value, waiter: Waiter) -> Result<i64, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        message["id"] = json!(id);
+        self.add_meta(&mut message);
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(id, waiter);
+        }
+        if let Err(e) = self.send(&message).await {
+            // The caller answers the agent; the waiter goes.
+            let _ = self.take(id);
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    /// The waiter for `id`, if it is still pending (a timeout or cancel).
+    pub fn take(&self, id: i64) -> Option<Waiter> {
+        self.pending.lock().ok().and_then(|mut p| p.remove(&id))
+    }
+
+    /// The proxy's own request; the whole response, or why there is none.
+    pub async fn call(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        let (tx, rx) = oneshot::channel();
+        let id = self
+            .request(
+                json!({"jsonrpc": "2.0", "method": method, "params": params}),
+                Waiter::Internal(tx),
+            )
+            .await?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(response)) => match response.get("error") {
+                Some(e) => Err(format!(
+                    "{method}: {}",
+                    e.get("message").and_then(Value::as_str).unwrap_or("error")
+                )),
+                None => Ok(response.get("result").cloned().unwrap_or(Value::Null)),
+            },
+            Ok(Err(_)) => Err(self
+                .closed()
+                .unwrap_or_else(|| "the connection closed".into())),
+            Err(_) => {
+                let _ = self.take(id);
+                Err(format!(
+                    "{method}: no answer within {} s",
+                    timeout.as_secs_f64()
+                ))
+            }
+        }
+    }
+
+    /// Sends a message as it is (a notification, or an answer to the
+    /// server's own request).
+    pub async fn send(&self, message: &Value) -> Result<(), String> {
+        if let Some(reason) = self.closed() {
+            return Err(reason);
+        }
+        let mut sender = self.sender.lock().await;
+        match sender.as_mut() {
+            Some(relay) => relay.send(message).await.map_err(|e| e.message),
+            None => Err("the connection is closed".into()),
+        }
+    }
+
+    /// A notification, with the stateless `_meta` when needed.
+    pub async fn notify(&self, mut message: Value) -> Result<(), String> {
+        self.add_meta(&mut message);
+        self.send(&message).await
+    }
+
+    fn add_meta(&self, message: &mut Value) {
+        let Some(meta) = &self.stateless_meta else {
+            return;
+        };
+        let Some(obj) = message.as_object_mut() else {
+            return;
+        };
+        let params = obj.entry("params").or_insert_with(|| json!({}));
+        if let Some(p) = params.as_object_mut() {
+            let m = p.entry("_meta").or_insert_with(|| json!({}));
+            if let (Some(m), Some(meta)) = (m.as_object_mut(), meta.as_object()) {
+                for (k, v) in meta {
+                    m.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+    }
+
+    /// Ends the session and reaps the server.
+    pub async fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Relaxed);
+        let relay = self.sender.lock().await.take();
+        if let Ok(mut closed) = self.closed.lock() {
+            closed.get_or_insert_with(|| "the proxy is shutting down".into());
+        }
+        if let Some(relay) = relay {
+            relay.close(CLOSE_GRACE).await;
+        }
+    }
+}
