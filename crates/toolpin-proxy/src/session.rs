@@ -61,6 +61,9 @@ pub struct Session {
     /// prompt name → server.
     resource_owner: Mutex<HashMap<String, String>>,
     prompt_owner: Mutex<HashMap<String, String>>,
+    /// Servers being listed again after `tools/list_changed` → whether
+    /// another notification came meanwhile (one more round then).
+    recapturing: Mutex<HashMap<String, bool>>,
 }
 
 fn id_key(id: &Value) -> String {
@@ -101,6 +104,7 @@ impl Session {
             inflight: Mutex::new(HashMap::new()),
             resource_owner: Mutex::new(HashMap::new()),
             prompt_owner: Mutex::new(HashMap::new()),
+            recapturing: Mutex::new(HashMap::new()),
         });
         // What the upstreams send.
         let weak = Arc::downgrade(&session);
@@ -924,8 +928,41 @@ impl Session {
         }
         match method.as_str() {
             "notifications/tools/list_changed" => {
-                let me = Arc::clone(self);
-                tokio::spawn(async move { me.recapture(&server).await });
+                // One listing at a time per server; notifications that
+                // arrive meanwhile make one more round.
+                let start = match self.recapturing.lock() {
+                    Ok(mut r) => match r.get_mut(&server) {
+                        Some(again) => {
+                            *again = true;
+                            false
+                        }
+                        None => {
+                            r.insert(server.clone(), false);
+                            true
+                        }
+                    },
+                    Err(_) => false,
+                };
+                if start {
+                    let me = Arc::clone(self);
+                    tokio::spawn(async move {
+                        loop {
+                            me.recapture(&server).await;
+                            let again = me.recapturing.lock().ok().map(|mut r| {
+                                let again = r.get(&server).copied().unwrap_or(false);
+                                if again {
+                                    r.insert(server.clone(), false);
+                                } else {
+                                    r.remove(&server);
+                                }
+                                again
+                            });
+                            if again != Some(true) {
+                                return;
+                            }
+                        }
+                    });
+                }
             }
             "notifications/cancelled" => {
                 // The server gave up on one of its requests to the agent.
@@ -1023,6 +1060,8 @@ impl Session {
             };
             let page = match upstream.call("tools/list", params, timeout).await {
                 Ok(p) => p,
+                // The agent went away meanwhile: nothing to compare for.
+                Err(_) if upstream.is_shutting_down() => return,
                 Err(e) => {
                     self.proxy
                         .events

@@ -20,10 +20,21 @@ pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
     let session = Session::start(Arc::clone(&proxy), to_client.clone());
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
+        let mut buf = Vec::with_capacity(1 << 16);
         while let Some(message) = outgoing.recv().await {
-            let mut line = message.to_string().into_bytes();
-            line.push(b'\n');
-            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+            // Whatever else is ready goes out in the same write.
+            buf.clear();
+            let mut next = Some(message);
+            while let Some(m) = next {
+                let _ = serde_json::to_writer(&mut buf, &m);
+                buf.push(b'\n');
+                next = if buf.len() < (1 << 20) {
+                    outgoing.try_recv().ok()
+                } else {
+                    None
+                };
+            }
+            if stdout.write_all(&buf).await.is_err() || stdout.flush().await.is_err() {
                 return;
             }
         }

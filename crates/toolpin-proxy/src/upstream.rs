@@ -195,6 +195,11 @@ impl Upstream {
         }
     }
 
+    /// Whether the proxy closed it on purpose (the agent went away).
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+
     /// Why the connection is gone, if it is.
     pub fn closed(&self) -> Option<String> {
         self.closed.lock().ok().and_then(|c| c.clone())
