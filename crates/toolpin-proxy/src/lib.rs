@@ -122,6 +122,8 @@ pub struct Proxy {
     pub metrics: metrics::Metrics,
     pub telemetry: telemetry::Telemetry,
     list_changed: broadcast::Sender<()>,
+    /// Process groups of running stdio upstreams, killed on SIGTERM.
+    upstream_pids: Mutex<std::collections::BTreeSet<u32>>,
 }
 
 impl Proxy {
@@ -146,10 +148,42 @@ impl Proxy {
             telemetry,
             events,
             list_changed,
+            upstream_pids: Mutex::new(std::collections::BTreeSet::new()),
             settings,
         };
         proxy.rebuild()?;
         Ok(Arc::new(proxy))
+    }
+
+    /// Records a running stdio upstream's process group.
+    pub fn track(&self, pid: u32) {
+        if let Ok(mut p) = self.upstream_pids.lock() {
+            p.insert(pid);
+        }
+    }
+
+    /// Forgets one that was closed.
+    pub fn untrack(&self, pid: u32) {
+        if let Ok(mut p) = self.upstream_pids.lock() {
+            p.remove(&pid);
+        }
+    }
+
+    /// Kills every running stdio upstream's process group (on SIGTERM or
+    /// SIGINT, when there is no time for a polite close).
+    pub fn kill_upstreams(&self) {
+        let pids: Vec<u32> = self
+            .upstream_pids
+            .lock()
+            .map(|p| p.iter().copied().collect())
+            .unwrap_or_default();
+        for pid in pids.into_iter().filter_map(|p| i32::try_from(p).ok()) {
+            // SAFETY: kill(2) has no memory effects; -pid is the group the
+            // server leads.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
     }
 
     /// The served catalog now.

@@ -31,6 +31,8 @@ pub enum ErrorClass {
     Timeout,
     /// Any other upstream error, including a crash mid-call.
     Upstream,
+    /// The agent cancelled it.
+    Cancelled,
 }
 
 impl ErrorClass {
@@ -41,6 +43,7 @@ impl ErrorClass {
             Self::RateLimit => "rate_limit",
             Self::Timeout => "timeout",
             Self::Upstream => "upstream",
+            Self::Cancelled => "cancelled",
         }
     }
 

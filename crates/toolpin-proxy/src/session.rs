@@ -166,9 +166,19 @@ impl Session {
     /// Closes every upstream session.
     pub async fn close(&self) {
         let upstreams: Vec<Arc<Upstream>> = self.upstreams.lock().await.values().cloned().collect();
+        // All at once: the agent gives the proxy about 2 s before it
+        // signals it.
+        let mut closing = tokio::task::JoinSet::new();
         for u in upstreams {
-            u.shutdown().await;
+            let proxy = Arc::clone(&self.proxy);
+            closing.spawn(async move {
+                u.shutdown().await;
+                if let Some(pid) = u.process_id() {
+                    proxy.untrack(pid);
+                }
+            });
         }
+        while closing.join_next().await.is_some() {}
     }
 
     // ---- the agent's requests ------------------------------------------
@@ -186,9 +196,15 @@ impl Session {
             "ping" => self.send(result_response(&id, json!({}))),
             "tools/list" => self.list_tools(id, &params).await,
             "tools/call" => self.call_tool(id, message).await,
-            "logging/setLevel" => self.broadcast_request(id, message, "logging").await,
+            // These may wait on several upstreams: answered from a task of
+            // their own, so the agent's other messages keep flowing.
+            "logging/setLevel" => {
+                let me = Arc::clone(self);
+                tokio::spawn(async move { me.broadcast_request(id, message, "logging").await });
+            }
             "resources/list" | "resources/templates/list" | "prompts/list" => {
-                self.list_merged(id, message, &method).await
+                let me = Arc::clone(self);
+                tokio::spawn(async move { me.list_merged(id, message, &method).await });
             }
             _ => {
                 let server = self.owner_of(&method, &params).await;
@@ -367,6 +383,9 @@ impl Session {
         let upstream = Upstream::connect(spec, options, self.events.clone())
             .await
             .map_err(|e| format!("upstream {server}: {e}"))?;
+        if let Some(pid) = upstream.process_id() {
+            self.proxy.track(pid);
+        }
         if restarting {
             self.proxy
                 .events
@@ -605,11 +624,21 @@ impl Session {
                 return;
             };
             if let Some(Waiter::Front(mut call)) = up.take(uid) {
-                let _ = up
-                    .notify(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": uid, "reason": "toolpin proxy: timed out"}}))
-                    .await;
                 if let Ok(mut inflight) = s.inflight.lock() {
                     inflight.remove(&id_key(&call.front_id));
+                }
+                // A server stuck that long without reading its input is
+                // wedged: kill it; the next request starts it again.
+                if up.write_stalled_for().is_some_and(|d| d >= timeout) {
+                    s.proxy.events.emit(
+                        "upstream-wedged",
+                        json!({"server": server, "message": "the server stopped reading its input; killed"}),
+                    );
+                    up.kill();
+                } else {
+                    let _ = up
+                        .notify(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": uid, "reason": "toolpin proxy: timed out"}}))
+                        .await;
                 }
                 s.fail_call(
                     &call.front_id,
@@ -823,8 +852,25 @@ impl Session {
                 let Some((server, uid)) = entry else { return };
                 let upstream = self.upstreams.lock().await.get(&server).cloned();
                 if let Some(up) = upstream {
-                    // No answer is owed for a cancelled request.
-                    let _ = up.take(uid);
+                    // No answer is owed for a cancelled request; it still
+                    // counts, as a cancelled call.
+                    if let Some(Waiter::Front(mut call)) = up.take(uid) {
+                        let reason = message
+                            .pointer("/params/reason")
+                            .and_then(Value::as_str)
+                            .unwrap_or("cancelled by the agent");
+                        if let Some(span) = call.span.take() {
+                            span.finish(Some((ErrorClass::Cancelled.name(), reason)));
+                        }
+                        if let Some((name, route)) = &call.tool {
+                            self.proxy.metrics.call(
+                                &route.server,
+                                name,
+                                call.started.elapsed().as_secs_f64(),
+                                Some(ErrorClass::Cancelled),
+                            );
+                        }
+                    }
                     let mut relayed = message.clone();
                     relayed["params"]["requestId"] = json!(uid);
                     let _ = up.notify(relayed).await;

@@ -57,12 +57,23 @@ pub enum Event {
 }
 
 /// An open upstream session.
+///
+/// Messages to the server go through a queue to a writer task, so that a
+/// server that stops reading can never block the agent's session: the
+/// call's deadline still fires, and a writer stuck that long gets the
+/// server killed (and restarted on the next request).
 pub struct Upstream {
     pub name: String,
     pub opened: Opened,
     /// The `_meta` every request needs in the stateless revision.
     stateless_meta: Option<Value>,
-    sender: tokio::sync::Mutex<Option<Relay>>,
+    relay: Arc<tokio::sync::Mutex<Option<Relay>>>,
+    outbox: mpsc::UnboundedSender<Value>,
+    /// When the write in progress started (ms since `epoch`), 0 when idle.
+    writing_since: Arc<std::sync::atomic::AtomicU64>,
+    epoch: Instant,
+    /// A stdio server's process group.
+    pid: Option<u32>,
     next_id: AtomicI64,
     pending: Mutex<HashMap<i64, Waiter>>,
     closed: Mutex<Option<String>>,
@@ -70,8 +81,9 @@ pub struct Upstream {
     shutting_down: std::sync::atomic::AtomicBool,
 }
 
-/// How long a closing stdio server gets before it is killed.
-const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// How long a closing stdio server gets before it is killed: well under
+/// the 2 s the SDKs give the proxy itself before they signal it.
+const CLOSE_GRACE: Duration = Duration::from_millis(800);
 
 impl Upstream {
     /// Starts (or reaches) the server and opens a session declaring what
@@ -96,15 +108,40 @@ impl Upstream {
         };
         let stateless_meta = opened.stateless.then(|| mcp::stateless_meta(&options));
         let (relay, mut incoming, early) = client.into_relay();
+        let pid = relay.process_id();
+        let relay = Arc::new(tokio::sync::Mutex::new(Some(relay)));
+        let (outbox, mut queue) = mpsc::unbounded_channel::<Value>();
+        let writing_since = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let epoch = Instant::now();
         let upstream = Arc::new(Self {
             name: spec.name.clone(),
             opened,
             stateless_meta,
-            sender: tokio::sync::Mutex::new(Some(relay)),
+            relay: Arc::clone(&relay),
+            outbox,
+            writing_since: Arc::clone(&writing_since),
+            epoch,
+            pid,
             next_id: AtomicI64::new(1),
             pending: Mutex::new(HashMap::new()),
             closed: Mutex::new(None),
             shutting_down: std::sync::atomic::AtomicBool::new(false),
+        });
+        // The writer: one message at a time, in order.
+        tokio::spawn(async move {
+            while let Some(message) = queue.recv().await {
+                let mut guard = relay.lock().await;
+                let Some(r) = guard.as_mut() else { return };
+                let now = epoch.elapsed().as_millis() as u64;
+                writing_since.store(now.max(1), Ordering::Relaxed);
+                let sent = r.send(&message).await;
+                writing_since.store(0, Ordering::Relaxed);
+                // A failed write means the server is gone; the reader sees
+                // the close and answers every call in flight.
+                if sent.is_err() {
+                    return;
+                }
+            }
         });
         for message in early {
             let _ = events.send((spec.name.clone(), Event::Message(message)));
@@ -163,16 +200,17 @@ impl Upstream {
     }
 
     async fn close_with(&self, reason: String, events: &mpsc::UnboundedSender<(String, Event)>) {
-        let reason = {
-            let mut sender = self.sender.lock().await;
-            let status = match sender.as_mut() {
-                Some(relay) => relay.exit_status(Duration::from_millis(300)).await,
+        // The exit status, unless the writer is stuck on the relay.
+        let status = match self.relay.try_lock() {
+            Ok(mut relay) => match relay.as_mut() {
+                Some(r) => r.exit_status(Duration::from_millis(300)).await,
                 None => None,
-            };
-            match status {
-                Some(status) => format!("{reason} (the server {status})"),
-                None => reason,
-            }
+            },
+            Err(_) => None,
+        };
+        let reason = match status {
+            Some(status) => format!("{reason} (the server {status})"),
+            None => reason,
         };
         if let Ok(mut closed) = self.closed.lock() {
             closed.get_or_insert(reason.clone());
@@ -262,17 +300,40 @@ impl Upstream {
         }
     }
 
-    /// Sends a message as it is (a notification, or an answer to the
-    /// server's own request).
+    /// Queues a message as it is (a notification, or an answer to the
+    /// server's own request); never waits for the server.
     pub async fn send(&self, message: &Value) -> Result<(), String> {
         if let Some(reason) = self.closed() {
             return Err(reason);
         }
-        let mut sender = self.sender.lock().await;
-        match sender.as_mut() {
-            Some(relay) => relay.send(message).await.map_err(|e| e.message),
-            None => Err("the connection is closed".into()),
+        self.outbox
+            .send(message.clone())
+            .map_err(|_| "the connection is closed".to_string())
+    }
+
+    /// How long the write in progress has been stuck, if one is.
+    pub fn write_stalled_for(&self) -> Option<Duration> {
+        let since = self.writing_since.load(Ordering::Relaxed);
+        (since > 0).then(|| {
+            let now = self.epoch.elapsed().as_millis() as u64;
+            Duration::from_millis(now.saturating_sub(since))
+        })
+    }
+
+    /// Kills a stdio server's process group (a wedged or abandoned server).
+    pub fn kill(&self) {
+        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
+            // SAFETY: kill(2) has no memory effects; the negative pid is the
+            // group the server leads.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
         }
+    }
+
+    /// The server's process group, for cleanup on a signal.
+    pub fn process_id(&self) -> Option<u32> {
+        self.pid
     }
 
     /// A notification, with the stateless `_meta` when needed.
@@ -302,12 +363,18 @@ impl Upstream {
     /// Ends the session and reaps the server.
     pub async fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::Relaxed);
-        let relay = self.sender.lock().await.take();
         if let Ok(mut closed) = self.closed.lock() {
-            closed.get_or_insert_with(|| "the proxy is shutting down".into());
+            closed.get_or_insert_with(|| "the agent session ended".into());
         }
-        if let Some(relay) = relay {
-            relay.close(CLOSE_GRACE).await;
+        // A writer stuck on a server that stopped reading holds the relay:
+        // then the server is killed instead of asked.
+        match tokio::time::timeout(CLOSE_GRACE, self.relay.lock()).await {
+            Ok(mut guard) => {
+                if let Some(relay) = guard.take() {
+                    relay.close(CLOSE_GRACE).await;
+                }
+            }
+            Err(_) => self.kill(),
         }
     }
 }

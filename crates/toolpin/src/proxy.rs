@@ -293,6 +293,7 @@ pub fn run(args: ProxyRun) -> Result<(), CliError> {
 
     runtime.block_on(async move {
         watch_flags(Arc::clone(&proxy));
+        on_termination(Arc::clone(&proxy));
         match &args.listen {
             Some(addr) => {
                 let options = toolpin_proxy::http::Options {
@@ -355,6 +356,25 @@ fn percent_decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// On SIGTERM or SIGINT (an agent stopping its server), the upstream
+/// servers go down with the proxy instead of being orphaned.
+fn on_termination(proxy: Arc<Proxy>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    for (kind, code) in [
+        (SignalKind::terminate(), 143),
+        (SignalKind::interrupt(), 130),
+    ] {
+        let proxy = Arc::clone(&proxy);
+        tokio::spawn(async move {
+            let Ok(mut s) = signal(kind) else { return };
+            if s.recv().await.is_some() {
+                proxy.kill_upstreams();
+                std::process::exit(code);
+            }
+        });
+    }
 }
 
 /// Reloads the flags file when it changes on disk (checked twice a

@@ -14,9 +14,9 @@
 //! its scratch directory on its command line or runs in it, and is killed
 //! when the test ends; tests that end cleanly assert that none is left.
 //!
-//! The `#[ignore]`d tests at the end reproduce proxy bugs found here; they
-//! fail until the proxy is fixed (`cargo test -p toolpin --test proxy --
-//! --ignored`), each in bounded time.
+//! The tests at the end reproduced proxy bugs found here (a wedged
+//! upstream, upstreams outliving the proxy, cancelled calls missing from
+//! the metrics); they guard the fixes.
 
 mod common;
 
@@ -1698,13 +1698,12 @@ fn http_front_refuses_foreign_hosts_and_origins() {
 }
 
 // ---------------------------------------------------------------------------
-// proxy bugs found by these tests (ignored until fixed; run with --ignored)
+// proxy bugs these tests found, fixed: regression guards
 
 /// An upstream that stops reading its stdin (wedged in a blocking call)
 /// must not wedge the proxy: every call still gets an answer by
 /// `call_timeout`, and the session keeps serving.
 #[test]
-#[ignore = "proxy bug: a write to an upstream that stops reading blocks the session; no call_timeout fires"]
 fn upstream_that_stops_reading_its_stdin_cannot_wedge_the_proxy() {
     let mut sc = Scenario::new();
     let command = list(&[
@@ -1739,7 +1738,6 @@ fn upstream_that_stops_reading_its_stdin_cannot_wedge_the_proxy() {
 /// ended them by then: here two upstreams wedged in a call (they no longer
 /// read stdin, so they never see it close).
 #[test]
-#[ignore = "proxy bug: upstreams outlive the proxy when the agent closes it (2 s grace per upstream, in turn; no SIGTERM handling)"]
 fn agent_closing_the_proxy_leaves_no_upstream_running() {
     let mut sc = Scenario::new();
     let stuck = list(&[
@@ -1768,7 +1766,6 @@ fn agent_closing_the_proxy_leaves_no_upstream_running() {
 /// toolpin_tool_calls_total (whatever its outcome label), as timed-out and
 /// refused calls do.
 #[test]
-#[ignore = "proxy bug: calls cancelled by the client vanish from the metrics"]
 fn cancelled_calls_are_counted_in_the_metrics() {
     let mut sc = Scenario::new();
     let command = sc.scripted("tools.json", &fault_tools());

@@ -430,6 +430,14 @@ impl Relay {
         }
     }
 
+    /// A stdio server's process id (the leader of its process group).
+    pub fn process_id(&self) -> Option<u32> {
+        match &self.transport {
+            Transport::Stdio(t) => t.process_id(),
+            Transport::Streamable(_) | Transport::Sse(_) => None,
+        }
+    }
+
     /// How a stdio server exited, if it has (waiting up to `patience`).
     pub async fn exit_status(&mut self, patience: Duration) -> Option<String> {
         match &mut self.transport {

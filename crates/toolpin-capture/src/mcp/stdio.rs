@@ -92,6 +92,11 @@ impl StdioTransport {
             .map_err(|e| format!("cannot write to the server: {e}"))
     }
 
+    /// The server's process id (its process group leader), while it runs.
+    pub fn process_id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// The last lines of stderr, joined for a one-line message.
     pub fn stderr_tail(&self) -> String {
         let lines = self
