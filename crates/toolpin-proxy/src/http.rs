@@ -35,13 +35,29 @@ use crate::Proxy;
 const MAX_BODY: usize = 64 << 20;
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// What the HTTP front accepts besides loopback.
-#[derive(Clone, Debug, Default)]
+/// What the HTTP front accepts besides loopback, and how long sessions live.
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Extra Host header values (`host` or `host:port`).
     pub allow_hosts: Vec<String>,
     /// Extra Origin header values (`https://app.example.com`).
     pub allow_origins: Vec<String>,
+    /// A session with no request and no open stream for this long is
+    /// closed with its upstream sessions (most clients never send DELETE).
+    pub session_idle: std::time::Duration,
+}
+
+/// Default for [`Options::session_idle`].
+pub const DEFAULT_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            allow_hosts: Vec::new(),
+            allow_origins: Vec::new(),
+            session_idle: DEFAULT_SESSION_IDLE,
+        }
+    }
 }
 
 /// A body fed from a channel: an SSE stream, or one JSON document.
@@ -107,6 +123,8 @@ struct Streams {
 struct HttpSession {
     session: Arc<Session>,
     streams: Arc<Mutex<Streams>>,
+    /// When a request last came (for idle expiry).
+    last_seen: Mutex<std::time::Instant>,
 }
 
 /// Most messages kept for a GET stream that is not open.
@@ -123,7 +141,32 @@ impl HttpSession {
                 route(&routing, message);
             }
         });
-        Arc::new(Self { session, streams })
+        Arc::new(Self {
+            session,
+            streams,
+            last_seen: Mutex::new(std::time::Instant::now()),
+        })
+    }
+
+    fn touch(&self) {
+        if let Ok(mut t) = self.last_seen.lock() {
+            *t = std::time::Instant::now();
+        }
+    }
+
+    /// Idle: no request for `limit`, no stream open.
+    fn idle_for(&self, limit: std::time::Duration) -> bool {
+        let quiet = self
+            .last_seen
+            .lock()
+            .map(|t| t.elapsed() >= limit)
+            .unwrap_or(false);
+        let streaming = self
+            .streams
+            .lock()
+            .map(|s| s.get.as_ref().is_some_and(|g| !g.is_closed()) || !s.posts.is_empty())
+            .unwrap_or(true);
+        quiet && !streaming
     }
 }
 
@@ -202,6 +245,41 @@ pub async fn serve(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::
         sessions: Mutex::new(HashMap::new()),
         stateless: tokio::sync::OnceCell::new(),
         options,
+    });
+    // Idle sessions go, with their upstream sessions.
+    let janitor = Arc::downgrade(&front);
+    tokio::spawn(async move {
+        loop {
+            let Some(f) = janitor.upgrade() else { return };
+            let limit = f.options.session_idle;
+            let every = (limit / 4).clamp(
+                std::time::Duration::from_millis(100),
+                std::time::Duration::from_secs(30),
+            );
+            drop(f);
+            tokio::time::sleep(every).await;
+            let Some(f) = janitor.upgrade() else { return };
+            let idle: Vec<(String, Arc<HttpSession>)> = f
+                .sessions
+                .lock()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, s)| s.idle_for(limit))
+                        .map(|(k, s)| (k.clone(), Arc::clone(s)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (id, s) in idle {
+                if let Ok(mut m) = f.sessions.lock() {
+                    m.remove(&id);
+                }
+                f.proxy.events.emit(
+                    "session-expired",
+                    json!({"idle_seconds": limit.as_secs_f64()}),
+                );
+                s.session.close().await;
+            }
+        }
     });
     accept_loop(listener, front).await
 }
@@ -323,6 +401,7 @@ impl Front {
             .ok()?
             .to_string();
         let s = self.sessions.lock().ok()?.get(&id).cloned()?;
+        s.touch();
         Some((id, s))
     }
 }

@@ -25,6 +25,7 @@ pub(crate) struct ProxyFileConfig {
     page_size: Option<usize>,
     events: Option<String>,
     otlp_endpoint: Option<String>,
+    session_idle: Option<TimeoutValue>,
     #[serde(default)]
     on_drift: BTreeMap<String, String>,
 }
@@ -53,6 +54,8 @@ pub struct ProxyConfig {
     pub events: Option<PathBuf>,
     /// OTLP/HTTP base endpoint for traces (the OTEL_* variables win).
     pub otlp_endpoint: Option<String>,
+    /// How long an idle HTTP session lives.
+    pub session_idle: Duration,
     pub facade: BTreeMap<String, FacadeEntry>,
 }
 
@@ -138,6 +141,10 @@ impl ProxyConfig {
             page_size,
             events: file.events.map(|p| dir.join(p)),
             otlp_endpoint: file.otlp_endpoint,
+            session_idle: match &file.session_idle {
+                Some(t) => parse_timeout("proxy.session_idle", t)?,
+                None => toolpin_proxy::http::DEFAULT_SESSION_IDLE,
+            },
             facade: entries,
         })
     }
@@ -152,6 +159,7 @@ impl Default for ProxyConfig {
             page_size: DEFAULT_PAGE_SIZE,
             events: None,
             otlp_endpoint: None,
+            session_idle: toolpin_proxy::http::DEFAULT_SESSION_IDLE,
             facade: BTreeMap::new(),
         }
     }
@@ -299,6 +307,7 @@ pub fn run(args: ProxyRun) -> Result<(), CliError> {
                 let options = toolpin_proxy::http::Options {
                     allow_hosts: args.allow_hosts.to_vec(),
                     allow_origins: args.allow_origins.to_vec(),
+                    session_idle: args.config.proxy.session_idle,
                 };
                 toolpin_proxy::http::serve(proxy, addr, options)
                     .await
