@@ -13,6 +13,7 @@ pub mod json;
 pub mod lockfile;
 pub mod normalize;
 pub mod pointer;
+pub mod pretty;
 
 pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};
 pub use fingerprint::Fingerprint;

@@ -26,7 +26,8 @@ pub struct CaptureOptions {
     /// Capture every server and report every failure, instead of stopping
     /// at the first.
     pub keep_going: bool,
-    /// Show a progress display (on a terminal, when not quiet).
+    /// Show a progress display (on a terminal), and print the sources'
+    /// warnings on stderr: off with `--quiet`.
     pub progress: bool,
 }
 
@@ -42,7 +43,16 @@ pub fn capture_config(config: &Config, opts: CaptureOptions) -> Result<Catalog, 
     let mut failures = Vec::new();
     for (server, result) in config.servers.iter().zip(results) {
         match result {
-            Some(Ok(pin)) => {
+            Some(Ok((pin, warnings))) => {
+                if opts.progress {
+                    for w in warnings {
+                        eprintln!(
+                            "warning: server {:?}: {}",
+                            server.name,
+                            toolpin_report::style::printable(&redact(&w, &server.secrets), false)
+                        );
+                    }
+                }
                 servers.insert(server.name.clone(), pin);
             }
             Some(Err(e)) => failures.push(format!(
@@ -71,10 +81,13 @@ pub fn capture_config(config: &Config, opts: CaptureOptions) -> Result<Catalog, 
 
 /// One result per server, in order; `None` for servers not finished because
 /// another failed first (without `keep_going`).
+/// A pinned server and its source's warnings.
+type Pinned = (ServerPin, Vec<String>);
+
 async fn capture_all(
     servers: &[Server],
     opts: CaptureOptions,
-) -> Vec<Option<Result<ServerPin, String>>> {
+) -> Vec<Option<Result<Pinned, String>>> {
     let progress = Progress::new(servers, opts.progress);
     let semaphore = Arc::new(Semaphore::new(opts.jobs.max(1)));
     let mut tasks = JoinSet::new();
@@ -89,14 +102,14 @@ async fn capture_all(
             let result = capture_server(&server).await;
             if let Some(bar) = bar {
                 bar.finish_with_message(match &result {
-                    Ok(pin) => format!("{}: {}", server.name, tool_count(pin.tools.len())),
+                    Ok((pin, _)) => format!("{}: {}", server.name, tool_count(pin.tools.len())),
                     Err(_) => format!("{}: failed", server.name),
                 });
             }
             (index, result)
         });
     }
-    let mut results: Vec<Option<Result<ServerPin, String>>> = vec![None; servers.len()];
+    let mut results: Vec<Option<Result<Pinned, String>>> = vec![None; servers.len()];
     while let Some(joined) = tasks.join_next().await {
         let (index, result) = match joined {
             Ok(done) => done,
@@ -130,18 +143,19 @@ fn tool_count(n: usize) -> String {
     format!("{n} tool{}", if n == 1 { "" } else { "s" })
 }
 
-async fn capture_server(server: &Server) -> Result<ServerPin, String> {
+async fn capture_server(server: &Server) -> Result<Pinned, String> {
     let builder = PinBuilder::new(server.transform.clone());
     let (builder, captured) = server
         .source
         .capture(server.format, builder)
         .await
         .map_err(|e| e.to_string())?;
-    Ok(builder.finish(
+    let pin = builder.finish(
         server.record.clone(),
         captured.format.name(),
         captured.session,
-    ))
+    );
+    Ok((pin, captured.warnings))
 }
 
 /// Spinners on stderr, one per server; absent when not wanted.
