@@ -118,7 +118,10 @@ fn openapi31_rules() {
         tree["properties"]["children"]["items"],
         json!({"$ref": "#/$defs/Node"})
     );
-    assert_eq!(tree["$defs"]["Node"]["properties"]["children"]["items"], json!({"$ref": "#/$defs/Node"}));
+    assert_eq!(
+        tree["$defs"]["Node"]["properties"]["children"]["items"],
+        json!({"$ref": "#/$defs/Node"})
+    );
     // A non-object response is wrapped; a sibling of $ref overrides.
     let list = &tool(&tools, long)["outputSchema"];
     assert_eq!(list["required"], json!(["result"]));
@@ -129,7 +132,10 @@ fn openapi31_rules() {
     // Extensions and unknown members reach the tool.
     assert_eq!(get["outputSchema"]["x-pii"], true);
     let report = tool(&tools, "reports_get");
-    assert_eq!(report["outputSchema"]["vendorThing"], json!({"kept": "as written"}));
+    assert_eq!(
+        report["outputSchema"]["vendorThing"],
+        json!({"kept": "as written"})
+    );
     assert_eq!(
         report["inputSchema"]["properties"]["report id"]["description"],
         "Overrides the component's description."
@@ -152,7 +158,10 @@ fn openapi31_merge() {
     // The body's `id` takes the name; the path parameter becomes id__path.
     let update = &tool(&tools, "users_update")["inputSchema"];
     assert_eq!(update["properties"]["id__path"]["format"], "uuid");
-    assert_eq!(update["properties"]["id"], json!({"type": "string", "readOnly": true}));
+    assert_eq!(
+        update["properties"]["id"],
+        json!({"type": "string", "readOnly": true})
+    );
     assert_eq!(update["required"], json!(["id", "id__path", "name"]));
     // A body that is not an object stays under `body`, with a warning.
     assert!(
@@ -169,19 +178,31 @@ fn openapi30_default() {
     // The body under `body`, with the request body's description.
     let create = &tool(&tools, "createPet")["inputSchema"];
     assert_eq!(create["required"], json!(["body"]));
-    assert_eq!(create["properties"]["body"]["description"], "The pet to add.");
-    assert_eq!(create["properties"]["body"]["properties"]["tag"]["nullable"], true);
+    assert_eq!(
+        create["properties"]["body"]["description"],
+        "The pet to add."
+    );
+    assert_eq!(
+        create["properties"]["body"]["properties"]["tag"]["nullable"],
+        true
+    );
     // Mutual recursion: Person → Spouse → Person.
     let person = &tool(&tools, "getPerson")["outputSchema"];
     assert_eq!(
         person["properties"]["spouse"]["properties"]["partner"],
         json!({"$ref": "#/$defs/Person"})
     );
-    assert!(person["$defs"]["Person"]["properties"]["spouse"]["properties"]["partner"] == json!({"$ref": "#/$defs/Person"}));
+    assert!(
+        person["$defs"]["Person"]["properties"]["spouse"]["properties"]["partner"]
+            == json!({"$ref": "#/$defs/Person"})
+    );
     // No responses: converted without an outputSchema.
     assert!(tool(&tools, "placeOrder").get("outputSchema").is_none());
     // The first 2xx response wins over `default`.
-    assert_eq!(tool(&tools, "listPets")["outputSchema"]["properties"]["result"]["maxItems"], 100);
+    assert_eq!(
+        tool(&tools, "listPets")["outputSchema"]["properties"]["result"]["maxItems"],
+        100
+    );
 }
 
 #[test]
@@ -227,7 +248,13 @@ fn openapi30_pickers() {
     got.sort_unstable();
     assert_eq!(
         got,
-        ["createPet", "getInventory", "listPets", "showPetById", "updatePet"]
+        [
+            "createPet",
+            "getInventory",
+            "listPets",
+            "showPetById",
+            "updatePet"
+        ]
     );
     let only_writes = Options {
         selection: Selection {
@@ -263,11 +290,20 @@ fn swagger2_default() {
     let upload = &tool(&tools, "uploadPhoto")["inputSchema"];
     assert_eq!(upload["required"], json!(["body", "id"]));
     assert_eq!(upload["properties"]["body"]["required"], json!(["file"]));
-    assert_eq!(upload["properties"]["body"]["properties"]["file"]["type"], "file");
+    assert_eq!(
+        upload["properties"]["body"]["properties"]["file"]["type"],
+        "file"
+    );
     // The body parameter, and a response $ref into #/responses.
     let add = &tool(&tools, "addPet");
-    assert_eq!(add["inputSchema"]["properties"]["body"]["description"], "Pet to add to the store");
-    assert_eq!(tool(&tools, "uploadPhoto")["outputSchema"]["properties"]["ok"]["type"], "boolean");
+    assert_eq!(
+        add["inputSchema"]["properties"]["body"]["description"],
+        "Pet to add to the store"
+    );
+    assert_eq!(
+        tool(&tools, "uploadPhoto")["outputSchema"]["properties"]["ok"]["type"],
+        "boolean"
+    );
 }
 
 #[test]
@@ -331,7 +367,10 @@ fn bad_references_are_located_errors() {
         tools[0]["outputSchema"]["properties"]["pet"],
         json!({"$ref": "https://example.com/pet.json#/Pet"})
     );
-    let other_file = doc_with(json!({"$ref": "common.yaml#/components/schemas/Pet"}), json!({}));
+    let other_file = doc_with(
+        json!({"$ref": "common.yaml#/components/schemas/Pet"}),
+        json!({}),
+    );
     assert!(err(&other_file, &d).contains("$ref \"common.yaml#/components/schemas/Pet\" at #/paths/~1x/get/responses/200/content/application~1json/schema leaves the document"));
     // A parameter that refers out of the document cannot be converted even
     // when schemas may.
@@ -339,7 +378,8 @@ fn bad_references_are_located_errors() {
         "openapi": "3.1.0",
         "paths": {"/x": {"get": {"parameters": [{"$ref": "params.yaml#/limit"}], "responses": {}}}}
     });
-    assert!(err(&remote_param, &allowed).contains("only schemas may (allow_remote_refs), not parameters"));
+    assert!(err(&remote_param, &allowed)
+        .contains("only schemas may (allow_remote_refs), not parameters"));
     let param_cycle = json!({
         "openapi": "3.1.0",
         "paths": {"/x": {"get": {"parameters": [{"$ref": "#/components/parameters/a"}], "responses": {}}}},
@@ -362,26 +402,38 @@ fn bad_documents_are_errors() {
         err(&json!([1]), &d),
         "not an OpenAPI document: it is an array, expected an object"
     );
-    assert!(err(&json!({"openapi": "4.0.0"}), &d).starts_with("unsupported OpenAPI version \"4.0.0\""));
+    assert!(
+        err(&json!({"openapi": "4.0.0"}), &d).starts_with("unsupported OpenAPI version \"4.0.0\"")
+    );
     assert!(err(&json!({"swagger": "1.2"}), &d).starts_with("unsupported Swagger version \"1.2\""));
     assert_eq!(
         err(&json!({"openapi": "3.1.0", "paths": []}), &d),
         "#/paths is an array, expected an object"
     );
     assert_eq!(
-        err(&json!({"openapi": "3.1.0", "paths": {"/a": {"get": "nope"}}}), &d),
+        err(
+            &json!({"openapi": "3.1.0", "paths": {"/a": {"get": "nope"}}}),
+            &d
+        ),
         "GET /a: the operation at #/paths/~1a/get is a string, expected an object"
     );
     assert_eq!(
-        err(&json!({"openapi": "3.1.0", "paths": {"/a": {"get": {"parameters": [{"in": "query"}]}}}}), &d),
+        err(
+            &json!({"openapi": "3.1.0", "paths": {"/a": {"get": {"parameters": [{"in": "query"}]}}}}),
+            &d
+        ),
         "operation GET /a: the parameter at #/paths/~1a/get/parameters/0 has no string `name`"
     );
     assert_eq!(
-        err(&json!({"openapi": "3.1.0", "paths": {"/a": {"get": {"parameters": {"name": "x"}}}}}), &d),
+        err(
+            &json!({"openapi": "3.1.0", "paths": {"/a": {"get": {"parameters": {"name": "x"}}}}}),
+            &d
+        ),
         "operation GET /a: #/paths/~1a/get/parameters is an object, expected an array"
     );
     // Nothing to convert is not an error.
-    let (tools, converted) = convert_all(&json!({"openapi": "3.1.0", "info": {}}), &d).expect("empty");
+    let (tools, converted) =
+        convert_all(&json!({"openapi": "3.1.0", "info": {}}), &d).expect("empty");
     assert!(tools.is_empty());
     assert_eq!(converted.operations, 0);
 }
@@ -397,7 +449,10 @@ fn path_item_refs_and_percent_encoded_pointers() {
         }
     });
     let (tools, _) = run(&doc, &Options::default());
-    assert_eq!(tools[0]["outputSchema"], json!({"type": "object", "title": "escaped"}));
+    assert_eq!(
+        tools[0]["outputSchema"],
+        json!({"type": "object", "title": "escaped"})
+    );
     assert_eq!(tools[0]["_meta"]["toolpin/openapi"]["path"], "/a");
 }
 
@@ -435,14 +490,23 @@ fn exponential_refs_fall_back_to_defs() {
         let next = json!({"$ref": format!("#/components/schemas/L{}", level + 1)});
         let props: serde_json::Map<String, Value> =
             (0..8).map(|i| (format!("p{i}"), next.clone())).collect();
-        schemas.insert(format!("L{level}"), json!({"type": "object", "properties": props}));
+        schemas.insert(
+            format!("L{level}"),
+            json!({"type": "object", "properties": props}),
+        );
     }
     schemas.insert("L7".into(), json!({"type": "string"}));
-    let doc = doc_with(json!({"$ref": "#/components/schemas/L0"}), json!({"schemas": schemas}));
+    let doc = doc_with(
+        json!({"$ref": "#/components/schemas/L0"}),
+        json!({"schemas": schemas}),
+    );
     let (tools, warnings) = run(&doc, &Options::default());
     let out = &tools[0]["outputSchema"];
     assert_eq!(out["properties"]["p0"], json!({"$ref": "#/$defs/L1"}));
-    assert_eq!(out["$defs"]["L6"]["properties"]["p7"], json!({"$ref": "#/$defs/L7"}));
+    assert_eq!(
+        out["$defs"]["L6"]["properties"]["p7"],
+        json!({"$ref": "#/$defs/L7"})
+    );
     assert!(serde_json::to_string(out).expect("json").len() < 10_000);
     assert_eq!(
         warnings,
@@ -465,7 +529,10 @@ fn deep_ref_chains_stop_inlining_at_the_depth_limit() {
         );
     }
     schemas.insert("S80".into(), json!({"type": "string"}));
-    let doc = doc_with(json!({"$ref": "#/components/schemas/S0"}), json!({"schemas": schemas}));
+    let doc = doc_with(
+        json!({"$ref": "#/components/schemas/S0"}),
+        json!({"schemas": schemas}),
+    );
     let (tools, _) = run(&doc, &Options::default());
     let text = serde_json::to_string(&tools[0]).expect("json");
     assert!(text.contains("\"$ref\":\"#/$defs/S"), "{}", &text[..200]);
@@ -476,7 +543,11 @@ fn deep_ref_chains_stop_inlining_at_the_depth_limit() {
             _ => 0,
         }
     }
-    assert!(depth(&tools[0]) <= toolpin_openapi::MAX_INLINE_DEPTH + 4, "{}", depth(&tools[0]));
+    assert!(
+        depth(&tools[0]) <= toolpin_openapi::MAX_INLINE_DEPTH + 4,
+        "{}",
+        depth(&tools[0])
+    );
 }
 
 #[test]
