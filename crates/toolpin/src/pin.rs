@@ -11,7 +11,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use serde_json::json;
-use toolpin_capture::{source, Format};
+use toolpin_capture::{openapi, source, Format};
 use toolpin_manifest::{lockfile, Catalog, PinBuilder, ServerPin, Transform};
 
 use crate::config::{Config, Server};
@@ -192,24 +192,99 @@ impl Progress {
     }
 }
 
-/// Reads a lockfile or a tool-definition file (detected by content) as a
-/// catalog. A tool file becomes one server named after the file's stem.
+/// Reads a lockfile, a tool-definition file or an OpenAPI document
+/// (detected by content) as a catalog. A tool file or OpenAPI document
+/// becomes one server named after the file's stem; a document is
+/// converted with the default settings.
 pub fn catalog_from_path(path: &Path, forced: Option<Format>) -> Result<Catalog, CliError> {
     let origin = path.display().to_string();
     let bytes = source::read_file(path).map_err(|e| CliError::new(e.to_string()))?;
     if forced.is_none() && lockfile::looks_like_lockfile(&bytes) {
         return lockfile::parse(&bytes, &origin).map_err(|e| CliError::new(e.to_string()));
     }
-    let mut builder = PinBuilder::new(Transform::default());
-    let format = source::parse_tools(&bytes, &origin, forced, &mut builder)
-        .map_err(|e| CliError::new(e.to_string()))?;
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("file")
         .replace('/', "_");
+    let mut builder = PinBuilder::new(Transform::default());
+    let format = match source::parse_tools(&bytes, &origin, forced, &mut builder) {
+        Ok(format) => format,
+        // Not tool definitions: perhaps an OpenAPI document. Tool files
+        // pay nothing for the check.
+        Err(e) if forced.is_none() => {
+            return match openapi_catalog(path, &bytes, &origin, name)? {
+                Some(catalog) => Ok(catalog),
+                None => Err(CliError::new(e.to_string())),
+            }
+        }
+        Err(e) => return Err(CliError::new(e.to_string())),
+    };
     let pin = builder.finish(json!({ "file": origin }), format.name(), None);
     Catalog::new("default", BTreeMap::from([(name, pin)])).map_err(|e| CliError::new(e.to_string()))
+}
+
+/// The catalog of an OpenAPI document (JSON with an `openapi` or
+/// `swagger` member, or YAML with one at the start of a line), converted
+/// with the default settings; `None` if the file is not one.
+fn openapi_catalog(
+    path: &Path,
+    bytes: &[u8],
+    origin: &str,
+    name: String,
+) -> Result<Option<Catalog>, CliError> {
+    let err = |e: toolpin_capture::CaptureError| CliError::new(e.to_string());
+    let text = String::from_utf8_lossy(bytes);
+    let doc = match text
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .chars()
+        .next()
+    {
+        Some('{') => match toolpin_manifest::json::parse(bytes, origin) {
+            Ok(doc) if toolpin_openapi::is_openapi(&doc) => doc,
+            _ => return Ok(None),
+        },
+        Some('[') | None => return Ok(None),
+        Some(_) => {
+            let yaml_openapi = text.lines().any(|l| {
+                let l = l.trim_start_matches('\u{feff}');
+                [
+                    "openapi:",
+                    "swagger:",
+                    "\"openapi\":",
+                    "\"swagger\":",
+                    "'openapi':",
+                    "'swagger':",
+                ]
+                .iter()
+                .any(|p| l.starts_with(p))
+            });
+            if !yaml_openapi {
+                return Ok(None);
+            }
+            openapi::parse_document(bytes, origin).map_err(err)?
+        }
+    };
+    if bytes.len() as u64 > openapi::MAX_DOCUMENT_BYTES {
+        // The document reader's message states the limit.
+        openapi::read_document(path).map_err(err)?;
+    }
+    let options = toolpin_openapi::Options::default();
+    let mut builder = PinBuilder::new(Transform::default());
+    let warnings = openapi::convert_into(&doc, &options, origin, &mut builder).map_err(err)?;
+    drop(doc);
+    for w in warnings {
+        eprintln!(
+            "warning: {}",
+            toolpin_report::style::printable(&format!("{origin}: {w}"), false)
+        );
+    }
+    let source = json!({ "openapi": origin, "conversion": options.record() });
+    let pin = builder.finish(source, Format::OpenApi.name(), None);
+    Catalog::new("default", BTreeMap::from([(name, pin)]))
+        .map(Some)
+        .map_err(|e| CliError::new(e.to_string()))
 }
 
 /// Reads the lockfile at `path`, with a pointer to `toolpin lock` when absent.

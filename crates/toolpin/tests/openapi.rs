@@ -899,3 +899,38 @@ fn github_rest_description_22_to_23_real_differences() {
     );
     insta::assert_snapshot!("github_22_to_23", lines.join("\n"));
 }
+
+#[test]
+fn diff_and_fingerprint_read_openapi_documents_directly() {
+    let sb = Sandbox::new();
+    sb.write("old.yaml", PETS_YAML);
+    sb.write("new.yaml", PETS_YAML.replace("default: 20", "default: 50"));
+    sb.write("same.json", pets_json());
+    let run = sb.run(&["diff", "old.yaml", "new.yaml", "--color", "never"]);
+    run.drift();
+    assert!(
+        run.stdout
+            .starts_with("drift: 0 added, 0 removed, 1 changed (1 finding)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("new/listPets\n  high      input-default-changed  /inputSchema/properties/limit/default"),
+        "{}",
+        run.stdout
+    );
+    // YAML and JSON forms of one document: the same catalog.
+    sb.run(&["diff", "old.yaml", "same.json"]).ok();
+    let a = sb.run(&["fingerprint", "old.yaml"]);
+    a.ok();
+    assert_eq!(a.stdout, sb.run(&["fingerprint", "same.json"]).stdout);
+    // A broken tool file keeps its own error; a broken YAML document its.
+    sb.write("broken.json", "{\"tools\": [,]}");
+    let message = sb
+        .run(&["fingerprint", "broken.json"])
+        .error(&["invalid JSON"]);
+    assert_eq!(located(&message, "broken.json"), (1, 12));
+    sb.write("broken.yaml", "openapi: 3.1.0\npaths: [\n");
+    sb.run(&["fingerprint", "broken.yaml"])
+        .error(&["broken.yaml:3:1: invalid YAML"]);
+}
