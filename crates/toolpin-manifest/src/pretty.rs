@@ -98,9 +98,13 @@ pub fn write(compact: &str, level: usize, out: &mut Vec<u8>) {
                 number(&compact[start..i], out);
             }
             _ => {
-                // true, false, null
+                // true, false, null (anything else cannot occur in JSON;
+                // it is copied, one byte at a time, so the loop ends).
                 let start = i;
                 while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                if i == start {
                     i += 1;
                 }
                 out.extend_from_slice(&bytes[start..i]);
@@ -189,6 +193,16 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn text_that_is_not_json_still_ends() {
+        let mut out = Vec::new();
+        write("{\"a\":\u{e9}x}", 0, &mut out);
+        assert_eq!(
+            String::from_utf8(out).expect("utf-8"),
+            "{\n  \"a\": \u{e9}x\n}"
+        );
     }
 
     #[test]

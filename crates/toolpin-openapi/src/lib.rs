@@ -704,12 +704,7 @@ impl<'a> Ctx<'_, 'a> {
                     if SWAGGER2_PARAM_MEMBERS.contains(&k.as_str()) {
                         continue;
                     }
-                    let value = if k == "items" {
-                        input.schema(v, &format!("{at}/items"), 4)?
-                    } else {
-                        v.clone()
-                    };
-                    out.insert(k.clone(), value);
+                    out.insert(k.clone(), input.member(k, v, at, 4)?);
                 }
                 Value::Object(out)
             }

@@ -2,7 +2,7 @@
 //! `[A-Za-z0-9_-]`, shortened to [`MAX_NAME_LEN`] with a hash suffix, and
 //! made unique in a fixed order. docs/openapi.md states each rule.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use toolpin_manifest::Fingerprint;
 
@@ -56,7 +56,12 @@ pub fn shorten(name: String) -> String {
     }
     let hash = Fingerprint::of_bytes(name.as_bytes()).to_hex();
     let keep = MAX_NAME_LEN - HASH_LEN - 1;
-    format!("{}_{}", &name[..keep], &hash[..HASH_LEN])
+    // `name` is ASCII (sanitized) and the hash hex: any index is a boundary.
+    format!(
+        "{}_{}",
+        name.get(..keep).unwrap_or(&name),
+        hash.get(..HASH_LEN).unwrap_or(&hash)
+    )
 }
 
 /// The base name of an operation: its sanitized `operationId`, or the
@@ -75,6 +80,9 @@ pub fn base_name(operation_id: Option<&str>, method: &str, path: &str) -> String
 #[derive(Default)]
 pub struct Namer {
     used: HashSet<String>,
+    /// The next suffix to try for a base, so that many operations sharing
+    /// one name are numbered in linear time.
+    next: HashMap<String, u64>,
 }
 
 impl Namer {
@@ -83,16 +91,17 @@ impl Namer {
         if self.used.insert(base.to_string()) {
             return (base.to_string(), false);
         }
-        let mut n: u64 = 2;
+        let mut n = self.next.get(base).copied().unwrap_or(2);
         loop {
             let suffix = format!("_{n}");
             let keep = base.len().min(MAX_NAME_LEN - suffix.len());
             // `base` is ASCII (sanitized), so any byte index is a boundary.
-            let candidate = format!("{}{suffix}", &base[..keep]);
+            let candidate = format!("{}{suffix}", base.get(..keep).unwrap_or(base));
+            n += 1;
             if self.used.insert(candidate.clone()) {
+                self.next.insert(base.to_string(), n);
                 return (candidate, true);
             }
-            n += 1;
         }
     }
 }

@@ -21,6 +21,15 @@ pub const MAX_INLINE_DEPTH: usize = 48;
 /// has about 19,000.
 pub const INLINE_BUDGET: usize = 250_000;
 
+/// References followed one after another (each target only another
+/// `$ref`) before the chain is refused.
+pub const MAX_REF_CHAIN: usize = 1_000;
+
+/// Schemas inlined one inside another (each through a `$ref`) past which
+/// a further `$ref` is kept as a reference into `$defs`: bounds the work
+/// and the recursion whatever the document.
+pub const MAX_REF_NESTING: usize = 64;
+
 /// Keywords whose value is data, never a schema: copied as written.
 const DATA_KEYWORDS: [&str; 5] = ["default", "enum", "const", "example", "examples"];
 /// Keywords whose value maps names to schemas.
@@ -91,6 +100,11 @@ impl<'a> Doc<'a> {
                     ))
                 }
                 Target::Local(target, pointer) => {
+                    if seen.len() >= MAX_REF_CHAIN {
+                        return Err(format!(
+                            "a chain of more than {MAX_REF_CHAIN} $refs (at #{at})"
+                        ));
+                    }
                     if seen.contains(&pointer) {
                         seen.push(pointer);
                         let chain: Vec<String> = seen.iter().map(|p| format!("#{p}")).collect();
@@ -189,9 +203,8 @@ enum Loc<'a> {
 pub struct Inliner<'d, 'a> {
     doc: &'d Doc<'a>,
     mode: Mode,
-    /// References being inlined, innermost last, each with whether its
-    /// target is nothing but another `$ref`.
-    stack: Vec<(String, bool)>,
+    /// The schemas being inlined (their pointers), innermost last.
+    stack: Vec<String>,
     /// Pointer → its name in `$defs`.
     names: BTreeMap<String, String>,
     taken: BTreeSet<String>,
@@ -232,6 +245,23 @@ impl<'d, 'a> Inliner<'d, 'a> {
         out
     }
 
+    /// Copies one member of a schema-like object found at `at` (a Swagger
+    /// 2.0 parameter's `type`, `items`, `enum`, …) as a schema keyword.
+    pub fn member(
+        &mut self,
+        key: &'a str,
+        value: &'a Value,
+        at: &str,
+        depth: usize,
+    ) -> Result<Value, SchemaError> {
+        self.loc.push(Loc::Base(at.to_string()));
+        self.loc.push(Loc::Key(key));
+        let out = self.keyword(key, value, depth);
+        self.loc.pop();
+        self.loc.pop();
+        out
+    }
+
     /// The `$defs` that the schemas built so far refer to, each built in
     /// turn (a definition may need others).
     pub fn finish(&mut self) -> Result<Map<String, Value>, SchemaError> {
@@ -240,7 +270,7 @@ impl<'d, 'a> Inliner<'d, 'a> {
                 continue;
             };
             let name = self.names.get(&pointer).cloned().unwrap_or_default();
-            self.stack.push((pointer.clone(), is_pure_ref(target)));
+            self.stack.push(pointer.clone());
             self.loc.push(Loc::Base(pointer.clone()));
             let built = self.walk_schema(target, 3);
             self.loc.pop();
@@ -370,67 +400,76 @@ impl<'d, 'a> Inliner<'d, 'a> {
         map: &'a Map<String, Value>,
         depth: usize,
     ) -> Result<Value, SchemaError> {
-        let target = self
-            .doc
-            .lookup(reference)
-            .map_err(|e| SchemaError::Invalid(format!("{e} (at {})", self.location())))?;
-        let (target, pointer) = match target {
-            Target::Remote if self.doc.allow_remote_refs => {
-                // Kept exactly as written: the drift engine reports what
-                // it cannot follow as schema-unanalyzable.
-                return self.walk_object(map, depth);
-            }
-            Target::Remote => {
+        // Follow aliases (targets that are only another `$ref`) in a loop:
+        // they are never inlined or defined themselves, and a chain of
+        // them that comes back on itself never reaches a schema.
+        let mut current = reference;
+        let mut chain: Vec<String> = Vec::new();
+        let (target, pointer) = loop {
+            let at = match chain.last() {
+                None => self.location(),
+                Some(p) => format!("#{p}"),
+            };
+            let found = self
+                .doc
+                .lookup(current)
+                .map_err(|e| SchemaError::Invalid(format!("{e} (at {at})")))?;
+            let (target, pointer) = match found {
+                Target::Remote if self.doc.allow_remote_refs => {
+                    // Kept exactly as written: the drift engine reports
+                    // what it cannot follow as schema-unanalyzable.
+                    let mut out = Map::new();
+                    out.insert("$ref".into(), Value::String(current.to_string()));
+                    self.siblings(map, depth, &mut out)?;
+                    return Ok(Value::Object(out));
+                }
+                Target::Remote => {
+                    return Err(SchemaError::Invalid(format!(
+                        "$ref {current:?} at {at} leaves the document; set allow_remote_refs = true to keep such references as written"
+                    )))
+                }
+                Target::Local(target, pointer) => (target, pointer),
+            };
+            if chain.contains(&pointer) {
+                chain.push(pointer);
+                let shown: Vec<String> = chain.iter().map(|p| format!("#{p}")).collect();
                 return Err(SchemaError::Invalid(format!(
-                    "$ref {reference:?} at {} leaves the document; set allow_remote_refs = true to keep such references as written",
-                    self.location()
-                )))
+                    "$ref cycle: {} never reaches a schema (at {at})",
+                    shown.join(" → ")
+                )));
             }
-            Target::Local(target, pointer) => (target, pointer),
-        };
-        let siblings = map.len() > 1;
-        let recursive = self.stack.iter().position(|(p, _)| *p == pointer);
-        if let Some(start) = recursive {
-            if self.stack[start..].iter().all(|(_, pure)| *pure) {
-                let mut chain: Vec<String> = self.stack[start..]
-                    .iter()
-                    .map(|(p, _)| format!("#{p}"))
-                    .collect();
-                chain.push(format!("#{pointer}"));
+            chain.push(pointer.clone());
+            if chain.len() > MAX_REF_CHAIN {
                 return Err(SchemaError::Invalid(format!(
-                    "$ref cycle: {} never reaches a schema (at {})",
-                    chain.join(" → "),
+                    "a chain of more than {MAX_REF_CHAIN} $refs that are only references (at {})",
                     self.location()
                 )));
             }
-        }
-        // A target that is only another reference is an alias: followed,
-        // never given a definition of its own. The root of a schema is
-        // always inlined, in either mode.
-        let alias = is_pure_ref(target);
+            match alias_of(target) {
+                Some(next) => current = next,
+                None => break (target, pointer),
+            }
+        };
+        let recursive = self.stack.contains(&pointer);
+        // The root of a schema is always inlined, in either mode.
         let by_mode = self.mode == Mode::Defs && !self.stack.is_empty();
-        if recursive.is_some() || (!alias && (by_mode || depth > MAX_INLINE_DEPTH)) {
+        if recursive || by_mode || depth > MAX_INLINE_DEPTH || self.stack.len() >= MAX_REF_NESTING {
             let name = self.def_name(&pointer);
             let mut out = Map::new();
             out.insert(
                 "$ref".into(),
                 Value::String(format!("#/$defs/{}", escape_token(&name))),
             );
-            for (key, value) in map.iter().filter(|(k, _)| *k != "$ref") {
-                self.loc.push(Loc::Key(key));
-                let built = self.keyword(key, value, depth + 1);
-                self.loc.pop();
-                out.insert(key.clone(), built?);
-            }
+            self.siblings(map, depth, &mut out)?;
             return Ok(Value::Object(out));
         }
-        self.stack.push((pointer.clone(), alias));
+        self.stack.push(pointer.clone());
         self.loc.push(Loc::Base(pointer));
         let inlined = self.walk_schema(target, depth);
         self.loc.pop();
         self.stack.pop();
         let inlined = inlined?;
-        if !siblings {
+        if map.len() == 1 {
             return Ok(inlined);
         }
         // Members beside the `$ref` (a description, a default) override
@@ -443,13 +482,24 @@ impl<'d, 'a> Inliner<'d, 'a> {
                 m
             }
         };
+        self.siblings(map, depth, &mut out)?;
+        Ok(Value::Object(out))
+    }
+
+    /// The members beside a `$ref`, built as keywords into `out`.
+    fn siblings(
+        &mut self,
+        map: &'a Map<String, Value>,
+        depth: usize,
+        out: &mut Map<String, Value>,
+    ) -> Result<(), SchemaError> {
         for (key, value) in map.iter().filter(|(k, _)| *k != "$ref") {
             self.loc.push(Loc::Key(key));
             let built = self.keyword(key, value, depth + 1);
             self.loc.pop();
             out.insert(key.clone(), built?);
         }
-        Ok(Value::Object(out))
+        Ok(())
     }
 
     /// The `$defs` name for a pointer: its last token, numbered when two
@@ -478,9 +528,13 @@ impl<'d, 'a> Inliner<'d, 'a> {
     }
 }
 
-/// A target that is only another reference (`{"$ref": "…"}`).
-fn is_pure_ref(target: &Value) -> bool {
-    matches!(target, Value::Object(m) if m.len() == 1 && m.get("$ref").is_some_and(Value::is_string))
+/// The reference a target that is only another reference
+/// (`{"$ref": "…"}`) stands for.
+fn alias_of(target: &Value) -> Option<&str> {
+    match target {
+        Value::Object(m) if m.len() == 1 => m.get("$ref").and_then(Value::as_str),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -520,7 +574,7 @@ mod tests {
         let root = json!({"p": {"a": {"$ref": "#/p/b", "description": "outer"}, "b": {"$ref": "#/p/c"}, "c": {"name": "x", "description": "inner"},
                           "l1": {"$ref": "#/p/l2"}, "l2": {"$ref": "#/p/l1"}}});
         let d = doc(&root);
-        let r = d.deref(&root["p"]["a"], "/p/a").ok().expect("resolves");
+        let r = d.deref(&root["p"]["a"], "/p/a").expect("resolves");
         assert_eq!(r.get("name"), Some(&json!("x")));
         assert_eq!(r.get("description"), Some(&json!("outer")));
         assert_eq!(r.at, "/p/c");

@@ -571,3 +571,60 @@ fn record_holds_every_setting() {
                "include_tags": ["repos"], "exclude_paths": ["DELETE /*"]})
     );
 }
+
+#[test]
+fn long_reference_chains_are_bounded() {
+    // 5,000 schemas that are only a reference to the next: refused, not
+    // followed into a stack overflow.
+    let mut schemas = serde_json::Map::new();
+    for i in 0..5000 {
+        schemas.insert(
+            format!("A{i}"),
+            json!({"$ref": format!("#/components/schemas/A{}", i + 1)}),
+        );
+    }
+    schemas.insert("A5000".into(), json!({"type": "string"}));
+    let doc = doc_with(
+        json!({"$ref": "#/components/schemas/A0"}),
+        json!({"schemas": schemas}),
+    );
+    assert!(
+        err(&doc, &Options::default())
+            .contains("a chain of more than 1000 $refs that are only references"),
+        "{}",
+        err(&doc, &Options::default())
+    );
+    // 5,000 references each with a sibling (so each is a schema of its
+    // own): every 64 nested ones, the next is kept in $defs, whose
+    // definition inlines the next 64.
+    let mut schemas = serde_json::Map::new();
+    for i in 0..5000 {
+        schemas.insert(
+            format!("B{i}"),
+            json!({"$ref": format!("#/components/schemas/B{}", i + 1), "description": format!("level {i}")}),
+        );
+    }
+    schemas.insert("B5000".into(), json!({"type": "string"}));
+    let doc = doc_with(
+        json!({"$ref": "#/components/schemas/B0"}),
+        json!({"schemas": schemas}),
+    );
+    let (tools, _) = run(&doc, &Options::default());
+    let out = &tools[0]["outputSchema"];
+    let defs = out["$defs"].as_object().map_or(0, |d| d.len());
+    assert_eq!(defs, 5000 / 64, "{defs} definitions");
+    assert_eq!(out["$defs"]["B64"]["description"], "level 64");
+}
+
+#[test]
+fn thousands_of_duplicate_operation_ids_are_numbered() {
+    let paths: serde_json::Map<String, Value> = (0..3000)
+        .map(|i| (format!("/p{i:04}"), json!({"get": {"operationId": "same"}})))
+        .collect();
+    let doc = json!({"openapi": "3.1.0", "paths": paths});
+    let (tools, warnings) = run(&doc, &Options::default());
+    assert_eq!(tools.len(), 3000);
+    assert_eq!(warnings.len(), 2999);
+    assert_eq!(tools[0]["name"], "same");
+    assert_eq!(tools[2999]["name"], "same_3000");
+}

@@ -45,13 +45,8 @@ pub fn capture_config(config: &Config, opts: CaptureOptions) -> Result<Catalog, 
         match result {
             Some(Ok((pin, warnings))) => {
                 if opts.progress {
-                    for w in warnings {
-                        eprintln!(
-                            "warning: server {:?}: {}",
-                            server.name,
-                            toolpin_report::style::printable(&redact(&w, &server.secrets), false)
-                        );
-                    }
+                    let who = format!("server {:?}", server.name);
+                    print_warnings(&who, &warnings, &server.secrets);
                 }
                 servers.insert(server.name.clone(), pin);
             }
@@ -81,6 +76,27 @@ pub fn capture_config(config: &Config, opts: CaptureOptions) -> Result<Catalog, 
 
 /// One result per server, in order; `None` for servers not finished because
 /// another failed first (without `keep_going`).
+/// Warnings printed per server; past this, a count.
+const MAX_WARNINGS: usize = 20;
+
+/// A source's warnings on stderr after `who` (`server "x"`, or a file),
+/// secrets redacted, at most [`MAX_WARNINGS`] of them and then how many
+/// more there were.
+fn print_warnings(who: &str, warnings: &[String], secrets: &[(String, String)]) {
+    for w in warnings.iter().take(MAX_WARNINGS) {
+        eprintln!(
+            "warning: {who}: {}",
+            toolpin_report::style::printable(&redact(w, secrets), false)
+        );
+    }
+    if warnings.len() > MAX_WARNINGS {
+        eprintln!(
+            "warning: {who}: {} more warnings not shown",
+            warnings.len() - MAX_WARNINGS
+        );
+    }
+}
+
 /// A pinned server and its source's warnings.
 type Pinned = (ServerPin, Vec<String>);
 
@@ -274,12 +290,7 @@ fn openapi_catalog(
     let mut builder = PinBuilder::new(Transform::default());
     let warnings = openapi::convert_into(&doc, &options, origin, &mut builder).map_err(err)?;
     drop(doc);
-    for w in warnings {
-        eprintln!(
-            "warning: {}",
-            toolpin_report::style::printable(&format!("{origin}: {w}"), false)
-        );
-    }
+    print_warnings(origin, &warnings, &[]);
     let source = json!({ "openapi": origin, "conversion": options.record() });
     let pin = builder.finish(source, Format::OpenApi.name(), None);
     Catalog::new("default", BTreeMap::from([(name, pin)]))

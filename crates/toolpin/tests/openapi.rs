@@ -934,3 +934,29 @@ fn diff_and_fingerprint_read_openapi_documents_directly() {
     sb.run(&["fingerprint", "broken.yaml"])
         .error(&["broken.yaml:3:1: invalid YAML"]);
 }
+
+#[test]
+fn many_warnings_are_counted_not_all_printed() {
+    let paths: serde_json::Map<String, Value> = (0..30)
+        .map(|i| {
+            (
+                format!("/p{i:02}"),
+                json!({"get": {"operationId": "same", "responses": {}}}),
+            )
+        })
+        .collect();
+    let sb = pets("");
+    sb.write(
+        "api.yaml",
+        json!({"openapi": "3.1.0", "paths": paths}).to_string(),
+    );
+    let run = sb.run(&["lock"]);
+    run.ok();
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 22, "{}", run.stderr);
+    assert_eq!(
+        lines[20],
+        "warning: server \"pets\": 9 more warnings not shown"
+    );
+    assert!(lines[21].starts_with("Pinned 30 tools"));
+}
