@@ -153,12 +153,32 @@ fn parse_yaml(text: &str, origin: &str) -> Result<Value, CaptureError> {
     })
 }
 
+/// `text` without its " at line N column M" parts: the location is given
+/// once, in front.
+fn strip_positions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(" at line ") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + " at line ".len()..];
+        let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let n = digits(after);
+        let tail = &after[n..];
+        match tail.strip_prefix(" column ") {
+            Some(col) if n > 0 => rest = &col[digits(col)..],
+            _ => {
+                out.push_str(" at line ");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn yaml_error(e: &serde_norway::Error, origin: &str) -> CaptureError {
     let full = e.to_string();
-    let bare = match full.rfind(" at line ") {
-        Some(i) => &full[..i],
-        None => &full,
-    };
+    let bare = strip_positions(&full);
     match e.location() {
         Some(loc) => JsonError {
             origin: origin.to_string(),
@@ -325,6 +345,15 @@ mod tests {
         assert!(err.starts_with("api.yaml:1:7: invalid JSON: "), "{err}");
         let err = parse("  \n").expect_err("empty");
         assert!(err.contains("empty document"), "{err}");
+    }
+
+    #[test]
+    fn positions_are_stripped_from_parser_messages() {
+        assert_eq!(
+            strip_positions("did not find expected ',' or ']' at line 5 column 1, while parsing a flow sequence at line 4 column 10"),
+            "did not find expected ',' or ']', while parsing a flow sequence"
+        );
+        assert_eq!(strip_positions("a key at line x"), "a key at line x");
     }
 
     #[test]
