@@ -358,6 +358,12 @@ impl ServerConfig {
             source_settings!(drop_inapplicable);
             // The base's format described the base's source.
             self.format = None;
+            // An openapi file reads none of an openapi URL's settings.
+            if over.openapi.as_deref().is_some_and(|v| !may_be_url(v)) {
+                self.headers = None;
+                self.bearer_token_env = None;
+                self.timeout = None;
+            }
         }
         macro_rules! take {
             ($($f:ident),*) => { $(if over.$f.is_some() { self.$f = over.$f.clone(); })* };
@@ -726,6 +732,22 @@ fn http_headers(
     Ok(headers)
 }
 
+/// Whether an `openapi` value as written may be a URL: it starts with
+/// `http://` or `https://`, or holds a `${…}` reference that may expand to
+/// one.
+fn may_be_url(written: &str) -> bool {
+    is_http_url(written) || written.contains("${")
+}
+
+fn is_http_url(text: &str) -> bool {
+    ["http://", "https://"].iter().any(|p| {
+        text.len() > p.len()
+            && text
+                .get(..p.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(p))
+    })
+}
+
 /// An `openapi` source: a file, or a URL fetched with `headers`, and the
 /// conversion settings, recorded under `conversion` in full.
 fn openapi_source(
@@ -740,12 +762,9 @@ fn openapi_source(
         return Err("`openapi` must name a file or an http(s) URL".into());
     }
     let expanded = expand(&written, lookup).map_err(|m| format!("`openapi`: {m}"))?;
+    secrets.extend(expanded.secrets);
     record.insert("openapi".into(), json!(written));
-    let is_url = ["http://", "https://"].iter().any(|p| {
-        expanded.value.len() > p.len() && expanded.value[..p.len()].eq_ignore_ascii_case(p)
-    });
-    let (location, timeout) = if is_url {
-        secrets.extend(expanded.secrets);
+    let (location, timeout) = if is_http_url(&expanded.value) {
         let headers = http_headers(cfg, lookup, record, secrets)?;
         let timeout = match &cfg.timeout {
             None => DEFAULT_FETCH_TIMEOUT,
@@ -1139,6 +1158,65 @@ enabled = false
         let (_, servers) = parse(text, Some("ci")).expect("valid");
         assert!(matches!(servers[0].source, Source::File { .. }));
         assert_eq!(servers[0].format, None);
+    }
+
+    #[test]
+    fn openapi_sources_record_their_conversion_and_keep_secrets_out() {
+        let text = "[servers.gh]\nopenapi = \"https://api.example.com/${TOKEN}/openapi.yaml\"\n\
+                    headers = { X-Api-Key = \"${TOKEN}\" }\nbody = \"merge\"\ninclude_tags = [\"repos\"]\n\
+                    exclude_paths = [\"DELETE /*\"]\nprefix = \"gh__\"\n\
+                    [env.ci.servers.gh]\nopenapi = \"openapi.json\"\n";
+        let (_, servers) = parse(text, None).expect("valid");
+        let Source::OpenApi(spec) = &servers[0].source else {
+            panic!("an openapi source: {:?}", servers[0].source);
+        };
+        match &spec.location {
+            DocumentLocation::Url { url, headers } => {
+                assert_eq!(url, "https://api.example.com/s3cret-value/openapi.yaml");
+                assert_eq!(
+                    headers,
+                    &vec![("X-Api-Key".to_string(), "s3cret-value".to_string())]
+                );
+            }
+            other => panic!("a URL: {other:?}"),
+        }
+        assert_eq!(
+            servers[0].record,
+            json!({
+                "openapi": "https://api.example.com/${TOKEN}/openapi.yaml",
+                "headers": {"X-Api-Key": "${TOKEN}"},
+                "prefix": "gh__",
+                "conversion": {"allow_remote_refs": false, "body": "merge", "output_schema": true, "version": 1,
+                               "include_tags": ["repos"], "exclude_paths": ["DELETE /*"]}
+            })
+        );
+        assert!(servers[0]
+            .secrets
+            .contains(&("${TOKEN}".into(), "s3cret-value".into())));
+        // An override that names a file keeps the conversion settings and
+        // drops what only a URL reads.
+        let (_, servers) = parse(text, Some("ci")).expect("valid");
+        let Source::OpenApi(spec) = &servers[0].source else {
+            panic!("an openapi source");
+        };
+        assert!(
+            matches!(&spec.location, DocumentLocation::File(p) if p == Path::new("/base/openapi.json"))
+        );
+        assert!(servers[0].record.get("headers").is_none());
+        // Not a URL, however it begins.
+        assert!(!is_http_url("héllo://x") && !is_http_url("http://") && is_http_url("HTTPS://x"));
+        assert_eq!(spec.options.body, toolpin_openapi::BodyMode::Merge);
+        let err = parse(
+            text.replace("[env.ci.servers.gh]\nopenapi = \"openapi.json\"\n", "")
+                .replace("https://api.example.com/${TOKEN}/", "")
+                .as_str(),
+            None,
+        )
+        .expect_err("headers on a file");
+        assert!(
+            err.contains("`headers` applies to an `openapi` URL"),
+            "{err}"
+        );
     }
 
     #[test]
