@@ -794,6 +794,10 @@ impl<'a> Ctx<'_, 'a> {
                 continue;
             };
             let mut output = Inliner::new(self.doc, mode);
+            // Definitions the response schema makes itself keep their names.
+            if let Some(own) = output.root_defs(schema) {
+                output.reserve(own.keys());
+            }
             let built = output.schema(schema, &s_at, 1)?;
             let mut root = if is_object_schema(&built) {
                 match built {
@@ -811,11 +815,8 @@ impl<'a> Ctx<'_, 'a> {
             *spent += output.spent();
             if !defs.is_empty() {
                 match root.get_mut("$defs") {
-                    Some(Value::Object(existing)) => {
-                        for (k, v) in defs {
-                            existing.entry(k).or_insert(v);
-                        }
-                    }
+                    // Names were kept apart (`reserve`), so none is lost.
+                    Some(Value::Object(existing)) => existing.extend(defs),
                     _ => {
                         root.insert("$defs".into(), Value::Object(defs));
                     }

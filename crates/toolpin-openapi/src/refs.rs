@@ -245,6 +245,27 @@ impl<'d, 'a> Inliner<'d, 'a> {
         out
     }
 
+    /// Keeps `names` out of the `$defs` names this inliner gives: the root
+    /// schema defines them itself.
+    pub fn reserve<'n>(&mut self, names: impl IntoIterator<Item = &'n String>) {
+        self.taken.extend(names.into_iter().cloned());
+    }
+
+    /// The `$defs` a schema defines at its root, following references at
+    /// the root as [`Inliner::schema`] inlines them.
+    pub fn root_defs(&self, mut value: &'a Value) -> Option<&'a Map<String, Value>> {
+        for _ in 0..MAX_REF_CHAIN {
+            match value.get("$ref").and_then(Value::as_str) {
+                Some(r) => match self.doc.lookup(r) {
+                    Ok(Target::Local(target, _)) => value = target,
+                    _ => return None,
+                },
+                None => return value.get("$defs").and_then(Value::as_object),
+            }
+        }
+        None
+    }
+
     /// Copies one member of a schema-like object found at `at` (a Swagger
     /// 2.0 parameter's `type`, `items`, `enum`, …) as a schema keyword.
     pub fn member(

@@ -628,3 +628,26 @@ fn thousands_of_duplicate_operation_ids_are_numbered() {
     assert_eq!(tools[0]["name"], "same");
     assert_eq!(tools[2999]["name"], "same_3000");
 }
+
+#[test]
+fn a_response_schema_with_its_own_defs_keeps_them_beside_the_recursion_defs() {
+    let doc = doc_with(
+        json!({"$ref": "#/components/schemas/Tree"}),
+        json!({"schemas": {
+            "Tree": {"type": "object", "$defs": {"Node": {"type": "string", "title": "the document's own Node"}},
+                     "properties": {"label": {"$ref": "#/components/schemas/Tree/$defs/Node"}, "node": {"$ref": "#/components/schemas/Node"}}},
+            "Node": {"type": "object", "properties": {"next": {"$ref": "#/components/schemas/Node"}}}
+        }}),
+    );
+    let (tools, _) = run(&doc, &Options::default());
+    let out = &tools[0]["outputSchema"];
+    assert_eq!(out["$defs"]["Node"]["title"], "the document's own Node");
+    assert_eq!(
+        out["properties"]["node"]["properties"]["next"],
+        json!({"$ref": "#/$defs/Node_2"})
+    );
+    assert_eq!(
+        out["$defs"]["Node_2"]["properties"]["next"],
+        json!({"$ref": "#/$defs/Node_2"})
+    );
+}
