@@ -22,6 +22,10 @@ pub enum Format {
     Anthropic,
     /// Gemini: `{"functionDeclarations": […]}` or a list of such tool objects.
     Gemini,
+    /// Tools converted from an OpenAPI document (an `openapi` source), not
+    /// read in a tool format: never detected, never forced, and not in
+    /// [`Format::ALL`].
+    OpenApi,
 }
 
 impl Format {
@@ -40,6 +44,7 @@ impl Format {
             Format::OpenAiResponses => "openai-responses",
             Format::Anthropic => "anthropic",
             Format::Gemini => "gemini",
+            Format::OpenApi => "openapi",
         }
     }
 
@@ -50,6 +55,7 @@ impl Format {
             Format::OpenAiResponses => "an OpenAI Responses function tool",
             Format::Anthropic => "an Anthropic tool",
             Format::Gemini => "a Gemini tool",
+            Format::OpenApi => "a tool converted from an OpenAPI operation",
         }
     }
 
@@ -591,7 +597,7 @@ fn unwrap_tool(format: Format, item: Value, index: usize) -> Result<Value, Strin
             }
             Ok(Value::Object(map))
         }
-        Format::Mcp | Format::Gemini => Ok(Value::Object(map)),
+        Format::Mcp | Format::Gemini | Format::OpenApi => Ok(Value::Object(map)),
     }
 }
 

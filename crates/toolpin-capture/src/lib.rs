@@ -1,12 +1,15 @@
 //! Where tools come from: tool-definition files in the formats agents use
-//! (MCP, OpenAI Chat Completions and Responses, Anthropic, Gemini) and
-//! commands that print them. Each source yields raw `serde_json::Value`
-//! tools exactly as given; `toolpin-manifest` normalizes them.
+//! (MCP, OpenAI Chat Completions and Responses, Anthropic, Gemini),
+//! commands that print them, live MCP servers, and OpenAPI documents
+//! (converted by `toolpin-openapi`). Each source yields raw
+//! `serde_json::Value` tools; `toolpin-manifest` normalizes them.
 
 pub mod exec;
 pub mod format;
 pub mod mcp;
+pub mod openapi;
 pub mod source;
 
 pub use format::{Format, ToolSink};
+pub use openapi::{DocumentLocation, OpenApiSpec};
 pub use source::{CaptureError, Captured, Endpoint, Source};

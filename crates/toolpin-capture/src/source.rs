@@ -12,6 +12,7 @@ use toolpin_manifest::json;
 use crate::exec::{self, ExecError, ExecSpec};
 use crate::format::{self, Format, ToolSink};
 use crate::mcp::{self, Client, HttpMode, HttpSpec, McpError, SessionOptions, StdioSpec};
+use crate::openapi::{self, DocumentLocation, OpenApiSpec};
 
 /// Largest tool file read.
 pub const MAX_FILE_BYTES: u64 = 512 << 20;
@@ -34,6 +35,8 @@ pub enum Source {
         endpoint: Endpoint,
         session: SessionOptions,
     },
+    /// An OpenAPI document, converted into one tool per operation.
+    OpenApi(OpenApiSpec),
 }
 
 /// How to reach a live MCP server.
@@ -49,6 +52,9 @@ pub struct Captured {
     pub format: Format,
     /// Protocol version, serverInfo and what toolpin declared (MCP only).
     pub session: Option<Value>,
+    /// Things worth telling the user, one line each (an OpenAPI
+    /// conversion's renamed duplicates, for instance).
+    pub warnings: Vec<String>,
 }
 
 /// Why a source could not be captured; `Display` is one line.
@@ -93,6 +99,7 @@ impl Source {
                         Captured {
                             format,
                             session: None,
+                            warnings: Vec::new(),
                         },
                     ))
                 })
@@ -119,6 +126,7 @@ impl Source {
                         Captured {
                             format,
                             session: None,
+                            warnings: Vec::new(),
                         },
                     ))
                 })
@@ -131,8 +139,43 @@ impl Source {
                     Captured {
                         format: Format::Mcp,
                         session: Some(session_record),
+                        warnings: Vec::new(),
                     },
                 ))
+            }
+            Source::OpenApi(spec) => {
+                let (bytes, origin) = match &spec.location {
+                    DocumentLocation::File(path) => {
+                        let path = path.clone();
+                        run_blocking(move || {
+                            let origin = path.display().to_string();
+                            openapi::read_document(&path).map(|b| (b, origin))
+                        })
+                        .await?
+                    }
+                    DocumentLocation::Url { url, headers } => (
+                        openapi::fetch(url, headers, spec.timeout).await?,
+                        url.clone(),
+                    ),
+                };
+                let options = spec.options.clone();
+                run_blocking(move || {
+                    let doc = openapi::parse_document(&bytes, &origin)?;
+                    drop(bytes);
+                    let warnings = openapi::convert_into(&doc, &options, &origin, &mut sink)?;
+                    // The document's tree is several times its text: free
+                    // it before the lockfile is written.
+                    drop(doc);
+                    Ok((
+                        sink,
+                        Captured {
+                            format: Format::OpenApi,
+                            session: None,
+                            warnings,
+                        },
+                    ))
+                })
+                .await
             }
         }
     }
@@ -256,7 +299,7 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>, CaptureError> {
     std::fs::read(path).map_err(|e| err(io_reason(&e)))
 }
 
-fn io_reason(e: &std::io::Error) -> String {
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),

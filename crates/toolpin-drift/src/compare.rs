@@ -93,6 +93,7 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
     renames_and_the_rest(removed, added, &names, &mut summary, &mut findings);
     fold_renames(&mut tools, &findings);
     compare_server_versions(old, new, &mut findings);
+    compare_conversions(old, new, &mut findings);
     findings.sort_by(|a, b| {
         a.tool
             .cmp(&b.tool)
@@ -249,6 +250,48 @@ fn compare_server_versions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>)
             );
             f.before = b;
             f.after = a;
+            out.push(f);
+        }
+    }
+}
+
+/// The pointer of an OpenAPI source's conversion settings inside its
+/// lockfile entry.
+pub const CONVERSION_POINTER: &str = "/source/conversion";
+
+/// A server present on both sides, converted from OpenAPI on both, whose
+/// conversion settings differ: one finding per setting.
+fn compare_conversions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>) {
+    for (name, before) in &old.servers {
+        let Some(after) = new.servers.get(name) else {
+            continue;
+        };
+        let (Some(Value::Object(b)), Some(Value::Object(a))) = (
+            before.source.get("conversion"),
+            after.source.get("conversion"),
+        ) else {
+            continue;
+        };
+        let keys: std::collections::BTreeSet<&String> = b.keys().chain(a.keys()).collect();
+        for key in keys {
+            let (was, now) = (b.get(key), a.get(key));
+            if was == now {
+                continue;
+            }
+            let show = |v: Option<&Value>| v.map_or_else(|| "unset".to_string(), Value::to_string);
+            let mut f = Finding::new(
+                &rule::CONVERSION_CHANGED,
+                name,
+                "",
+                format!("{CONVERSION_POINTER}/{}", escape_token(key)),
+            );
+            f.message = format!(
+                "server {name}: OpenAPI conversion `{key}` {} → {}",
+                show(was),
+                show(now)
+            );
+            f.before = was.cloned();
+            f.after = now.cloned();
             out.push(f);
         }
     }

@@ -205,7 +205,7 @@ pub fn markdown() -> String {
             r.rerun.join(", ")
         );
     }
-    let families: [(&str, &[&Rule]); 6] = [
+    let families: [(&str, &[&Rule]); 7] = [
         ("Tool-level rules", crate::rules::TOOL_RULES),
         ("Annotation rules", crate::rules::ANNOTATION_RULES),
         ("inputSchema rules", crate::rules::INPUT_RULES),
@@ -214,6 +214,7 @@ pub fn markdown() -> String {
             "Schema prose and the unanalyzable",
             crate::rules::PROPERTY_RULES,
         ),
+        ("Source rules", crate::rules::SOURCE_RULES),
         ("Run-time and contract rules", crate::rules::RUNTIME_RULES),
     ];
     for (title, rules) in families {

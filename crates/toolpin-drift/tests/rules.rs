@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 use toolpin_drift::{compare, Comparison, Severity};
 use toolpin_manifest::{Catalog, ServerPin, Transform};
 
+/// A fixture side: an MCP `tools/list` result; a `source` member beside
+/// `tools`, when present, is the server's lockfile `source` (for the
+/// rules about how a source became tools).
 fn catalog(path: &Path) -> Catalog {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let doc: Value = serde_json::from_str(&text).expect("fixture JSON");
@@ -16,7 +19,11 @@ fn catalog(path: &Path) -> Catalog {
     let tools = Transform::default()
         .apply(tools)
         .expect("fixture tools normalize");
-    let pin = ServerPin::new("orders", json!({"file": "fixture"}), "mcp", tools).expect("pin");
+    let source = doc
+        .get("source")
+        .cloned()
+        .unwrap_or_else(|| json!({"file": "fixture"}));
+    let pin = ServerPin::new("orders", source, "mcp", tools).expect("pin");
     Catalog::new("default", BTreeMap::from([("orders".to_string(), pin)])).expect("catalog")
 }
 
@@ -153,6 +160,10 @@ const CASES: &[(&str, &[&str])] = &[
             "input-optional-property-added",
             "input-property-silently-ignored",
         ],
+    ),
+    (
+        "openapi-conversion-changed",
+        &["conversion-changed", "conversion-changed"],
     ),
 ];
 

@@ -14,6 +14,7 @@ pub mod json;
 pub mod lockfile;
 pub mod normalize;
 pub mod pointer;
+pub mod pretty;
 pub mod time;
 
 pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::catalog::{catalog_fingerprint, tools_fingerprint, Catalog, ServerPin};
 use crate::fingerprint::Fingerprint;
@@ -29,14 +29,6 @@ pub enum LockfileError {
         origin: String,
         source: std::io::Error,
     },
-}
-
-#[derive(Serialize)]
-struct LockfileOut<'a> {
-    environment: &'a str,
-    fingerprint: &'a Fingerprint,
-    servers: &'a BTreeMap<String, ServerPin>,
-    toolpin: u64,
 }
 
 #[derive(Deserialize)]
@@ -68,16 +60,103 @@ pub fn is_lockfile(doc: &serde_json::Value) -> bool {
 }
 
 /// Writes the lockfile text for `catalog`: 2-space indent, keys sorted,
-/// trailing newline.
+/// trailing newline; the bytes `serde_json`'s pretty printer writes for
+/// the document, produced without a `Value` tree per tool: each tool's
+/// kept JSON text is laid out as it is copied ([`crate::pretty`]).
 pub fn write_to(catalog: &Catalog, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let doc = LockfileOut {
-        environment: &catalog.environment,
-        fingerprint: &catalog.fingerprint,
-        servers: &catalog.servers,
-        toolpin: LOCKFILE_VERSION,
-    };
-    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
-    out.write_all(b"\n")
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+    buf.push(b'{');
+    member(&mut buf, 1, "environment", true);
+    string(&mut buf, &catalog.environment);
+    member(&mut buf, 1, "fingerprint", false);
+    string(&mut buf, &catalog.fingerprint.to_hex());
+    member(&mut buf, 1, "servers", false);
+    if catalog.servers.is_empty() {
+        buf.extend_from_slice(b"{}");
+    } else {
+        buf.push(b'{');
+        for (i, (name, pin)) in catalog.servers.iter().enumerate() {
+            member(&mut buf, 2, name, i == 0);
+            write_server(pin, &mut buf, out)?;
+        }
+        crate::pretty::newline(&mut buf, 1);
+        buf.push(b'}');
+    }
+    member(&mut buf, 1, "toolpin", false);
+    buf.extend_from_slice(LOCKFILE_VERSION.to_string().as_bytes());
+    buf.extend_from_slice(b"\n}\n");
+    out.write_all(&buf)
+}
+
+/// One server's entry, nested 2 deep; flushes `buf` into `out` as it grows.
+fn write_server(
+    pin: &ServerPin,
+    buf: &mut Vec<u8>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    buf.push(b'{');
+    member(buf, 3, "fingerprint", true);
+    string(buf, &pin.fingerprint.to_hex());
+    member(buf, 3, "format", false);
+    string(buf, &pin.format);
+    if let Some(session) = &pin.session {
+        member(buf, 3, "session", false);
+        value(buf, session, 3);
+    }
+    member(buf, 3, "source", false);
+    value(buf, &pin.source, 3);
+    member(buf, 3, "tools", false);
+    if pin.tools.is_empty() {
+        buf.extend_from_slice(b"{}");
+    } else {
+        buf.push(b'{');
+        for (i, (name, tool)) in pin.tools.iter().enumerate() {
+            member(buf, 4, name, i == 0);
+            buf.push(b'{');
+            member(buf, 5, "fingerprint", true);
+            string(buf, &tool.fingerprint.to_hex());
+            member(buf, 5, "tool", false);
+            if crate::pretty::sorts_like_a_map(tool.json()) {
+                crate::pretty::write(tool.json(), 5, buf);
+            } else {
+                // Canonical order is not a map's here: lay out what the
+                // map would serialize.
+                value(buf, &tool.value(), 5);
+            }
+            crate::pretty::newline(buf, 4);
+            buf.push(b'}');
+            if buf.len() > 1 << 18 {
+                out.write_all(buf)?;
+                buf.clear();
+            }
+        }
+        crate::pretty::newline(buf, 3);
+        buf.push(b'}');
+    }
+    crate::pretty::newline(buf, 2);
+    buf.push(b'}');
+    Ok(())
+}
+
+/// `,` (unless first), a new line at `level`, the key and `": "`.
+fn member(buf: &mut Vec<u8>, level: usize, key: &str, first: bool) {
+    if !first {
+        buf.push(b',');
+    }
+    crate::pretty::newline(buf, level);
+    string(buf, key);
+    buf.extend_from_slice(b": ");
+}
+
+fn string(buf: &mut Vec<u8>, s: &str) {
+    // Writing a string to memory cannot fail.
+    let _ = serde_json::to_writer(&mut *buf, s);
+}
+
+fn value(buf: &mut Vec<u8>, v: &serde_json::Value, level: usize) {
+    // Serializing a Value with string keys to memory cannot fail.
+    let compact = serde_json::to_string(v).unwrap_or_default();
+    crate::pretty::write(&compact, level, buf);
 }
 
 /// The lockfile text for `catalog`.
@@ -179,6 +258,60 @@ mod tests {
         )
         .expect("pin");
         Catalog::new("default", BTreeMap::from([("orders".to_string(), pin)])).expect("catalog")
+    }
+
+    /// The writer `write_to` replaced: serde_json's pretty printer over
+    /// the whole document, each tool parsed back into a `Value`.
+    fn serde_text(catalog: &Catalog) -> String {
+        #[derive(serde::Serialize)]
+        struct Out<'a> {
+            environment: &'a str,
+            fingerprint: &'a Fingerprint,
+            servers: &'a BTreeMap<String, ServerPin>,
+            toolpin: u64,
+        }
+        let doc = Out {
+            environment: &catalog.environment,
+            fingerprint: &catalog.fingerprint,
+            servers: &catalog.servers,
+            toolpin: LOCKFILE_VERSION,
+        };
+        serde_json::to_string_pretty(&doc).expect("serializes") + "\n"
+    }
+
+    #[test]
+    fn writes_what_serde_json_pretty_printing_writes() {
+        let tricky = ServerPin::new(
+            "tricky",
+            json!({"file": "t.json", "ignore": ["/a~1b"], "conversion": {"body": "merge", "n": 1.5}}),
+            "mcp",
+            vec![
+                json!({"name": "empty", "inputSchema": {}, "a": [], "b": [{}], "c": [[], [1]]}),
+                json!({"name": "numbers", "n": [0, -1, 1.5, 1e21, 1e-7, 1.0, 9007199254740993u64, 18446744073709551615u64, -9223372036854775808i64]}),
+                json!({"name": "strings", "s": "\" \\ \n \t \u{1} é 中 😀", "k\u{e000}": 1, "k\u{10000}": 2}),
+                json!({"name": "\u{e000}-named", "description": "d"}),
+            ],
+        )
+        .expect("pin");
+        let session = ServerPin::new("live", json!({"url": "http://x"}), "mcp", vec![])
+            .expect("pin")
+            .with_session(Some(json!({"protocol_version": "2025-11-25", "server_info": null, "client_capabilities": {}, "client_info": {"name": "t", "version": "1"}})));
+        let catalog = Catalog::new(
+            "staging",
+            BTreeMap::from([
+                ("orders".to_string(), sample().servers["orders"].clone()),
+                ("tricky".to_string(), tricky),
+                ("live".to_string(), session),
+            ]),
+        )
+        .expect("catalog");
+        for cat in [
+            sample(),
+            catalog,
+            Catalog::new("default", BTreeMap::new()).expect("empty"),
+        ] {
+            assert_eq!(to_string(&cat), serde_text(&cat));
+        }
     }
 
     #[test]

@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use toml::Spanned;
 use toolpin_capture::mcp::{self, HttpMode, HttpSpec, SessionOptions, StdioSpec, VersionChoice};
-use toolpin_capture::{Endpoint, Format, Source};
+use toolpin_capture::openapi::DEFAULT_FETCH_TIMEOUT;
+use toolpin_capture::{DocumentLocation, Endpoint, Format, OpenApiSpec, Source};
 use toolpin_drift::policy::{check_rule_id, parse_severity, IgnoreEntry, Level, Policy, Preset};
 use toolpin_manifest::{ExportFormat, Glob, Pointer, Transform};
 
@@ -378,6 +379,7 @@ struct ServerConfig {
     exec: Option<Vec<String>>,
     command: Option<Vec<String>>,
     url: Option<String>,
+    openapi: Option<String>,
     // Per source kind.
     format: Option<String>,
     timeout: Option<TimeoutValue>,
@@ -393,6 +395,16 @@ struct ServerConfig {
     init_timeout: Option<TimeoutValue>,
     page_timeout: Option<TimeoutValue>,
     max_pages: Option<usize>,
+    // How an OpenAPI document becomes tools.
+    body: Option<String>,
+    output_schema: Option<bool>,
+    allow_remote_refs: Option<bool>,
+    include_operations: Option<Vec<String>>,
+    exclude_operations: Option<Vec<String>>,
+    include_tags: Option<Vec<String>>,
+    exclude_tags: Option<Vec<String>>,
+    include_paths: Option<Vec<String>>,
+    exclude_paths: Option<Vec<String>>,
     // What the runtime does to the tools.
     prefix: Option<String>,
     include: Option<Vec<String>>,
@@ -408,7 +420,22 @@ enum SourceKind {
     Exec,
     Command,
     Url,
+    OpenApi,
 }
+
+/// Keys that only an `openapi` source reads: how its operations become
+/// tools.
+const OPENAPI_KEYS: [&str; 9] = [
+    "body",
+    "output_schema",
+    "allow_remote_refs",
+    "include_operations",
+    "exclude_operations",
+    "include_tags",
+    "exclude_tags",
+    "include_paths",
+    "exclude_paths",
+];
 
 const MCP_KEYS: [&str; 7] = [
     "protocol_version",
@@ -427,16 +454,27 @@ impl SourceKind {
             SourceKind::Exec => "exec",
             SourceKind::Command => "command",
             SourceKind::Url => "url",
+            SourceKind::OpenApi => "openapi",
         }
     }
+
+    const ALL: [SourceKind; 5] = [
+        SourceKind::File,
+        SourceKind::Exec,
+        SourceKind::Command,
+        SourceKind::Url,
+        SourceKind::OpenApi,
+    ];
 
     fn allows(self, key: &str) -> bool {
         match key {
             "format" => matches!(self, SourceKind::File | SourceKind::Exec),
-            "timeout" => self == SourceKind::Exec,
+            "timeout" => matches!(self, SourceKind::Exec | SourceKind::OpenApi),
             "env" | "cwd" => matches!(self, SourceKind::Exec | SourceKind::Command),
-            "headers" | "transport" | "bearer_token_env" => self == SourceKind::Url,
+            "headers" | "bearer_token_env" => matches!(self, SourceKind::Url | SourceKind::OpenApi),
+            "transport" => self == SourceKind::Url,
             k if MCP_KEYS.contains(&k) => matches!(self, SourceKind::Command | SourceKind::Url),
+            k if OPENAPI_KEYS.contains(&k) => self == SourceKind::OpenApi,
             _ => true,
         }
     }
@@ -498,7 +536,16 @@ macro_rules! source_settings {
             connect_timeout,
             init_timeout,
             page_timeout,
-            max_pages
+            max_pages,
+            body,
+            output_schema,
+            allow_remote_refs,
+            include_operations,
+            exclude_operations,
+            include_tags,
+            exclude_tags,
+            include_paths,
+            exclude_paths
         )
     };
 }
@@ -518,6 +565,9 @@ impl ServerConfig {
         }
         if self.url.is_some() {
             kinds.push(SourceKind::Url);
+        }
+        if self.openapi.is_some() {
+            kinds.push(SourceKind::OpenApi);
         }
         kinds
     }
@@ -540,17 +590,24 @@ impl ServerConfig {
             self.exec = over.exec.clone();
             self.command = over.command.clone();
             self.url = over.url.clone();
+            self.openapi = over.openapi.clone();
             macro_rules! drop_inapplicable {
                 ($($f:ident),*) => { $(if !kind.allows(stringify!($f)) { self.$f = None; })* };
             }
             source_settings!(drop_inapplicable);
             // The base's format described the base's source.
             self.format = None;
+            // An openapi file reads none of an openapi URL's settings.
+            if over.openapi.as_deref().is_some_and(|v| !may_be_url(v)) {
+                self.headers = None;
+                self.bearer_token_env = None;
+                self.timeout = None;
+            }
         }
         macro_rules! take {
             ($($f:ident),*) => { $(if over.$f.is_some() { self.$f = over.$f.clone(); })* };
         }
-        take!(file, exec, command, url, prefix, include, exclude, ignore, enabled);
+        take!(file, exec, command, url, openapi, prefix, include, exclude, ignore, enabled);
         source_settings!(take);
         self
     }
@@ -765,26 +822,21 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
     }
     let kind = match cfg.kinds().as_slice() {
         [kind] => *kind,
-        [] => return Err("no source: set `file`, `exec`, `command` or `url`".into()),
+        [] => return Err("no source: set `file`, `exec`, `command`, `url` or `openapi`".into()),
         many => {
             let names: Vec<String> = many.iter().map(|k| format!("`{}`", k.key())).collect();
             return Err(format!(
-                "set exactly one of `file`, `exec`, `command` or `url` (found {})",
+                "set exactly one of `file`, `exec`, `command`, `url` or `openapi` (found {})",
                 names.join(" and ")
             ));
         }
     };
     if let Some(key) = cfg.settings().into_iter().find(|k| !kind.allows(k)) {
-        let owners: Vec<&str> = [
-            SourceKind::File,
-            SourceKind::Exec,
-            SourceKind::Command,
-            SourceKind::Url,
-        ]
-        .into_iter()
-        .filter(|k| k.allows(key))
-        .map(|k| k.key())
-        .collect();
+        let owners: Vec<&str> = SourceKind::ALL
+            .into_iter()
+            .filter(|k| k.allows(key))
+            .map(|k| k.key())
+            .collect();
         return Err(format!(
             "`{key}` applies to `{}` sources only",
             owners.join("` and `")
@@ -846,26 +898,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
             let url = expand(&written, lookup).map_err(|m| format!("`url`: {m}"))?;
             secrets.extend(url.secrets);
             record.insert("url".into(), json!(written));
-            let mut headers = Vec::new();
-            if let Some(table) = &cfg.headers {
-                let mut recorded = Map::new();
-                for (name, value) in table {
-                    let e = expand(value, lookup).map_err(|m| format!("`headers.{name}`: {m}"))?;
-                    recorded.insert(name.clone(), json!(record_value(name, value)));
-                    note_literal_secret(name, value, &mut secrets);
-                    secrets.extend(e.secrets);
-                    headers.push((name.clone(), e.value));
-                }
-                record.insert("headers".into(), Value::Object(recorded));
-            }
-            if let Some(var) = &cfg.bearer_token_env {
-                let token = lookup(var).filter(|t| !t.is_empty()).ok_or_else(|| {
-                    format!("`bearer_token_env`: environment variable {var} is not set")
-                })?;
-                secrets.push((format!("${{{var}}}"), token.clone()));
-                headers.push(("Authorization".into(), format!("Bearer {token}")));
-                record.insert("bearer_token_env".into(), json!(var));
-            }
+            let headers = http_headers(&cfg, lookup, &mut record, &mut secrets)?;
             let mode = match cfg.transport.as_deref() {
                 None => HttpMode::Auto,
                 Some("http") | Some("streamable-http") => HttpMode::Streamable,
@@ -888,6 +921,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
                 session: session_options(&cfg, &mut record)?,
             }
         }
+        SourceKind::OpenApi => openapi_source(&cfg, dir, lookup, &mut record, &mut secrets)?,
     };
     let format = match &cfg.format {
         None => None,
@@ -936,6 +970,145 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         },
         record: Value::Object(record),
     })
+}
+
+/// `headers` and `bearer_token_env` of an HTTP source (`url`, or an
+/// `openapi` URL): expanded for the request, recorded as written.
+fn http_headers(
+    cfg: &ServerConfig,
+    lookup: Lookup,
+    record: &mut Map<String, Value>,
+    secrets: &mut Vec<(String, String)>,
+) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::new();
+    if let Some(table) = &cfg.headers {
+        let mut recorded = Map::new();
+        for (name, value) in table {
+            let e = expand(value, lookup).map_err(|m| format!("`headers.{name}`: {m}"))?;
+            recorded.insert(name.clone(), json!(record_value(name, value)));
+            note_literal_secret(name, value, secrets);
+            secrets.extend(e.secrets);
+            headers.push((name.clone(), e.value));
+        }
+        record.insert("headers".into(), Value::Object(recorded));
+    }
+    if let Some(var) = &cfg.bearer_token_env {
+        let token = lookup(var)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| format!("`bearer_token_env`: environment variable {var} is not set"))?;
+        secrets.push((format!("${{{var}}}"), token.clone()));
+        headers.push(("Authorization".into(), format!("Bearer {token}")));
+        record.insert("bearer_token_env".into(), json!(var));
+    }
+    Ok(headers)
+}
+
+/// Whether an `openapi` value as written may be a URL: it starts with
+/// `http://` or `https://`, or holds a `${…}` reference that may expand to
+/// one.
+fn may_be_url(written: &str) -> bool {
+    is_http_url(written) || written.contains("${")
+}
+
+fn is_http_url(text: &str) -> bool {
+    ["http://", "https://"].iter().any(|p| {
+        text.len() > p.len()
+            && text
+                .get(..p.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(p))
+    })
+}
+
+/// An `openapi` source: a file, or a URL fetched with `headers`, and the
+/// conversion settings, recorded under `conversion` in full.
+fn openapi_source(
+    cfg: &ServerConfig,
+    dir: &Path,
+    lookup: Lookup,
+    record: &mut Map<String, Value>,
+    secrets: &mut Vec<(String, String)>,
+) -> Result<Source, String> {
+    let written = cfg.openapi.clone().unwrap_or_default();
+    if written.trim().is_empty() {
+        return Err("`openapi` must name a file or an http(s) URL".into());
+    }
+    let expanded = expand(&written, lookup).map_err(|m| format!("`openapi`: {m}"))?;
+    secrets.extend(expanded.secrets);
+    record.insert("openapi".into(), json!(written));
+    let (location, timeout) = if is_http_url(&expanded.value) {
+        let headers = http_headers(cfg, lookup, record, secrets)?;
+        let timeout = match &cfg.timeout {
+            None => DEFAULT_FETCH_TIMEOUT,
+            Some(t) => {
+                let d = parse_timeout("timeout", t)?;
+                record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
+                d
+            }
+        };
+        let location = DocumentLocation::Url {
+            url: expanded.value,
+            headers,
+        };
+        (location, timeout)
+    } else {
+        for (key, set) in [
+            ("headers", cfg.headers.is_some()),
+            ("bearer_token_env", cfg.bearer_token_env.is_some()),
+            ("timeout", cfg.timeout.is_some()),
+        ] {
+            if set {
+                return Err(format!(
+                    "`{key}` applies to an `openapi` URL (http:// or https://), not a file"
+                ));
+            }
+        }
+        (
+            DocumentLocation::File(dir.join(expanded.value)),
+            DEFAULT_FETCH_TIMEOUT,
+        )
+    };
+    let options = openapi_options(cfg)?;
+    record.insert("conversion".into(), options.record());
+    Ok(Source::OpenApi(OpenApiSpec {
+        location,
+        options,
+        timeout,
+    }))
+}
+
+fn openapi_options(cfg: &ServerConfig) -> Result<toolpin_openapi::Options, String> {
+    let mut options = toolpin_openapi::Options::default();
+    if let Some(body) = &cfg.body {
+        options.body =
+            toolpin_openapi::BodyMode::parse(body).map_err(|e| format!("`body`: {e}"))?;
+    }
+    if let Some(b) = cfg.output_schema {
+        options.output_schema = b;
+    }
+    if let Some(b) = cfg.allow_remote_refs {
+        options.allow_remote_refs = b;
+    }
+    let globs = |key: &str, list: &Option<Vec<String>>| {
+        list.iter()
+            .flatten()
+            .map(|g| Glob::new(g).map_err(|e| format!("`{key}`: {e}")))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let paths = |key: &str, list: &Option<Vec<String>>| {
+        list.iter()
+            .flatten()
+            .map(|p| toolpin_openapi::PathPattern::parse(p).map_err(|e| format!("`{key}`: {e}")))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    options.selection = toolpin_openapi::Selection {
+        include_operations: globs("include_operations", &cfg.include_operations)?,
+        exclude_operations: globs("exclude_operations", &cfg.exclude_operations)?,
+        include_tags: globs("include_tags", &cfg.include_tags)?,
+        exclude_tags: globs("exclude_tags", &cfg.exclude_tags)?,
+        include_paths: paths("include_paths", &cfg.include_paths)?,
+        exclude_paths: paths("exclude_paths", &cfg.exclude_paths)?,
+    };
+    Ok(options)
 }
 
 /// The `env` and `cwd` of a process (`exec` or `command`): `env` values are
@@ -1151,7 +1324,7 @@ enabled = false
         let cases = [
             (
                 "[servers.a]\nfile = \"x\"\nexec = [\"y\"]\n",
-                "servers.a: set exactly one of `file`, `exec`, `command` or `url` (found `file` and `exec`)",
+                "servers.a: set exactly one of `file`, `exec`, `command`, `url` or `openapi` (found `file` and `exec`)",
             ),
             ("[servers.a]\nprefix = \"p\"\n", "servers.a: no source"),
             (
@@ -1256,6 +1429,65 @@ enabled = false
         let (_, servers) = parse(text, Some("ci")).expect("valid");
         assert!(matches!(servers[0].source, Source::File { .. }));
         assert_eq!(servers[0].format, None);
+    }
+
+    #[test]
+    fn openapi_sources_record_their_conversion_and_keep_secrets_out() {
+        let text = "[servers.gh]\nopenapi = \"https://api.example.com/${TOKEN}/openapi.yaml\"\n\
+                    headers = { X-Api-Key = \"${TOKEN}\" }\nbody = \"merge\"\ninclude_tags = [\"repos\"]\n\
+                    exclude_paths = [\"DELETE /*\"]\nprefix = \"gh__\"\n\
+                    [env.ci.servers.gh]\nopenapi = \"openapi.json\"\n";
+        let (_, servers) = parse(text, None).expect("valid");
+        let Source::OpenApi(spec) = &servers[0].source else {
+            panic!("an openapi source: {:?}", servers[0].source);
+        };
+        match &spec.location {
+            DocumentLocation::Url { url, headers } => {
+                assert_eq!(url, "https://api.example.com/s3cret-value/openapi.yaml");
+                assert_eq!(
+                    headers,
+                    &vec![("X-Api-Key".to_string(), "s3cret-value".to_string())]
+                );
+            }
+            other => panic!("a URL: {other:?}"),
+        }
+        assert_eq!(
+            servers[0].record,
+            json!({
+                "openapi": "https://api.example.com/${TOKEN}/openapi.yaml",
+                "headers": {"X-Api-Key": "${TOKEN}"},
+                "prefix": "gh__",
+                "conversion": {"allow_remote_refs": false, "body": "merge", "output_schema": true, "version": 1,
+                               "include_tags": ["repos"], "exclude_paths": ["DELETE /*"]}
+            })
+        );
+        assert!(servers[0]
+            .secrets
+            .contains(&("${TOKEN}".into(), "s3cret-value".into())));
+        // An override that names a file keeps the conversion settings and
+        // drops what only a URL reads.
+        let (_, servers) = parse(text, Some("ci")).expect("valid");
+        let Source::OpenApi(spec) = &servers[0].source else {
+            panic!("an openapi source");
+        };
+        assert!(
+            matches!(&spec.location, DocumentLocation::File(p) if p == Path::new("/base/openapi.json"))
+        );
+        assert!(servers[0].record.get("headers").is_none());
+        // Not a URL, however it begins.
+        assert!(!is_http_url("héllo://x") && !is_http_url("http://") && is_http_url("HTTPS://x"));
+        assert_eq!(spec.options.body, toolpin_openapi::BodyMode::Merge);
+        let err = parse(
+            text.replace("[env.ci.servers.gh]\nopenapi = \"openapi.json\"\n", "")
+                .replace("https://api.example.com/${TOKEN}/", "")
+                .as_str(),
+            None,
+        )
+        .expect_err("headers on a file");
+        assert!(
+            err.contains("`headers` applies to an `openapi` URL"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1956,7 +1956,7 @@ fn bad_config_semantics_name_server_and_key() {
     let cases: &[(&str, &[&str])] = &[
         (
             "[servers.svc]\nfile = \"tools.json\"\ntimeout = \"5s\"\n",
-            &["servers.svc", "`timeout` applies to `exec` sources only"],
+            &["servers.svc", "`timeout` applies to `exec` and `openapi` sources only"],
         ),
         (
             "[servers.svc]\nexec = [\"cat\", \"tools.json\"]\ntimeout = 0\n",
@@ -1974,7 +1974,7 @@ fn bad_config_semantics_name_server_and_key() {
             "[servers.svc]\nfile = \"tools.json\"\nexec = [\"cat\"]\n",
             &[
                 "servers.svc",
-                "set exactly one of `file`, `exec`, `command` or `url` (found `file` and `exec`)",
+                "set exactly one of `file`, `exec`, `command`, `url` or `openapi` (found `file` and `exec`)",
             ],
         ),
         (

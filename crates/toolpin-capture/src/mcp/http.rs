@@ -42,7 +42,7 @@ pub struct HttpSpec {
     pub mode: HttpMode,
 }
 
-fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+pub(crate) fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .user_agent(concat!("toolpin/", env!("CARGO_PKG_VERSION")))
@@ -51,8 +51,13 @@ fn build_client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
 }
 
 fn header_map(spec: &HttpSpec) -> Result<HeaderMap, String> {
+    headers_from(&spec.headers)
+}
+
+/// Request headers from (name, value) pairs; a value is never echoed.
+pub(crate) fn headers_from(headers: &[(String, String)]) -> Result<HeaderMap, String> {
     let mut map = HeaderMap::new();
-    for (name, value) in &spec.headers {
+    for (name, value) in headers {
         let n = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| format!("invalid header name {name:?}"))?;
         // The value may hold a secret: never echo it.
@@ -63,7 +68,7 @@ fn header_map(spec: &HttpSpec) -> Result<HeaderMap, String> {
     Ok(map)
 }
 
-fn parse_url(url: &str) -> Result<Url, String> {
+pub(crate) fn parse_url(url: &str) -> Result<Url, String> {
     let parsed = Url::parse(url).map_err(|e| format!("invalid URL: {e}"))?;
     match parsed.scheme() {
         "http" | "https" => Ok(parsed),
@@ -73,7 +78,7 @@ fn parse_url(url: &str) -> Result<Url, String> {
     }
 }
 
-async fn status_error(resp: reqwest::Response) -> SendError {
+pub(crate) async fn status_error(resp: reqwest::Response) -> SendError {
     let status = resp.status();
     let body = read_limited(resp, 4096).await.unwrap_or_default();
     let text = excerpt(&String::from_utf8_lossy(&body), 200);
@@ -89,7 +94,10 @@ async fn status_error(resp: reqwest::Response) -> SendError {
     }
 }
 
-async fn read_limited(mut resp: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+pub(crate) async fn read_limited(
+    mut resp: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
     while let Some(chunk) = resp
         .chunk()
@@ -104,7 +112,7 @@ async fn read_limited(mut resp: reqwest::Response, limit: usize) -> Result<Vec<u
     Ok(body)
 }
 
-fn transport_error(what: &str, e: reqwest::Error) -> SendError {
+pub(crate) fn transport_error(what: &str, e: reqwest::Error) -> SendError {
     let kind = if e.is_connect() {
         "cannot connect"
     } else if e.is_timeout() {

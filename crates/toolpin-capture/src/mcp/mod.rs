@@ -8,7 +8,7 @@
 //! requests, hands over notifications and closes.
 
 mod client;
-mod http;
+pub(crate) mod http;
 mod session;
 mod sse;
 mod stdio;

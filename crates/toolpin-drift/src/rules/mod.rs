@@ -7,6 +7,7 @@ pub mod input;
 pub mod output;
 pub mod property;
 pub mod runtime;
+pub mod source;
 pub mod tool;
 
 pub use annotation::*;
@@ -14,6 +15,7 @@ pub use input::*;
 pub use output::*;
 pub use property::*;
 pub use runtime::*;
+pub use source::*;
 pub use tool::*;
 
 /// Every family, in the order the docs list them.
@@ -23,5 +25,6 @@ pub const FAMILIES: &[&[&crate::rule::Rule]] = &[
     INPUT_RULES,
     OUTPUT_RULES,
     PROPERTY_RULES,
+    SOURCE_RULES,
     RUNTIME_RULES,
 ];

@@ -1,0 +1,962 @@
+//! `openapi` sources end to end: lock, check, ls and diff over YAML and
+//! JSON documents, a URL fetched with a `${VAR}` header, every bad input
+//! (each failing with one located line, exit 2 and the lockfile
+//! untouched), conversion settings as part of the pin, and GitHub's real
+//! REST description at two published versions.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use common::{located, pinned_names, pinned_tool, Sandbox};
+use serde_json::{json, Value};
+
+const PETS_YAML: &str = r##"openapi: 3.0.3
+info: {title: Pets, version: "1.0"}
+paths:
+  /pets:
+    get:
+      operationId: listPets
+      summary: List pets
+      tags: [pets]
+      parameters:
+        - name: limit
+          in: query
+          schema: {type: integer, default: 20, maximum: 100}
+        - name: status
+          in: query
+          schema: {type: string, enum: [available, sold]}
+      responses:
+        200:
+          description: The pets
+          content:
+            application/json:
+              schema:
+                type: array
+                items: {$ref: '#/components/schemas/Pet'}
+    post:
+      operationId: createPet
+      description: Adds a pet.
+      tags: [pets, write]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: '#/components/schemas/Pet'}
+      responses:
+        201: {description: Created}
+  /pets/{id}:
+    delete:
+      operationId: deletePet
+      tags: [write]
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: string}}
+      responses:
+        204: {description: Deleted}
+components:
+  schemas:
+    Pet:
+      type: object
+      required: [name]
+      properties:
+        name: {type: string}
+        tag: {type: string}
+"##;
+
+/// A sandbox with `api.yaml` pinned as server `pets` (prefix `pets__`),
+/// plus `extra` in its table.
+fn pets(extra: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("api.yaml", PETS_YAML);
+    sb.write(
+        "toolpin.toml",
+        format!("[servers.pets]\nopenapi = \"api.yaml\"\nprefix = \"pets__\"\n{extra}"),
+    );
+    sb
+}
+
+#[test]
+fn yaml_source_locks_checks_and_lists() {
+    let sb = pets("");
+    let run = sb.run(&["lock"]);
+    run.ok();
+    assert!(
+        run.stderr
+            .starts_with("Pinned 3 tools from 1 server in toolpin.lock (tools ")
+            && run.stderr.lines().count() == 1,
+        "{}",
+        run.stderr
+    );
+    let lock = sb.read_json("toolpin.lock");
+    assert_eq!(lock["servers"]["pets"]["format"], "openapi");
+    assert_eq!(
+        lock["servers"]["pets"]["source"],
+        json!({
+            "openapi": "api.yaml",
+            "prefix": "pets__",
+            "conversion": {"allow_remote_refs": false, "body": "property", "output_schema": true, "version": 1}
+        })
+    );
+    assert_eq!(
+        pinned_names(&lock, "pets"),
+        ["pets__createPet", "pets__deletePet", "pets__listPets"]
+    );
+    assert_eq!(
+        pinned_tool(&lock, "pets", "pets__listPets"),
+        &json!({
+            "_meta": {"toolpin/openapi": {"method": "GET", "operationId": "listPets", "path": "/pets"}},
+            "description": "List pets",
+            "inputSchema": {
+                "properties": {
+                    "limit": {"default": 20, "maximum": 100, "type": "integer"},
+                    "status": {"enum": ["available", "sold"], "type": "string"}
+                },
+                "type": "object"
+            },
+            "name": "pets__listPets",
+            "outputSchema": {
+                "properties": {"result": {
+                    "items": {"properties": {"name": {"type": "string"}, "tag": {"type": "string"}}, "required": ["name"], "type": "object"},
+                    "type": "array"
+                }},
+                "required": ["result"],
+                "type": "object"
+            }
+        })
+    );
+    assert_eq!(
+        pinned_tool(&lock, "pets", "pets__createPet")["inputSchema"]["required"],
+        json!(["body"])
+    );
+    let check = sb.run(&["check"]);
+    check.ok();
+    assert!(
+        check
+            .stdout
+            .starts_with("ok: catalog matches the lockfile (3 tools"),
+        "{}",
+        check.stdout
+    );
+    let ls = sb.run(&["ls", "--color", "never"]);
+    ls.ok();
+    assert_eq!(
+        ls.stdout,
+        "pets (3 tools, openapi)\n  pets__createPet  Adds a pet.\n  pets__deletePet  Executes DELETE /pets/{id}\n  pets__listPets   List pets\n"
+    );
+}
+
+#[test]
+fn upstream_edits_to_the_document_are_classified_drift() {
+    let sb = pets("");
+    sb.run(&["lock"]).ok();
+    let edited = PETS_YAML
+        .replace("default: 20", "default: 50")
+        .replace(
+            "enum: [available, sold]",
+            "enum: [available, sold, adopted]",
+        )
+        .replace(
+            "  /pets/{id}:\n    delete:\n      operationId: deletePet",
+            "  /pets/{id}:\n    delete:\n      operationId: removePet",
+        );
+    sb.write("api.yaml", edited);
+    let run = sb.run(&["check", "--format", "json"]);
+    run.drift();
+    let doc: Value = serde_json::from_str(&run.stdout).expect("findings JSON");
+    let got: Vec<(String, String, String)> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["rule"].as_str().unwrap_or_default().to_string(),
+                f["tool"].as_str().unwrap_or_default().to_string(),
+                f["pointer"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        (
+            "input-default-changed",
+            "pets__listPets",
+            "/inputSchema/properties/limit/default",
+        ),
+        (
+            "input-enum-value-added",
+            "pets__listPets",
+            "/inputSchema/properties/status/enum",
+        ),
+        ("tool-renamed", "pets__removePet", "/name"),
+        (
+            "field-changed",
+            "pets__removePet",
+            "/_meta/toolpin~1openapi/operationId",
+        ),
+    ];
+    for (rule, tool, pointer) in want {
+        assert!(
+            got.iter()
+                .any(|(r, t, p)| r == rule && t == tool && p == pointer),
+            "no {rule} on {tool} at {pointer} in {got:#?}"
+        );
+    }
+}
+
+#[test]
+fn json_source_with_pickers_and_the_runtime_transforms() {
+    let sb = Sandbox::new();
+    // The document as JSON in a file whose name says nothing: read by
+    // content.
+    let doc: Value = serde_json::from_str(&pets_json()).expect("json");
+    sb.write("api.txt", serde_json::to_string_pretty(&doc).expect("json"));
+    sb.write(
+        "toolpin.toml",
+        "[servers.pets]\nopenapi = \"api.txt\"\ninclude_tags = [\"pets\", \"write\"]\n\
+         exclude_paths = [\"DELETE /pets/*\"]\nexclude = [\"create*\"]\nignore = [\"/_meta\"]\n\
+         body = \"merge\"\noutput_schema = false\n",
+    );
+    sb.run(&["lock"]).ok();
+    let lock = sb.read_json("toolpin.lock");
+    assert_eq!(pinned_names(&lock, "pets"), ["listPets"]);
+    let tool = pinned_tool(&lock, "pets", "listPets");
+    assert!(
+        tool.get("_meta").is_none() && tool.get("outputSchema").is_none(),
+        "{tool}"
+    );
+    assert_eq!(
+        lock["servers"]["pets"]["source"]["conversion"],
+        json!({"allow_remote_refs": false, "body": "merge", "output_schema": false, "version": 1,
+               "include_tags": ["pets", "write"], "exclude_paths": ["DELETE /pets/*"]})
+    );
+    // Merging puts the body's properties beside the parameters.
+    sb.write(
+        "toolpin.toml",
+        "[servers.pets]\nopenapi = \"api.txt\"\nbody = \"merge\"\ninclude_operations = [\"create*\"]\n",
+    );
+    sb.run(&["lock"]).ok();
+    let lock = sb.read_json("toolpin.lock");
+    assert_eq!(
+        pinned_tool(&lock, "pets", "createPet")["inputSchema"],
+        json!({"properties": {"name": {"type": "string"}, "tag": {"type": "string"}}, "required": ["name"], "type": "object"})
+    );
+}
+
+/// PETS_YAML as JSON text, written out by hand (the tests read no YAML
+/// themselves): the same document.
+fn pets_json() -> String {
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Pets", "version": "1.0"},
+        "paths": {
+            "/pets": {
+                "get": {
+                    "operationId": "listPets", "summary": "List pets", "tags": ["pets"],
+                    "parameters": [
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "default": 20, "maximum": 100}},
+                        {"name": "status", "in": "query", "schema": {"type": "string", "enum": ["available", "sold"]}}
+                    ],
+                    "responses": {"200": {"description": "The pets", "content": {"application/json": {"schema": {"type": "array", "items": {"$ref": "#/components/schemas/Pet"}}}}}}
+                },
+                "post": {
+                    "operationId": "createPet", "description": "Adds a pet.", "tags": ["pets", "write"],
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}},
+                    "responses": {"201": {"description": "Created"}}
+                }
+            },
+            "/pets/{id}": {
+                "delete": {
+                    "operationId": "deletePet", "tags": ["write"],
+                    "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                    "responses": {"204": {"description": "Deleted"}}
+                }
+            }
+        },
+        "components": {"schemas": {"Pet": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "tag": {"type": "string"}}}}}
+    })
+    .to_string()
+}
+
+#[test]
+fn yaml_and_json_forms_of_one_document_pin_the_same_tools() {
+    let yaml = pets("");
+    yaml.run(&["lock"]).ok();
+    let json_sb = Sandbox::new();
+    json_sb.write("api.json", pets_json());
+    json_sb.write(
+        "toolpin.toml",
+        "[servers.pets]\nopenapi = \"api.json\"\nprefix = \"pets__\"\n",
+    );
+    json_sb.run(&["lock"]).ok();
+    let a = yaml.read_json("toolpin.lock");
+    let b = json_sb.read_json("toolpin.lock");
+    assert_eq!(a["servers"]["pets"]["tools"], b["servers"]["pets"]["tools"]);
+    assert_eq!(a["fingerprint"], b["fingerprint"]);
+}
+
+/// A one-file HTTP server on 127.0.0.1 for the URL source: answers every
+/// GET with `body` when the request carries `Authorization: Bearer
+/// <token>`, and otherwise with 401 quoting the header it got (as a
+/// careless server would). Stops on drop, and by itself after a minute.
+struct DocServer {
+    url: String,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl DocServer {
+    fn start(body: Vec<u8>, token: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!(
+            "http://127.0.0.1:{}/openapi.json",
+            listener.local_addr().expect("addr").port()
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let want = format!("authorization: bearer {}", token.to_ascii_lowercase());
+        let handle = thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !flag.load(Ordering::Relaxed) && Instant::now() < deadline {
+                let (mut stream, _) = match listener.accept() {
+                    Ok(conn) => conn,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                    Err(_) => break,
+                };
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request).to_string();
+                let auth = text
+                    .lines()
+                    .find(|l| l.to_ascii_lowercase().starts_with("authorization:"))
+                    .unwrap_or("")
+                    .to_string();
+                if auth.to_ascii_lowercase() == want {
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes());
+                    let _ = stream.write_all(&body);
+                } else {
+                    let reply = format!("unauthorized: you sent {auth}");
+                    let head = format!(
+                        "HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                        reply.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes());
+                }
+            }
+        });
+        Self {
+            url,
+            stop,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for DocServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+const TOKEN: &str = "s3cret-token-4a7f9c";
+
+#[test]
+fn url_source_sends_expanded_headers_and_records_only_references() {
+    let server = DocServer::start(pets_json().into_bytes(), TOKEN);
+    let sb = Sandbox::new();
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.pets]\nopenapi = \"{}\"\nheaders = {{ Authorization = \"Bearer ${{API_TOKEN}}\", X-Tenant = \"acme\" }}\ntimeout = \"5s\"\n",
+            server.url
+        ),
+    );
+    let run = sb.run_env(&["lock"], &[("API_TOKEN", TOKEN)]);
+    run.ok();
+    let text = sb.read_string("toolpin.lock");
+    assert!(!text.contains(TOKEN), "the token reached the lockfile");
+    let lock: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(
+        lock["servers"]["pets"]["source"],
+        json!({
+            "openapi": server.url,
+            "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Tenant": "acme"},
+            "timeout_ms": 5000,
+            "conversion": {"allow_remote_refs": false, "body": "property", "output_schema": true, "version": 1}
+        })
+    );
+    assert_eq!(
+        pinned_names(&lock, "pets"),
+        ["createPet", "deletePet", "listPets"]
+    );
+    sb.run_env(&["check"], &[("API_TOKEN", TOKEN)]).ok();
+
+    // A wrong token: the server echoes it, the message does not.
+    let wrong = "wrong-token-77c1d2";
+    let before = sb.read("toolpin.lock");
+    let message = sb.run_env(&["lock"], &[("API_TOKEN", wrong)]).error(&[
+        "server \"pets\"",
+        "HTTP 401 Unauthorized",
+        "Bearer ${API_TOKEN}",
+    ]);
+    assert!(!message.contains(wrong), "{message}");
+    assert_eq!(sb.read("toolpin.lock"), before);
+
+    // bearer_token_env works the same way.
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.pets]\nopenapi = \"{}\"\nbearer_token_env = \"API_TOKEN\"\n",
+            server.url
+        ),
+    );
+    sb.run_env(&["lock"], &[("API_TOKEN", TOKEN)]).ok();
+    let text = sb.read_string("toolpin.lock");
+    assert!(!text.contains(TOKEN));
+    assert!(text.contains("\"bearer_token_env\": \"API_TOKEN\""));
+}
+
+#[test]
+fn url_source_that_cannot_be_reached_is_one_line() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let sb = pets("");
+    sb.run(&["lock"]).ok();
+    sb.write(
+        "toolpin.toml",
+        format!("[servers.pets]\nopenapi = \"http://127.0.0.1:{port}/openapi.json\"\n"),
+    );
+    sb.fails(
+        &["lock"],
+        &[&format!(
+            "cannot read http://127.0.0.1:{port}/openapi.json: GET cannot connect"
+        )],
+    );
+}
+
+/// The pets sandbox, pinned, then `api.yaml` replaced by `doc`.
+fn pinned_then(doc: &str) -> Sandbox {
+    let sb = pets("");
+    sb.run(&["lock"]).ok();
+    sb.write("api.yaml", doc);
+    sb
+}
+
+#[test]
+fn bad_input_invalid_yaml_is_located() {
+    let sb = pinned_then("openapi: 3.0.3\npaths:\n  /pets:\n    get: [unclosed\n");
+    let message = sb.fails(&["lock"], &["invalid YAML"]);
+    assert_eq!(located(&message, "api.yaml"), (5, 1), "{message}");
+    let sb = pinned_then("openapi: 3.0.3\npaths:\n  /a: {}\n  /a: {}\n");
+    let message = sb.fails(&["check"], &["duplicate entry with key \"/a\""]);
+    assert_eq!(located(&message, "api.yaml"), (3, 3), "{message}");
+}
+
+#[test]
+fn bad_input_invalid_json_is_located() {
+    let sb = pinned_then("{\n  \"openapi\": \"3.0.3\",\n  \"paths\": {,}\n}\n");
+    let message = sb.fails(&["lock"], &["invalid JSON"]);
+    assert_eq!(located(&message, "api.yaml"), (3, 13), "{message}");
+}
+
+#[test]
+fn bad_input_ref_to_nothing_names_the_operation_and_pointer() {
+    let sb = pinned_then(&PETS_YAML.replace(
+        "items: {$ref: '#/components/schemas/Pet'}",
+        "items: {$ref: '#/components/schemas/Animal'}",
+    ));
+    sb.fails(
+        &["lock"],
+        &["server \"pets\": api.yaml: operation GET /pets (operationId \"listPets\"): $ref \"#/components/schemas/Animal\" points to nothing (at #/paths/~1pets/get/responses/200/content/application~1json/schema/items)"],
+    );
+}
+
+#[test]
+fn bad_input_ref_cycles_error_and_recursion_is_kept_in_defs() {
+    let cycle = PETS_YAML.replace(
+        "    Pet:\n      type: object",
+        "    Pet: {$ref: '#/components/schemas/Animal'}\n    Animal: {$ref: '#/components/schemas/Pet'}\n    Unused:\n      type: object",
+    );
+    let sb = pinned_then(&cycle);
+    sb.fails(
+        &["lock"],
+        &["$ref cycle: #/components/schemas/Pet → #/components/schemas/Animal → #/components/schemas/Pet never reaches a schema"],
+    );
+    // A schema that contains itself is fine: it points into $defs.
+    let recursive = PETS_YAML.replace(
+        "        tag: {type: string}\n",
+        "        tag: {type: string}\n        parent: {$ref: '#/components/schemas/Pet'}\n",
+    );
+    let sb = pinned_then(&recursive);
+    sb.run(&["lock"]).ok();
+    let lock = sb.read_json("toolpin.lock");
+    let create = &pinned_tool(&lock, "pets", "pets__createPet")["inputSchema"];
+    assert_eq!(
+        create["properties"]["body"]["properties"]["parent"],
+        json!({"$ref": "#/$defs/Pet"})
+    );
+    assert_eq!(
+        create["$defs"]["Pet"]["properties"]["parent"],
+        json!({"$ref": "#/$defs/Pet"})
+    );
+    sb.run(&["check"]).ok();
+}
+
+#[test]
+fn operation_without_responses_is_converted_without_an_output_schema() {
+    let doc = PETS_YAML.replace(
+        "      responses:\n        200:\n          description: The pets\n          content:\n            application/json:\n              schema:\n                type: array\n                items: {$ref: '#/components/schemas/Pet'}\n",
+        "",
+    );
+    assert_ne!(doc, PETS_YAML);
+    let sb = pinned_then(&doc);
+    let run = sb.run(&["lock"]);
+    run.ok();
+    let lock = sb.read_json("toolpin.lock");
+    assert!(pinned_tool(&lock, "pets", "pets__listPets")
+        .get("outputSchema")
+        .is_none());
+}
+
+#[test]
+fn duplicate_operation_ids_are_renamed_and_reported() {
+    let doc = PETS_YAML.replace("operationId: deletePet", "operationId: listPets");
+    let sb = pinned_then(&doc);
+    let run = sb.run(&["lock"]);
+    run.ok();
+    assert!(
+        run.stderr.starts_with("warning: server \"pets\": operation DELETE /pets/{id} (operationId \"listPets\"): the tool name \"listPets\" is taken by GET /pets (operationId \"listPets\"); named \"listPets_2\"\n"),
+        "{}",
+        run.stderr
+    );
+    let lock = sb.read_json("toolpin.lock");
+    assert_eq!(
+        pinned_names(&lock, "pets"),
+        ["pets__createPet", "pets__listPets", "pets__listPets_2"]
+    );
+    // Paths in code-point order, methods in the specification's order:
+    // GET /pets comes first and keeps the name.
+    assert_eq!(
+        pinned_tool(&lock, "pets", "pets__listPets_2")["_meta"]["toolpin/openapi"]["method"],
+        "DELETE"
+    );
+    // --quiet keeps the warning off stderr.
+    assert_eq!(sb.run(&["lock", "-q"]).stderr, "");
+}
+
+#[test]
+fn bad_input_not_an_openapi_document() {
+    let sb = pinned_then("{\"tools\": [{\"name\": \"a\"}]}");
+    sb.fails(
+        &["lock"],
+        &["server \"pets\": api.yaml: not an OpenAPI document: it has no `openapi` or `swagger` member"],
+    );
+    let sb = pinned_then("openapi: 2.5.0\n");
+    sb.fails(&["lock"], &["unsupported OpenAPI version \"2.5.0\""]);
+}
+
+#[test]
+fn remote_refs_are_errors_unless_allowed() {
+    let doc = PETS_YAML.replace(
+        "items: {$ref: '#/components/schemas/Pet'}",
+        "items: {$ref: 'https://schemas.example.com/pet.json'}",
+    );
+    let sb = pinned_then(&doc);
+    sb.fails(
+        &["lock"],
+        &["$ref \"https://schemas.example.com/pet.json\" at #/paths/~1pets/get/responses/200/content/application~1json/schema/items leaves the document; set allow_remote_refs = true"],
+    );
+    sb.write(
+        "toolpin.toml",
+        "[servers.pets]\nopenapi = \"api.yaml\"\nprefix = \"pets__\"\nallow_remote_refs = true\n",
+    );
+    sb.run(&["lock"]).ok();
+    let lock = sb.read_json("toolpin.lock");
+    assert_eq!(
+        pinned_tool(&lock, "pets", "pets__listPets")["outputSchema"]["properties"]["result"]
+            ["items"],
+        json!({"$ref": "https://schemas.example.com/pet.json"})
+    );
+}
+
+/// An OpenAPI document of at least `size` bytes: many small operations.
+fn big_document(size: usize) -> String {
+    let mut doc = String::with_capacity(size + 1024);
+    doc.push_str(
+        "{\"openapi\": \"3.1.0\", \"info\": {\"title\": \"big\", \"version\": \"1\"}, \"paths\": {",
+    );
+    let mut i = 0usize;
+    while doc.len() < size {
+        if i > 0 {
+            doc.push(',');
+        }
+        doc.push_str(&format!(
+            "\"/items/{i}\": {{\"get\": {{\"operationId\": \"getItem{i}\", \"description\": \"Returns item {i}; padded to make the document large.\", \"responses\": {{\"200\": {{\"description\": \"ok\"}}}}}}}}"
+        ));
+        i += 1;
+    }
+    doc.push_str("}}");
+    doc
+}
+
+#[test]
+fn bad_input_100_mb_document_is_refused_with_the_documented_limit() {
+    let doc = big_document(100 << 20);
+    let size = doc.len();
+    let sb = pets("");
+    sb.run(&["lock"]).ok();
+    sb.write("api.yaml", &doc);
+    sb.fails(
+        &["lock"],
+        &[&format!("cannot read api.yaml: the document is {size} bytes; toolpin reads OpenAPI documents of up to 67108864 bytes (64 MiB)")],
+    );
+    // The same over HTTP: refused on its Content-Length, before reading.
+    let server = DocServer::start(doc.into_bytes(), TOKEN);
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.pets]\nopenapi = \"{}\"\nbearer_token_env = \"API_TOKEN\"\n",
+            server.url
+        ),
+    );
+    let before = sb.read("toolpin.lock");
+    sb.run_env(&["lock"], &[("API_TOKEN", TOKEN)])
+        .error(&[&format!(
+            "the document is {size} bytes; toolpin reads OpenAPI documents of up to 67108864 bytes"
+        )]);
+    assert_eq!(sb.read("toolpin.lock"), before);
+}
+
+#[test]
+fn a_document_under_the_limit_with_thousands_of_operations_converts() {
+    let sb = pets("");
+    sb.write("api.yaml", big_document(2 << 20));
+    let run = sb.run(&["lock"]);
+    run.ok();
+    let lock = sb.read_json("toolpin.lock");
+    let count = lock["servers"]["pets"]["tools"]
+        .as_object()
+        .map_or(0, |m| m.len());
+    assert!(count > 10_000, "{count} tools");
+}
+
+#[test]
+fn changing_a_conversion_setting_is_drift_of_the_catalog() {
+    let sb = pets("");
+    sb.run(&["lock"]).ok();
+    sb.write(
+        "toolpin.toml",
+        "[servers.pets]\nopenapi = \"api.yaml\"\nprefix = \"pets__\"\nbody = \"merge\"\n",
+    );
+    let run = sb.run(&["check", "--format", "json"]);
+    run.drift();
+    let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+    let conversion: Vec<&Value> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["rule"] == "conversion-changed")
+        .collect();
+    assert_eq!(conversion.len(), 1, "{:#}", doc["findings"]);
+    let f = conversion[0];
+    assert_eq!(f["server"], "pets");
+    assert_eq!(f["tool"], "");
+    assert_eq!(f["pointer"], "/source/conversion/body");
+    assert_eq!(f["before"], "property");
+    assert_eq!(f["after"], "merge");
+    assert_eq!(f["severity"], "medium");
+    assert_eq!(
+        f["message"],
+        "server pets: OpenAPI conversion `body` \"property\" → \"merge\""
+    );
+    // And the tool it reshaped.
+    assert!(doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .any(|f| f["tool"] == "pets__createPet" && f["pointer"] == "/inputSchema/properties/name"));
+    // A picker that keeps fewer operations: the setting and the tools.
+    sb.write(
+        "toolpin.toml",
+        "[servers.pets]\nopenapi = \"api.yaml\"\nprefix = \"pets__\"\nexclude_tags = [\"write\"]\n",
+    );
+    let text = sb.run(&["check", "--color", "never"]);
+    text.drift();
+    assert!(
+        text.stdout
+            .contains("conversion-changed  /source/conversion/exclude_tags"),
+        "{}",
+        text.stdout
+    );
+    assert!(text
+        .stdout
+        .contains("server pets: OpenAPI conversion `exclude_tags` unset → [\"write\"]"));
+    assert!(
+        text.stdout.contains("drift: 0 added, 2 removed"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn bad_config_openapi_keys_are_validated() {
+    let sb = pets("");
+    sb.run(&["lock"]).ok();
+    let cases: [(&str, &str); 8] = [
+        (
+            "[servers.pets]\nopenapi = \"api.yaml\"\nbody = \"flat\"\n",
+            "servers.pets: `body`: \"flat\" is not a body mode; use \"property\"",
+        ),
+        (
+            "[servers.pets]\nfile = \"tools.json\"\ninclude_tags = [\"x\"]\n",
+            "servers.pets: `include_tags` applies to `openapi` sources only",
+        ),
+        (
+            "[servers.pets]\nfile = \"tools.json\"\nbody = \"merge\"\n",
+            "servers.pets: `body` applies to `openapi` sources only",
+        ),
+        (
+            "[servers.pets]\nopenapi = \"api.yaml\"\nheaders = { A = \"b\" }\n",
+            "servers.pets: `headers` applies to an `openapi` URL (http:// or https://), not a file",
+        ),
+        (
+            "[servers.pets]\nopenapi = \"api.yaml\"\ntransport = \"sse\"\n",
+            "servers.pets: `transport` applies to `url` sources only",
+        ),
+        (
+            "[servers.pets]\nopenapi = \"api.yaml\"\ninclude_paths = [\"pets/*\"]\n",
+            "servers.pets: `include_paths`: path pattern \"pets/*\" must start with '/'",
+        ),
+        (
+            "[servers.pets]\nopenapi = \"api.yaml\"\nformat = \"mcp\"\n",
+            "servers.pets: `format` applies to `file` and `exec` sources only",
+        ),
+        (
+            "[servers.pets]\nopenapi = \"api.yaml\"\nurl = \"http://x/mcp\"\n",
+            "servers.pets: set exactly one of `file`, `exec`, `command`, `url` or `openapi` (found `url` and `openapi`)",
+        ),
+    ];
+    for (config, want) in cases {
+        sb.write("toolpin.toml", config);
+        sb.fails(&["lock"], &[want]);
+    }
+    sb.write(
+        "toolpin.toml",
+        "[servers.pets]\nopenapi = \"api.yaml\"\noutput_shema = false\n",
+    );
+    let message = sb.fails(&["lock"], &["unknown field `output_shema`"]);
+    assert_eq!(located(&message, "toolpin.toml"), (3, 1));
+    sb.write(
+        "toolpin.toml",
+        "[servers.pets]\nopenapi = \"api.yaml\"\noutput_schema = \"no\"\n",
+    );
+    sb.fails(&["lock"], &["toolpin.toml:3:17: key `output_schema`: invalid type: string \"no\", expected a boolean"]);
+}
+
+// --- GitHub's REST description at two published versions -----------------
+
+/// The cached documents (scripts/fetch-openapi-fixtures), if present.
+fn github_documents() -> Option<(PathBuf, PathBuf)> {
+    let cache = std::env::var_os("TOOLPIN_OPENAPI_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/openapi-cache")
+        });
+    let old = cache.join("api.github.com-22.0.0.json");
+    let new = cache.join("api.github.com-23.0.2.json");
+    (old.is_file() && new.is_file()).then_some((old, new))
+}
+
+/// One line per finding, as the drift rule snapshots print them.
+fn finding_line(f: &Value) -> String {
+    let s = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+    format!(
+        "{} {} {} {} :: {}",
+        s("severity"),
+        s("rule"),
+        s("tool"),
+        s("pointer"),
+        s("message")
+    )
+}
+
+#[test]
+fn github_rest_description_22_to_23_real_differences() {
+    let Some((old, new)) = github_documents() else {
+        eprintln!(
+            "SKIPPED github_rest_description_22_to_23_real_differences: GitHub's OpenAPI description is not in target/openapi-cache; run scripts/fetch-openapi-fixtures (scripts/setup does)"
+        );
+        return;
+    };
+    let sb = Sandbox::new();
+    for (name, path) in [("v22", &old), ("v23", &new)] {
+        sb.write(
+            &format!("{name}.toml"),
+            format!(
+                "[servers.github]\nopenapi = {:?}\n",
+                path.display().to_string()
+            ),
+        );
+        let run = sb.run(&[
+            "lock",
+            "-c",
+            &format!("{name}.toml"),
+            "--lockfile",
+            &format!("{name}.lock"),
+        ]);
+        run.ok();
+        // The lockfile is what serde_json's pretty printer would write.
+        let text = sb.read_string(&format!("{name}.lock"));
+        let parsed: Value = serde_json::from_str(&text).expect("lockfile JSON");
+        assert_eq!(
+            serde_json::to_string_pretty(&parsed).expect("pretty") + "\n",
+            text
+        );
+    }
+    let count = |name: &str| {
+        sb.read_json(&format!("{name}.lock"))["servers"]["github"]["tools"]
+            .as_object()
+            .map_or(0, |m| m.len())
+    };
+    // One tool per operation: 1,108 in 22.0.0 and 1,223 in 23.0.2.
+    assert_eq!((count("v22"), count("v23")), (1108, 1223));
+
+    let run = sb.run(&["diff", "v22.lock", "v23.lock", "--format", "json"]);
+    run.drift();
+    let doc: Value = serde_json::from_str(&run.stdout).expect("findings JSON");
+    let summary = &doc["summary"];
+    assert_eq!(
+        (&summary["tools_added"], &summary["tools_removed"]),
+        (&json!(150), &json!(35)),
+        "{summary}"
+    );
+    // Hand-checked against the two documents (docs/openapi.md lists them):
+    // teams discussions removed, agent tasks added, a default that became
+    // a string, an enum value added, a type that became a union, a pattern
+    // and bound changed.
+    let picked = [
+        "teams_list-discussions-in-org",
+        "agent-tasks_list-tasks-for-repo",
+        "repos_update-release",
+        "code-scanning_update-alert",
+        "issues_update",
+        "code-scanning_upload-sarif",
+    ];
+    let lines: Vec<String> = doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| picked.contains(&f["tool"].as_str().unwrap_or_default()))
+        .filter(|f| {
+            let p = f["pointer"].as_str().unwrap_or_default();
+            p.is_empty() || p.starts_with("/inputSchema")
+        })
+        .map(finding_line)
+        .collect();
+    let must = [
+        "critical tool-removed teams_list-discussions-in-org  :: teams_list-discussions-in-org: tool removed",
+        "high input-default-changed repos_update-release /inputSchema/properties/body/properties/make_latest/default :: repos_update-release: /inputSchema/properties/body/properties/make_latest default true → \"true\"",
+        "medium input-enum-value-added code-scanning_update-alert /inputSchema/properties/body/properties/dismissed_reason/enum :: code-scanning_update-alert: /inputSchema/properties/body/properties/dismissed_reason gains \"mitigated\"",
+        "low input-type-widened issues_update /inputSchema/properties/body/properties/type/type :: issues_update: /inputSchema/properties/body/properties/type type null | string → any type",
+        "medium input-pattern-changed code-scanning_upload-sarif /inputSchema/properties/body/properties/commit_sha/pattern :: code-scanning_upload-sarif: /inputSchema/properties/body/properties/commit_sha pattern \"^[0-9a-fA-F]+$\" → \"^([0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?)$\"",
+    ];
+    for line in must {
+        assert!(
+            lines.iter().any(|l| l == line),
+            "missing {line}\nin\n{}",
+            lines.join("\n")
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.contains(" tool-added agent-tasks_list-tasks-for-repo  :: agent-tasks_list-tasks-for-repo: new tool")),
+        "{}",
+        lines.join("\n")
+    );
+    insta::assert_snapshot!("github_22_to_23", lines.join("\n"));
+}
+
+#[test]
+fn diff_and_fingerprint_read_openapi_documents_directly() {
+    let sb = Sandbox::new();
+    sb.write("old.yaml", PETS_YAML);
+    sb.write("new.yaml", PETS_YAML.replace("default: 20", "default: 50"));
+    sb.write("same.json", pets_json());
+    let run = sb.run(&["diff", "old.yaml", "new.yaml", "--color", "never"]);
+    run.drift();
+    assert!(
+        run.stdout
+            .starts_with("drift: 0 added, 0 removed, 1 changed (1 finding)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("new/listPets\n  high      input-default-changed  /inputSchema/properties/limit/default"),
+        "{}",
+        run.stdout
+    );
+    // YAML and JSON forms of one document: the same catalog.
+    sb.run(&["diff", "old.yaml", "same.json"]).ok();
+    let a = sb.run(&["fingerprint", "old.yaml"]);
+    a.ok();
+    assert_eq!(a.stdout, sb.run(&["fingerprint", "same.json"]).stdout);
+    // A broken tool file keeps its own error; a broken YAML document its.
+    sb.write("broken.json", "{\"tools\": [,]}");
+    let message = sb
+        .run(&["fingerprint", "broken.json"])
+        .error(&["invalid JSON"]);
+    assert_eq!(located(&message, "broken.json"), (1, 12));
+    sb.write("broken.yaml", "openapi: 3.1.0\npaths: [\n");
+    sb.run(&["fingerprint", "broken.yaml"])
+        .error(&["broken.yaml:3:1: invalid YAML"]);
+}
+
+#[test]
+fn many_warnings_are_counted_not_all_printed() {
+    let paths: serde_json::Map<String, Value> = (0..30)
+        .map(|i| {
+            (
+                format!("/p{i:02}"),
+                json!({"get": {"operationId": "same", "responses": {}}}),
+            )
+        })
+        .collect();
+    let sb = pets("");
+    sb.write(
+        "api.yaml",
+        json!({"openapi": "3.1.0", "paths": paths}).to_string(),
+    );
+    let run = sb.run(&["lock"]);
+    run.ok();
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 22, "{}", run.stderr);
+    assert_eq!(
+        lines[20],
+        "warning: server \"pets\": 9 more warnings not shown"
+    );
+    assert!(lines[21].starts_with("Pinned 30 tools"));
+}
