@@ -13,8 +13,14 @@ standard output. Commands:
 
   {"op": "list"}                          the raw tools/list result, every page
   {"op": "list_typed"}                    the tool names as the SDK parsed them
-  {"op": "call", "name", "args"}          the result (as the SDK parsed it) or
-                                          the JSON-RPC error
+  {"op": "call", "name", "args", "meta"}  the result (as the SDK parsed it) or
+                                          the JSON-RPC error; META (optional) is
+                                          sent as the request's _meta
+  {"op": "call_raw", "name", "args", "meta"}
+                                          the raw tools/call result, unparsed and
+                                          unchecked (the SDK's call_tool checks
+                                          structuredContent against the tool's
+                                          outputSchema and raises on a mismatch)
   {"op": "progress", "name", "args"}      a call with a progress callback:
                                           the progress seen and the result
   {"op": "cancel", "name", "args", "after"}
@@ -130,7 +136,13 @@ class Driver:
             result = await s.list_tools()
             return {"names": [t.name for t in result.tools]}
         if op == "call":
-            return await self.call(cmd["name"], cmd.get("args"))
+            return await self.call(cmd["name"], cmd.get("args"), meta=cmd.get("meta"))
+        if op == "call_raw":
+            params = types.CallToolRequestParams(name=cmd["name"], arguments=cmd.get("args"), _meta=cmd.get("meta"))
+            try:
+                return {"result": await s.send_request(types.CallToolRequest(params=params), RAW)}
+            except Exception as e:  # noqa: BLE001 - reported to the test
+                return {"error": error_of(e)}
         if op == "progress":
             seen = []
 

@@ -6,17 +6,22 @@
 //! (the client starts `toolpin proxy` itself, as an agent does) or
 //! Streamable HTTP (`toolpin proxy --listen 127.0.0.1:0`, whose address is
 //! read from the `listening` event). The upstreams are
-//! `@modelcontextprotocol/server-everything` and `tests/servers/py/
-//! scripted.py`, a Python SDK server whose tools come from a file and whose
-//! calls echo what reached them (and can hang, crash, or drift on cue).
+//! `@modelcontextprotocol/server-everything`, `mcp-server-time`,
+//! `tests/servers/py/scripted.py`, a Python SDK server whose tools come
+//! from a file and whose calls echo what reached them (and can hang, crash,
+//! or drift on cue), and `tests/servers/py/structured.py`, whose one tool
+//! returns whatever structured content it is asked for (to break its
+//! pinned outputSchema on cue).
 //!
 //! `scripts/setup` installs all of it. Every process a test starts names
 //! its scratch directory on its command line or runs in it, and is killed
 //! when the test ends; tests that end cleanly assert that none is left.
 //!
-//! The tests at the end reproduced proxy bugs found here (a wedged
+//! The regression guards reproduced proxy bugs found here (a wedged
 //! upstream, upstreams outliving the proxy, cancelled calls missing from
-//! the metrics); they guard the fixes.
+//! the metrics); they guard the fixes. The ignored tests at the very end
+//! reproduce bugs not fixed yet (span export under steady traffic and at
+//! SIGTERM, event lines of two proxies interleaving in one log).
 
 mod common;
 
@@ -192,9 +197,11 @@ impl Scenario {
             .to_string()
     }
 
-    /// Every event logged so far.
+    /// Every event logged so far: the whole lines (the proxy may be
+    /// writing the last one).
     fn events(&self) -> Vec<Value> {
-        let text = fs::read_to_string(self.root.join("events.jsonl")).unwrap_or_default();
+        let mut text = fs::read_to_string(self.root.join("events.jsonl")).unwrap_or_default();
+        text.truncate(text.rfind('\n').map_or(0, |end| end + 1));
         text.lines()
             .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("event {l:?}: {e}")))
@@ -1787,5 +1794,775 @@ fn cancelled_calls_are_counted_in_the_metrics() {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum();
     assert_eq!(slow, 1, "the cancelled call is not counted:\n{body}");
+    sc.finish();
+}
+
+// ---------------------------------------------------------------------------
+// 8. several upstreams, result checks, traces, SIGHUP
+
+/// A file of the repository, which must exist (`scripts/setup`).
+fn repo_file(rel: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup to install the test servers and SDKs",
+        path.display()
+    );
+    path.canonicalize().unwrap_or(path)
+}
+
+/// `command = [...]` for tests/servers/py/structured.py.
+fn structured_command() -> String {
+    list(&[
+        paths().python.display().to_string(),
+        repo_file("tests/servers/py/structured.py")
+            .display()
+            .to_string(),
+    ])
+}
+
+/// A loopback port nobody listens on (bound and released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The date (YYYY-MM-DD, UTC) of a Unix time.
+fn utc_date(unix: i64) -> String {
+    // Howard Hinnant's civil_from_days.
+    let z = unix.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs() as i64
+}
+
+/// The events named `finding`.
+fn findings(sc: &Scenario) -> Vec<Value> {
+    sc.events_named("finding")
+}
+
+impl Scenario {
+    /// A Python SDK client over stdio whose proxy runs with `env` added to
+    /// its environment (the SDK's stdio_client hands a server only a few
+    /// variables of its own, so they go through `env`, which execs the
+    /// proxy: the proxy keeps the pid).
+    fn py_stdio_env(&mut self, env: &[(&str, &str)], proxy_extra: &[&str]) -> Client {
+        let mut argv = vec![
+            paths().python.display().to_string(),
+            paths().py_client.display().to_string(),
+            "--cwd".into(),
+            self.root.display().to_string(),
+            "--".into(),
+            "env".into(),
+        ];
+        argv.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        argv.extend(self.proxy_argv(proxy_extra));
+        self.client("py-stdio", argv)
+    }
+
+    /// The pid of the one `toolpin proxy` process of this scenario.
+    #[track_caller]
+    fn proxy_pid(&self) -> i32 {
+        let proxies: Vec<(i32, String)> = processes_under(&self.root)
+            .into_iter()
+            .filter(|(_, cmd)| cmd.starts_with(&format!("{BIN} proxy ")))
+            .collect();
+        assert_eq!(proxies.len(), 1, "one toolpin proxy: {proxies:#?}");
+        proxies[0].0
+    }
+}
+
+/// GET /metrics on `addr`.
+#[track_caller]
+fn metrics_at(addr: &str) -> String {
+    let (status, body) = http(addr, "GET", "/metrics", &[("Host", addr)], "");
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+#[test]
+fn several_upstreams_are_served_as_one_namespaced_union() {
+    let mut sc = Scenario::new();
+    let time = list(&[repo_file(".venv/bin/mcp-server-time").display().to_string()]);
+    let lock = sc.lock(&format!(
+        "[servers.time]\ncommand = {time}\nprefix = \"time__\"\n\
+         [servers.every]\ncommand = {}\nprefix = \"every__\"\n",
+        sc.everything()
+    ));
+    let time_tools = pinned(&lock, "time");
+    let every_tools = pinned(&lock, "every");
+    assert_eq!(
+        time_tools.keys().collect::<Vec<_>>(),
+        ["time__convert_time", "time__get_current_time"]
+    );
+    for needed in ["every__echo", "every__get-sum"] {
+        assert!(every_tools.contains_key(needed), "{every_tools:#?}");
+    }
+    let mut union = time_tools.clone();
+    union.extend(every_tools.clone());
+    assert_eq!(union.len(), time_tools.len() + every_tools.len());
+
+    // Every MCP server of toolpin.toml (no --server), with the check at
+    // start: neither has drifted from its pin.
+    let mut c = sc.py_stdio(&[], &[]);
+    assert_eq!(
+        c.ready["server_info"]["name"], "toolpin-proxy",
+        "{:#}",
+        c.ready
+    );
+    assert_eq!(c.ready["capabilities"]["tools"]["listChanged"], true);
+    assert!(
+        c.ready["capabilities"]["resources"].is_object(),
+        "{:#}",
+        c.ready
+    );
+    assert!(
+        c.ready["capabilities"]["prompts"].is_object(),
+        "{:#}",
+        c.ready
+    );
+
+    // tools/list: both pins, prefixed names, whole pinned definitions.
+    let served = c.tools();
+    assert_eq!(
+        served.keys().collect::<Vec<_>>(),
+        union.keys().collect::<Vec<_>>()
+    );
+    for (name, tool) in &union {
+        assert_eq!(&served[name], tool, "definition of {name}");
+    }
+
+    // Each call reaches its own upstream, under the upstream's own name.
+    let r = c.call_ok("time__get_current_time", json!({"timezone": "UTC"}));
+    let now = &r["structuredContent"];
+    assert_eq!(now["timezone"], "UTC", "{r:#}");
+    assert_eq!(now["is_dst"], false, "{r:#}");
+    let datetime = now["datetime"].as_str().expect("datetime");
+    let today = [unix_now(), unix_now() - 120].map(utc_date);
+    assert!(
+        today.iter().any(|d| datetime.starts_with(d.as_str())) && datetime.ends_with("+00:00"),
+        "{datetime} is not now in UTC ({today:?})"
+    );
+    let r = c.call_ok("every__echo", json!({"message": "one union"}));
+    assert_eq!(text_of(&r), "Echo: one union");
+    let r = c.call_ok("every__get-sum", json!({"a": 19, "b": 23}));
+    assert!(text_of(&r).contains("is 42"), "{r:#}");
+    // The upstreams' own names are not served.
+    for name in ["echo", "get_current_time"] {
+        let e = c.call_err(name, json!({"message": "x", "timezone": "UTC"}));
+        assert_eq!(
+            e["data"]["toolpin"]["rule"], "unknown-tool-called",
+            "{name}: {e:#}"
+        );
+    }
+
+    // Resources and prompts: server-everything's (time has none), and
+    // reads and gets reach it.
+    let answer = c.cmd(json!({"op": "resources"}));
+    let uris: Vec<&str> = answer["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("resources: {answer:#}"))
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    let uri = "demo://resource/static/document/architecture.md";
+    assert!(uris.contains(&uri), "{answer:#}");
+    assert!(uris.iter().all(|u| u.starts_with("demo://")), "{uris:?}");
+    let answer = c.cmd(json!({"op": "read", "uri": uri}));
+    assert_eq!(answer["result"]["contents"][0]["uri"], uri, "{answer:#}");
+    let answer = c.cmd(json!({"op": "prompts"}));
+    let names: Vec<&str> = answer["prompts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("prompts: {answer:#}"))
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"simple-prompt") && names.contains(&"args-prompt"),
+        "{names:?}"
+    );
+    let answer = c.cmd(json!({"op": "prompt", "name": "simple-prompt"}));
+    assert_eq!(
+        answer["result"]["messages"][0]["content"]["text"],
+        "This is a simple prompt without arguments.",
+        "{answer:#}"
+    );
+    c.quit();
+    assert_no_drift(&sc);
+
+    // --server time: that server alone, under its own serverInfo; the
+    // other is neither served nor started.
+    let mut t = sc.py_stdio(&["--no-start-check", "--server", "time"], &[]);
+    assert_eq!(t.ready["server_info"]["name"], "mcp-time", "{:#}", t.ready);
+    assert_eq!(t.tools(), time_tools);
+    let r = t.call_ok("time__get_current_time", json!({"timezone": "UTC"}));
+    assert_eq!(r["structuredContent"]["timezone"], "UTC", "{r:#}");
+    let e = t.call_err("every__echo", json!({"message": "x"}));
+    assert_eq!(e["data"]["toolpin"]["rule"], "unknown-tool-called", "{e:#}");
+    let everything: Vec<(i32, String)> = processes_under(&sc.root)
+        .into_iter()
+        .filter(|(_, cmd)| cmd.contains("everything"))
+        .collect();
+    assert!(everything.is_empty(), "{everything:#?}");
+    t.quit();
+    sc.finish();
+}
+
+/// structured.py's forecast, as the test expects it pinned.
+fn forecast_output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "condition": {"type": "string", "enum": ["sunny", "rain"]},
+            "temp": {"type": "number"}
+        },
+        "required": ["condition", "temp"]
+    })
+}
+
+#[test]
+fn results_are_checked_against_the_pinned_output_schema_and_never_altered() {
+    let mut sc = Scenario::new();
+    let lock = sc.lock(&format!(
+        "[servers.weather]\ncommand = {}\n[proxy]\nvalidation = \"warn\"\n",
+        structured_command()
+    ));
+    let catalog = lock["fingerprint"].as_str().expect("fingerprint");
+    let pin = &pinned(&lock, "weather")["forecast"];
+    assert_eq!(pin["outputSchema"], forecast_output_schema());
+    assert_eq!(
+        pin["inputSchema"]["properties"]["unit"]["enum"],
+        json!(["C", "F"])
+    );
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut c = sc.py_stdio(&["--no-start-check", "--metrics-listen", &metrics], &[]);
+    assert_eq!(c.tools()["forecast"], *pin);
+
+    // A conformant result, through the SDK's own checked call_tool: no
+    // finding.
+    let reply = json!({"condition": "sunny", "temp": 21.5});
+    let r = c.call_ok("forecast", json!({"unit": "C", "reply": reply}));
+    assert_eq!(r["structuredContent"], reply, "{r:#}");
+
+    // A value outside the pinned enum: the client gets the result exactly
+    // as the server sent it (the raw result: the SDK's call_tool would
+    // itself reject it), and the proxy logs the finding.
+    let raw = |c: &mut Client, args: Value| {
+        let answer = c.cmd(json!({"op": "call_raw", "name": "forecast", "args": args}));
+        let result = answer["result"].clone();
+        assert!(
+            result.is_object() && result["isError"] != json!(true),
+            "{answer:#}"
+        );
+        result
+    };
+    let hail = json!({"condition": "hail", "temp": 3});
+    let result = raw(&mut c, json!({"reply": hail}));
+    assert_eq!(result["structuredContent"], hail, "{result:#}");
+    let text: Value = serde_json::from_str(&text_of(&result)).expect("structured.py's text");
+    assert_eq!(text["arguments"], json!({"reply": hail}), "{result:#}");
+    let f = sc.wait_event(STEP, |e| {
+        e["event"] == "finding" && e["rule"] == "result-unknown-enum-value"
+    });
+    assert_eq!(f["where"], "result", "{f:#}");
+    assert_eq!(f["pointer"], "/condition", "{f:#}");
+    assert_eq!(f["server"], "weather", "{f:#}");
+    assert_eq!(f["tool"], "forecast", "{f:#}");
+    assert_eq!(f["catalog"], catalog, "{f:#}");
+    assert!(
+        f["message"].as_str().is_some_and(|m| m.contains("hail")),
+        "{f:#}"
+    );
+
+    // A result missing a required property: nonconformant.
+    let partial = json!({"condition": "sunny"});
+    let result = raw(&mut c, json!({"reply": partial}));
+    assert_eq!(result["structuredContent"], partial, "{result:#}");
+    let f = sc.wait_event(STEP, |e| {
+        e["event"] == "finding" && e["rule"] == "result-nonconformant"
+    });
+    assert_eq!(f["where"], "result", "{f:#}");
+    assert_eq!(f["pointer"], "", "the object lacking the property: {f:#}");
+    assert_eq!(f["tool"], "forecast", "{f:#}");
+    assert!(
+        f["message"].as_str().is_some_and(|m| m.contains("temp")),
+        "{f:#}"
+    );
+    let rules: Vec<Value> = findings(&sc).iter().map(|f| f["rule"].clone()).collect();
+    assert_eq!(
+        rules,
+        [
+            json!("result-unknown-enum-value"),
+            json!("result-nonconformant")
+        ],
+        "one finding per bad result, none for the good one"
+    );
+
+    // /metrics in stdio mode (--metrics-listen).
+    let body = metrics_at(&metrics);
+    for needle in [
+        format!("toolpin_catalog_info{{fingerprint=\"{catalog}\"}} 1"),
+        "toolpin_findings_total{rule=\"result-unknown-enum-value\"} 1".into(),
+        "toolpin_findings_total{rule=\"result-nonconformant\"} 1".into(),
+        "toolpin_tool_calls_total{server=\"weather\",tool=\"forecast\",outcome=\"ok\"} 3".into(),
+    ] {
+        assert!(body.contains(&needle), "/metrics lacks {needle}:\n{body}");
+    }
+
+    // An argument outside the pinned enum, under validation = "warn":
+    // forwarded as sent, and logged as a finding where "arguments".
+    let rain = json!({"condition": "rain", "temp": 12});
+    let result = raw(&mut c, json!({"unit": "K", "reply": rain}));
+    let text: Value = serde_json::from_str(&text_of(&result)).expect("structured.py's text");
+    assert_eq!(text["arguments"], json!({"unit": "K", "reply": rain}));
+    assert_eq!(result["structuredContent"], rain);
+    let f = sc.wait_event(STEP, |e| {
+        e["event"] == "finding" && e["where"] == "arguments"
+    });
+    assert_eq!(f["rule"], "result-unknown-enum-value", "{f:#}");
+    assert_eq!(f["pointer"], "/unit", "{f:#}");
+    assert_eq!(f["tool"], "forecast", "{f:#}");
+    let invalid = sc.events_named("invalid-arguments");
+    assert_eq!(invalid.len(), 1, "{invalid:#?}");
+    assert_eq!(invalid[0]["enforced"], false);
+    assert_eq!(findings(&sc).len(), 3, "{:#?}", sc.events());
+    let body = metrics_at(&metrics);
+    assert!(
+        body.contains("toolpin_findings_total{rule=\"result-unknown-enum-value\"} 2"),
+        "{body}"
+    );
+    c.quit();
+    sc.finish();
+}
+
+/// A stand-in for an OpenTelemetry Collector: accepts OTLP/HTTP requests
+/// (keep-alive included) on a free port and hands over each one's path and
+/// JSON body. Returns the base endpoint.
+fn otlp_collector() -> (String, mpsc::Receiver<(String, Value)>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let tx = tx.clone();
+            thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(STEP));
+                let mut data: Vec<u8> = Vec::new();
+                let mut buf = [0u8; 65536];
+                loop {
+                    // Every whole request in the buffer.
+                    while let Some(head_end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.trim()
+                                    .eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().ok())
+                                    .flatten()
+                            })
+                            .unwrap_or(0);
+                        if data.len() < head_end + 4 + length {
+                            break;
+                        }
+                        let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                        let body =
+                            serde_json::from_slice(&data[head_end + 4..head_end + 4 + length])
+                                .unwrap_or(Value::Null);
+                        data.drain(..head_end + 4 + length);
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+                        );
+                        if tx.send((path, body)).is_err() {
+                            return;
+                        }
+                    }
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => data.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}"), rx)
+}
+
+/// Waits for the exported span named `name`; every export request goes to
+/// `seen` (with its path), so spans of earlier requests are found too.
+#[track_caller]
+fn wait_span(
+    received: &mpsc::Receiver<(String, Value)>,
+    seen: &mut Vec<(String, Value)>,
+    name: &str,
+    limit: Duration,
+) -> Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        for (path, body) in seen.iter() {
+            assert_eq!(path, "/v1/traces", "{body:#}");
+            for resource in body["resourceSpans"].as_array().into_iter().flatten() {
+                for scope in resource["scopeSpans"].as_array().into_iter().flatten() {
+                    for span in scope["spans"].as_array().into_iter().flatten() {
+                        if span["name"] == name {
+                            let mut span = span.clone();
+                            span["resource"] = resource["resource"].clone();
+                            return span;
+                        }
+                    }
+                }
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match received.recv_timeout(left) {
+            Ok(request) => seen.push(request),
+            Err(_) => panic!("no span {name:?} exported within {limit:?}; exported: {seen:#?}"),
+        }
+    }
+}
+
+/// A span's string attribute.
+fn span_attr<'a>(span: &'a Value, key: &str) -> Option<&'a str> {
+    span["attributes"]
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)?["value"]["stringValue"]
+        .as_str()
+}
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT_SPAN: &str = "00f067aa0ba902b7";
+
+#[test]
+fn traces_through_the_proxy_carry_the_pinned_fingerprints_and_the_agents_trace() {
+    let mut sc = Scenario::new();
+    let lock = sc.lock(&format!(
+        "[servers.everything]\ncommand = {}\n\
+         [servers.weather]\ncommand = {}\nprefix = \"w__\"\n",
+        sc.everything(),
+        structured_command()
+    ));
+    let catalog = lock["fingerprint"].as_str().expect("fingerprint");
+    let tool_fp = |server: &str, tool: &str| {
+        lock["servers"][server]["tools"][tool]["fingerprint"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no fingerprint for {server}/{tool}"))
+            .to_string()
+    };
+    let (endpoint, received) = otlp_collector();
+    let mut seen = Vec::new();
+    let mut c = sc.py_stdio_env(
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+        &NO_START_CHECK,
+    );
+    let traceparent = format!("00-{TRACE_ID}-{PARENT_SPAN}-01");
+
+    // A call in the agent's trace, and one without a trace.
+    let answer = c.cmd(json!({"op": "call", "name": "echo", "args": {"message": "traced"}, "meta": {"traceparent": traceparent}}));
+    assert_eq!(text_of(&answer["result"]), "Echo: traced", "{answer:#}");
+    c.call_ok("get-sum", json!({"a": 1, "b": 2}));
+    // Exported while the session goes on (within about a second).
+    let echo = wait_span(
+        &received,
+        &mut seen,
+        "tools/call echo",
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        echo["resource"]["attributes"][0]["value"]["stringValue"], "toolpin-proxy",
+        "{echo:#}"
+    );
+    assert_eq!(echo["traceId"], TRACE_ID, "{echo:#}");
+    assert_eq!(echo["parentSpanId"], PARENT_SPAN, "{echo:#}");
+    assert_eq!(echo["kind"], 2, "{echo:#}");
+    assert_eq!(echo["status"]["code"], 1, "{echo:#}");
+    assert_eq!(
+        span_attr(&echo, "toolpin.catalog.fingerprint"),
+        Some(catalog)
+    );
+    assert_eq!(
+        span_attr(&echo, "toolpin.tool.fingerprint"),
+        Some(tool_fp("everything", "echo").as_str()),
+        "{echo:#}"
+    );
+    assert_eq!(span_attr(&echo, "gen_ai.tool.name"), Some("echo"));
+    assert_eq!(
+        span_attr(&echo, "gen_ai.operation.name"),
+        Some("execute_tool")
+    );
+    assert_eq!(span_attr(&echo, "mcp.method.name"), Some("tools/call"));
+    assert_eq!(span_attr(&echo, "toolpin.server"), Some("everything"));
+    let sum = wait_span(
+        &received,
+        &mut seen,
+        "tools/call get-sum",
+        Duration::from_secs(10),
+    );
+    assert_ne!(
+        sum["traceId"], TRACE_ID,
+        "a call without traceparent starts a trace"
+    );
+    assert!(sum.get("parentSpanId").is_none(), "{sum:#}");
+    assert_eq!(
+        span_attr(&sum, "toolpin.tool.fingerprint"),
+        Some(tool_fp("everything", "get-sum").as_str())
+    );
+
+    // The relayed request carries the proxy's span as its traceparent.
+    // The client quits at once (the proxy exits well within the export
+    // interval), so this span can only come from the flush at shutdown.
+    let reply = json!({"condition": "rain", "temp": 9});
+    let answer = c.cmd(json!({"op": "call", "name": "w__forecast", "args": {"reply": reply}, "meta": {"traceparent": traceparent}}));
+    let upstream: Value = serde_json::from_str(&text_of(&answer["result"]))
+        .unwrap_or_else(|e| panic!("structured.py's text ({e}): {answer:#}"));
+    c.quit();
+    let forecast = wait_span(
+        &received,
+        &mut seen,
+        "tools/call w__forecast",
+        Duration::from_secs(5),
+    );
+    assert_eq!(forecast["traceId"], TRACE_ID, "{forecast:#}");
+    assert_eq!(forecast["parentSpanId"], PARENT_SPAN, "{forecast:#}");
+    assert_eq!(
+        span_attr(&forecast, "toolpin.upstream.tool"),
+        Some("forecast")
+    );
+    assert_eq!(span_attr(&forecast, "toolpin.server"), Some("weather"));
+    assert_eq!(
+        span_attr(&forecast, "toolpin.tool.fingerprint"),
+        Some(tool_fp("weather", "w__forecast").as_str())
+    );
+    let span_id = forecast["spanId"].as_str().expect("spanId");
+    assert_ne!(span_id, PARENT_SPAN);
+    assert_eq!(
+        upstream["meta"]["traceparent"],
+        format!("00-{TRACE_ID}-{span_id}-01"),
+        "{upstream:#}"
+    );
+    sc.finish();
+}
+
+#[test]
+fn sighup_reloads_the_flags_file() {
+    let (mut sc, lock) = shop_scenario("");
+    // A flags file withdrawing nothing, present before the proxy starts.
+    let flags = sc.root.join("toolpin.flags.toml");
+    fs::write(&flags, "# nothing withdrawn\n").expect("flags file");
+    let mtime = fs::metadata(&flags)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    let mut c = sc.py_stdio(&NO_START_CHECK, &[]);
+    assert_eq!(c.tools(), pinned(&lock, "shop"));
+
+    // The new file replaces the old one with the old mtime: the proxy's
+    // twice-a-second mtime check cannot see it, only SIGHUP can.
+    let reason = "paused by SIGHUP test";
+    let next = sc.root.join("toolpin.flags.toml.next");
+    fs::write(
+        &next,
+        format!("[withdrawn.\"shop/delete_item\"]\nreason = {}\n", q(reason)),
+    )
+    .expect("next flags");
+    fs::File::options()
+        .write(true)
+        .open(&next)
+        .and_then(|f| f.set_modified(mtime))
+        .expect("set mtime");
+    fs::rename(&next, &flags).expect("replace the flags file");
+    assert_eq!(
+        fs::metadata(&flags).and_then(|m| m.modified()).ok(),
+        Some(mtime)
+    );
+    let waited = c.cmd(json!({"op": "wait_notification", "method": "notifications/tools/list_changed", "timeout": 1.2}));
+    assert_eq!(
+        waited["arrived"], false,
+        "reloaded without SIGHUP: {waited:#}"
+    );
+    assert!(sc.events_named("tool-withdrawn").is_empty());
+
+    let pid = sc.proxy_pid();
+    let hup = Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(hup.success(), "kill -HUP {pid}");
+    let waited = c.cmd(json!({"op": "wait_notification", "method": "notifications/tools/list_changed", "timeout": 5}));
+    assert_eq!(waited["arrived"], true, "no tools/list_changed: {waited:#}");
+    let mut want = pinned(&lock, "shop");
+    want.remove("delete_item");
+    assert_eq!(c.tools(), want);
+    let e = c.call_err("delete_item", json!({"id": "7"}));
+    assert_eq!(e["data"]["toolpin"]["rule"], "tool-withdrawn", "{e:#}");
+    assert!(
+        e["message"].as_str().is_some_and(|m| m.contains(reason)),
+        "{e:#}"
+    );
+    // The signal did not end the proxy (nor its upstream).
+    assert_eq!(
+        echoed(&c.call_ok("get", json!({"id": "3"})))["arguments"],
+        json!({"id": "3"})
+    );
+    assert_eq!(sc.proxy_pid(), pid);
+    c.quit();
+    let withdrawn = sc.events_named("tool-withdrawn");
+    assert_eq!(withdrawn.len(), 1, "{:#?}", sc.events());
+    assert_eq!(withdrawn[0]["tool"], "shop/delete_item");
+    assert_eq!(withdrawn[0]["reason"], reason);
+    assert_eq!(sc.upstream_calls("tools.json").len(), 1);
+    sc.finish();
+}
+
+impl Scenario {
+    /// Like [`Scenario::listen`], the proxy's environment with `env`
+    /// added; returns the endpoint and the proxy's pid.
+    fn listen_env(&mut self, env: &[(&str, &str)], extra: &[&str]) -> (String, u32) {
+        let log = self.root.join("proxy-http.log");
+        let mut argv = self.proxy_argv(&["--listen", "127.0.0.1:0"]);
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .envs(env.iter().copied())
+            .current_dir(&self.root)
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&log).expect("log"))
+            .stderr(fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("start toolpin proxy --listen");
+        let pid = child.id();
+        self.daemons.push(child);
+        let event = self.wait_event(STEP, |e| e["event"] == "listening");
+        let endpoint = event["endpoint"]
+            .as_str()
+            .unwrap_or_else(|| panic!("listening event without endpoint: {event}"))
+            .to_string();
+        (endpoint, pid)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// proxy bugs found by section 8, not fixed yet
+
+/// A finished span waits at most about a second for export
+/// (`telemetry::INTERVAL`, "Longest a finished span waits for export"),
+/// whatever the traffic. An agent calling a tool every quarter second must
+/// see its first span at the collector within a couple of seconds.
+#[test]
+#[ignore = "proxy bug: telemetry::export_loop restarts its 1 s timeout on every span, so under steady traffic (a span at least once a second) nothing is exported until 512 spans have piled up"]
+fn spans_are_exported_within_seconds_under_steady_traffic() {
+    let (mut sc, _lock) = shop_scenario("");
+    let (endpoint, received) = otlp_collector();
+    let mut seen = Vec::new();
+    let mut c = sc.py_stdio_env(
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+        &NO_START_CHECK,
+    );
+    let start = Instant::now();
+    c.call_ok("search", json!({"query": "first"}));
+    let mut exported = None;
+    while exported.is_none() && start.elapsed() < Duration::from_secs(4) {
+        c.call_ok("get", json!({"id": "next"}));
+        thread::sleep(Duration::from_millis(250));
+        if let Ok(request) = received.try_recv() {
+            seen.push(request);
+            exported = Some(start.elapsed());
+        }
+    }
+    let calls = sc.upstream_calls("tools.json").len();
+    c.quit();
+    assert!(
+        exported.is_some_and(|t| t < Duration::from_millis(2500)),
+        "{calls} calls in {:?}, one every 250 ms: the first export came {exported:?} after the first call",
+        start.elapsed()
+    );
+    wait_span(&received, &mut seen, "tools/call search", STEP);
+    sc.finish();
+}
+
+/// `toolpin proxy --listen` ends only by a signal: the spans it holds
+/// then (up to a second's worth, see above) must still be exported, as
+/// they are when a stdio proxy's agent disconnects.
+#[test]
+#[ignore = "proxy bug: on_termination (crates/toolpin/src/proxy.rs) exits on SIGTERM/SIGINT without flushing the telemetry exporter, so the spans of the last second are lost"]
+fn spans_held_at_sigterm_are_exported_before_exit() {
+    let (mut sc, _lock) = shop_scenario("");
+    let (endpoint, received) = otlp_collector();
+    let mut seen = Vec::new();
+    let (url, pid) = sc.listen_env(
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+        &NO_START_CHECK,
+    );
+    let mut h = sc.py_http(&url, &[]);
+    h.call_ok("get", json!({"id": "last words"}));
+    h.quit();
+    let term = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(term.success(), "kill -TERM {pid}");
+    let span = wait_span(
+        &received,
+        &mut seen,
+        "tools/call get",
+        Duration::from_secs(5),
+    );
+    assert_eq!(span_attr(&span, "toolpin.server"), Some("shop"));
+    sc.finish();
+}
+
+/// Several proxies append to one event log whenever they share a
+/// configuration (`[proxy] events`, or `--events`): an agent with two
+/// stdio sessions, or an HTTP and a stdio proxy side by side. Each event
+/// must stay one whole JSON line.
+#[test]
+#[ignore = "proxy bug: events::Sink::emit writes a line with writeln!(file, \"{record}\"), which serde_json's Display turns into one write(2) per token, so two processes appending to one log interleave their lines"]
+fn two_proxies_sharing_an_event_log_write_whole_lines() {
+    let (mut sc, _lock) = shop_scenario("");
+    let mut a = sc.py_stdio(&NO_START_CHECK, &[]);
+    let mut b = sc.py_stdio(&NO_START_CHECK, &[]);
+    // Refusals: one event each, no upstream involved.
+    let calls: Vec<Value> = (0..200)
+        .map(|i| json!({"name": format!("not_pinned_{i}"), "args": {}}))
+        .collect();
+    let command = json!({"op": "concurrent", "calls": calls});
+    a.send(&command);
+    b.send(&command);
+    a.read("concurrent", STEP);
+    b.read("concurrent", STEP);
+    a.quit();
+    b.quit();
+    let text = fs::read_to_string(sc.root.join("events.jsonl")).expect("event log");
+    let lines: Vec<&str> = text.lines().collect();
+    let broken: Vec<&&str> = lines
+        .iter()
+        .filter(|l| serde_json::from_str::<Value>(l).is_err())
+        .collect();
+    assert!(
+        broken.is_empty(),
+        "{} of {} lines are not one JSON event, e.g. {:?}",
+        broken.len(),
+        lines.len(),
+        broken.first()
+    );
+    assert_eq!(sc.events_named("refused").len(), 400);
     sc.finish();
 }
