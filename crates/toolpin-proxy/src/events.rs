@@ -45,15 +45,19 @@ impl Sink {
             record.extend(f);
         }
         let record = Value::Object(record);
+        // One write(2) per line: processes appending to one log (O_APPEND)
+        // never interleave inside a line.
+        let mut line = record.to_string();
+        line.push('\n');
         match self {
             Sink::Off => {}
             Sink::Stderr => {
                 let mut err = std::io::stderr().lock();
-                let _ = writeln!(err, "{record}");
+                let _ = err.write_all(line.as_bytes());
             }
             Sink::File(f) => {
                 if let Ok(mut f) = f.lock() {
-                    let _ = writeln!(f, "{record}");
+                    let _ = f.write_all(line.as_bytes());
                 }
             }
             Sink::Memory(m) => {

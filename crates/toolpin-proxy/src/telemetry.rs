@@ -198,26 +198,40 @@ async fn export_loop(
     mut rx: mpsc::UnboundedReceiver<Export>,
 ) {
     let mut batch: Vec<Value> = Vec::new();
+    // A span waits at most INTERVAL from when its batch started.
+    let mut deadline: Option<tokio::time::Instant> = None;
     loop {
-        let next = tokio::time::timeout(INTERVAL, rx.recv()).await;
-        let mut flushed = None;
-        match next {
-            Ok(Some(Export::Span(s))) => {
-                batch.push(s);
-                if batch.len() < BATCH {
+        let next = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, rx.recv()).await {
+                Ok(m) => m,
+                Err(_) => {
+                    send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+                    deadline = None;
                     continue;
                 }
+            },
+            None => rx.recv().await,
+        };
+        match next {
+            Some(Export::Span(s)) => {
+                if batch.is_empty() {
+                    deadline = Some(tokio::time::Instant::now() + INTERVAL);
+                }
+                batch.push(s);
+                if batch.len() >= BATCH {
+                    send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+                    deadline = None;
+                }
             }
-            Ok(Some(Export::Flush(done))) => flushed = Some(done),
-            Ok(None) => {
+            Some(Export::Flush(done)) => {
+                send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+                deadline = None;
+                let _ = done.send(());
+            }
+            None => {
                 send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
                 return;
             }
-            Err(_) => {}
-        }
-        send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
-        if let Some(done) = flushed {
-            let _ = done.send(());
         }
     }
 }

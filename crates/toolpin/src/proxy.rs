@@ -380,6 +380,8 @@ fn on_termination(proxy: Arc<Proxy>) {
             let Ok(mut s) = signal(kind) else { return };
             if s.recv().await.is_some() {
                 proxy.kill_upstreams();
+                // Spans still waiting for export go out first (bounded).
+                let _ = tokio::time::timeout(Duration::from_secs(2), proxy.telemetry.flush()).await;
                 std::process::exit(code);
             }
         });

@@ -19,9 +19,8 @@
 //!
 //! The regression guards reproduced proxy bugs found here (a wedged
 //! upstream, upstreams outliving the proxy, cancelled calls missing from
-//! the metrics); they guard the fixes. The ignored tests at the very end
-//! reproduce bugs not fixed yet (span export under steady traffic and at
-//! SIGTERM, event lines of two proxies interleaving in one log).
+//! the metrics, span export under steady traffic and at SIGTERM, event
+//! lines of two proxies interleaving in one log); they guard the fixes.
 
 mod common;
 
@@ -2460,14 +2459,13 @@ impl Scenario {
 }
 
 // ---------------------------------------------------------------------------
-// proxy bugs found by section 8, not fixed yet
+// proxy bugs found by section 8, fixed: regression guards
 
 /// A finished span waits at most about a second for export
 /// (`telemetry::INTERVAL`, "Longest a finished span waits for export"),
 /// whatever the traffic. An agent calling a tool every quarter second must
 /// see its first span at the collector within a couple of seconds.
 #[test]
-#[ignore = "proxy bug: telemetry::export_loop restarts its 1 s timeout on every span, so under steady traffic (a span at least once a second) nothing is exported until 512 spans have piled up"]
 fn spans_are_exported_within_seconds_under_steady_traffic() {
     let (mut sc, _lock) = shop_scenario("");
     let (endpoint, received) = otlp_collector();
@@ -2502,7 +2500,6 @@ fn spans_are_exported_within_seconds_under_steady_traffic() {
 /// then (up to a second's worth, see above) must still be exported, as
 /// they are when a stdio proxy's agent disconnects.
 #[test]
-#[ignore = "proxy bug: on_termination (crates/toolpin/src/proxy.rs) exits on SIGTERM/SIGINT without flushing the telemetry exporter, so the spans of the last second are lost"]
 fn spans_held_at_sigterm_are_exported_before_exit() {
     let (mut sc, _lock) = shop_scenario("");
     let (endpoint, received) = otlp_collector();
@@ -2534,7 +2531,6 @@ fn spans_held_at_sigterm_are_exported_before_exit() {
 /// stdio sessions, or an HTTP and a stdio proxy side by side. Each event
 /// must stay one whole JSON line.
 #[test]
-#[ignore = "proxy bug: events::Sink::emit writes a line with writeln!(file, \"{record}\"), which serde_json's Display turns into one write(2) per token, so two processes appending to one log interleave their lines"]
 fn two_proxies_sharing_an_event_log_write_whole_lines() {
     let (mut sc, _lock) = shop_scenario("");
     let mut a = sc.py_stdio(&NO_START_CHECK, &[]);
