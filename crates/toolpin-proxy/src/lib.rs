@@ -111,6 +111,8 @@ pub struct Settings {
 /// Shared by every session: settings, the served catalog, the logs.
 pub struct Proxy {
     pub settings: Settings,
+    /// The catalog fingerprint in hex, for events and metrics.
+    pub catalog_hex: String,
     served: RwLock<Arc<Served>>,
     /// Withdrawn through the flags file.
     flagged: Mutex<BTreeMap<String, String>>,
@@ -149,6 +151,7 @@ impl Proxy {
             events,
             list_changed,
             upstream_pids: Mutex::new(std::collections::BTreeSet::new()),
+            catalog_hex: settings.catalog.fingerprint.to_hex(),
             settings,
         };
         proxy.rebuild()?;

@@ -75,14 +75,20 @@ struct Histogram {
     sum: f64,
 }
 
+/// One tool's calls.
+#[derive(Default)]
+struct ToolStats {
+    ok: u64,
+    error: u64,
+    /// By class name.
+    errors: BTreeMap<&'static str, u64>,
+    latency: Histogram,
+}
+
 #[derive(Default)]
 struct Registry {
-    /// (server, tool, outcome) → calls.
-    calls: BTreeMap<(String, String, &'static str), u64>,
-    /// (server, tool, class) → errors.
-    errors: BTreeMap<(String, String, &'static str), u64>,
-    /// (server, tool) → latency.
-    latency: BTreeMap<(String, String), Histogram>,
+    /// server → tool → calls (looked up by &str: no allocation per call).
+    tools: BTreeMap<String, BTreeMap<String, ToolStats>>,
     /// (tool, parameter, value) → times passed.
     arguments: BTreeMap<(String, String, String), u64>,
     /// (server, rule, severity) → events.
@@ -103,16 +109,26 @@ impl Metrics {
         let Ok(mut r) = self.registry.lock() else {
             return;
         };
-        let outcome = if error.is_some() { "error" } else { "ok" };
-        *r.calls
-            .entry((server.into(), tool.into(), outcome))
-            .or_default() += 1;
-        if let Some(class) = error {
-            *r.errors
-                .entry((server.into(), tool.into(), class.name()))
-                .or_default() += 1;
+        if !r.tools.contains_key(server) {
+            r.tools.insert(server.to_string(), BTreeMap::new());
         }
-        let h = r.latency.entry((server.into(), tool.into())).or_default();
+        let Some(per_server) = r.tools.get_mut(server) else {
+            return;
+        };
+        if !per_server.contains_key(tool) {
+            per_server.insert(tool.to_string(), ToolStats::default());
+        }
+        let Some(t) = per_server.get_mut(tool) else {
+            return;
+        };
+        match error {
+            None => t.ok += 1,
+            Some(class) => {
+                t.error += 1;
+                *t.errors.entry(class.name()).or_default() += 1;
+            }
+        }
+        let h = &mut t.latency;
         h.count += 1;
         h.sum += seconds;
         for (i, bound) in BUCKETS.iter().enumerate() {
@@ -194,26 +210,42 @@ impl Metrics {
             "toolpin_catalog_info{{fingerprint=\"{}\"}} 1",
             label(catalog_fingerprint)
         );
+        let stats: Vec<(&str, &str, &ToolStats)> = r
+            .tools
+            .iter()
+            .flat_map(|(server, tools)| {
+                tools
+                    .iter()
+                    .map(move |(tool, t)| (server.as_str(), tool.as_str(), t))
+            })
+            .collect();
         let _ = writeln!(out, "# HELP toolpin_tool_calls_total tools/call requests by tool and outcome.\n# TYPE toolpin_tool_calls_total counter");
-        for ((server, tool, outcome), n) in &r.calls {
-            let _ = writeln!(
-                out,
-                "toolpin_tool_calls_total{{server=\"{}\",tool=\"{}\",outcome=\"{outcome}\"}} {n}",
-                label(server),
-                label(tool)
-            );
+        for (server, tool, t) in &stats {
+            for (outcome, n) in [("error", t.error), ("ok", t.ok)] {
+                if n > 0 {
+                    let _ = writeln!(
+                        out,
+                        "toolpin_tool_calls_total{{server=\"{}\",tool=\"{}\",outcome=\"{outcome}\"}} {n}",
+                        label(server),
+                        label(tool)
+                    );
+                }
+            }
         }
         let _ = writeln!(out, "# HELP toolpin_tool_errors_total Failed tools/call requests by class.\n# TYPE toolpin_tool_errors_total counter");
-        for ((server, tool, class), n) in &r.errors {
-            let _ = writeln!(
-                out,
-                "toolpin_tool_errors_total{{server=\"{}\",tool=\"{}\",class=\"{class}\"}} {n}",
-                label(server),
-                label(tool)
-            );
+        for (server, tool, t) in &stats {
+            for (class, n) in &t.errors {
+                let _ = writeln!(
+                    out,
+                    "toolpin_tool_errors_total{{server=\"{}\",tool=\"{}\",class=\"{class}\"}} {n}",
+                    label(server),
+                    label(tool)
+                );
+            }
         }
         let _ = writeln!(out, "# HELP toolpin_tool_call_duration_seconds tools/call latency through the proxy.\n# TYPE toolpin_tool_call_duration_seconds histogram");
-        for ((server, tool), h) in &r.latency {
+        for (server, tool, t) in &stats {
+            let h = &t.latency;
             let (s, t) = (label(server), label(tool));
             for (i, bound) in BUCKETS.iter().enumerate() {
                 let _ = writeln!(

@@ -60,30 +60,37 @@ pub struct Route {
 impl Route {
     /// The model's arguments in the upstream's shape: renamed, with fixed
     /// values added. Arguments the facade hides are refused.
-    pub fn to_upstream(&self, args: &Value) -> Result<Value, String> {
-        let empty = Map::new();
+    pub fn to_upstream(&self, args: Value) -> Result<Value, String> {
         let given = match args {
             Value::Object(m) => m,
-            Value::Null => &empty,
+            Value::Null => Map::new(),
             other => {
                 return Err(format!(
                     "arguments must be an object, not {}",
-                    toolpin_manifest::normalize::type_name(other)
+                    toolpin_manifest::normalize::type_name(&other)
                 ))
             }
         };
+        // No facade: the arguments go as they are.
+        if self.visible.is_none() && self.rename.is_empty() && self.fixed.is_empty() {
+            return Ok(Value::Object(given));
+        }
         let mut out = Map::new();
         for (key, value) in given {
             if let Some(visible) = &self.visible {
-                if !visible.contains(key) {
+                if !visible.contains(&key) {
                     return Err(format!("unknown argument {key:?}"));
                 }
             }
-            let upstream = self.rename.get(key).cloned().unwrap_or_else(|| key.clone());
+            let upstream = self
+                .rename
+                .get(&key)
+                .cloned()
+                .unwrap_or_else(|| key.clone());
             if self.fixed.contains_key(&upstream) {
                 return Err(format!("unknown argument {key:?}"));
             }
-            out.insert(upstream, value.clone());
+            out.insert(upstream, value);
         }
         for (key, value) in &self.fixed {
             out.insert(key.clone(), value.clone());

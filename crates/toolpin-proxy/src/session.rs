@@ -27,6 +27,9 @@ use crate::upstream::{Event, FrontCall, Upstream, UpstreamSpec, Waiter};
 use crate::validate::ViolationKind;
 use crate::Proxy;
 
+/// How often deadlines are checked while calls are in flight.
+const TICK: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// JSON-RPC error codes.
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
@@ -64,6 +67,16 @@ pub struct Session {
     /// Servers being listed again after `tools/list_changed` → whether
     /// another notification came meanwhile (one more round then).
     recapturing: Mutex<HashMap<String, bool>>,
+    /// Wakes the deadline ticker when a call is relayed (and when the
+    /// session ends, so that it stops).
+    ticking: Arc<tokio::sync::Notify>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // The ticker wakes, finds the session gone, and ends.
+        self.ticking.notify_one();
+    }
 }
 
 fn id_key(id: &Value) -> String {
@@ -105,6 +118,25 @@ impl Session {
             resource_owner: Mutex::new(HashMap::new()),
             prompt_owner: Mutex::new(HashMap::new()),
             recapturing: Mutex::new(HashMap::new()),
+            ticking: Arc::new(tokio::sync::Notify::new()),
+        });
+        // Deadlines: checked every tick while calls are in flight, asleep
+        // otherwise. A call times out within one tick of its deadline.
+        let weak = Arc::downgrade(&session);
+        let ticking = Arc::clone(&session.ticking);
+        tokio::spawn(async move {
+            loop {
+                let Some(s) = weak.upgrade() else { return };
+                if !s.anything_in_flight().await {
+                    drop(s);
+                    ticking.notified().await;
+                    continue;
+                }
+                drop(s);
+                tokio::time::sleep(TICK).await;
+                let Some(s) = weak.upgrade() else { return };
+                s.expire().await;
+            }
         });
         // What the upstreams send.
         let weak = Arc::downgrade(&session);
@@ -410,15 +442,19 @@ impl Session {
         }
     }
 
-    async fn call_tool(self: &Arc<Self>, id: Value, message: Value) {
-        let params = message.get("params").cloned().unwrap_or(Value::Null);
+    async fn call_tool(self: &Arc<Self>, id: Value, mut message: Value) {
+        // The message is reshaped in place: no copy of the arguments.
+        let mut params = match message.get_mut("params").map(Value::take) {
+            Some(Value::Object(p)) => p,
+            _ => Map::new(),
+        };
         let name = params
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
         let served = self.proxy.served();
-        let catalog = self.proxy.settings.catalog.fingerprint.to_hex();
+        let catalog = self.proxy.catalog_hex.as_str();
         let Some(tool) = served.tools.get(&name) else {
             let (rule, text) = match served.withdrawn_names.get(&name) {
                 Some(reason) => (
@@ -464,8 +500,8 @@ impl Session {
             ));
             return;
         }
-        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-        let upstream_args = match route.to_upstream(&arguments) {
+        let arguments = params.remove("arguments").unwrap_or(Value::Null);
+        let upstream_args = match route.to_upstream(arguments) {
             Ok(a) => a,
             Err(e) => {
                 let text = format!("invalid arguments for tool {name:?}: {e}");
@@ -520,16 +556,11 @@ impl Session {
                 }
             }
         }
-        let mut upstream_params = match params {
-            Value::Object(p) => p,
-            _ => Map::new(),
-        };
-        upstream_params.insert("name".into(), json!(route.upstream_name));
-        upstream_params.insert("arguments".into(), upstream_args);
-        let mut relayed = message;
-        relayed["params"] = Value::Object(upstream_params);
+        params.insert("name".into(), json!(route.upstream_name));
+        params.insert("arguments".into(), upstream_args);
+        message["params"] = Value::Object(params);
         let server = route.server.clone();
-        self.forward(&server, id, relayed, Some((name, route)))
+        self.forward(&server, id, message, Some((name, route)))
             .await;
     }
 
@@ -562,18 +593,21 @@ impl Session {
             }
         };
         let started = Instant::now();
-        let span = tool.as_ref().and_then(|(name, route)| {
-            let catalog = self.proxy.settings.catalog.fingerprint.to_hex();
-            let fingerprint = route.fingerprint.to_hex();
-            self.proxy.telemetry.start_call(crate::telemetry::CallInfo {
-                server: &route.server,
-                tool: name,
-                upstream_tool: &route.upstream_name,
-                tool_fingerprint: &fingerprint,
-                catalog_fingerprint: &catalog,
-                meta: message.pointer("/params/_meta"),
-            })
-        });
+        let span = tool
+            .as_ref()
+            .filter(|_| self.proxy.telemetry.enabled())
+            .and_then(|(name, route)| {
+                let catalog = self.proxy.catalog_hex.as_str();
+                let fingerprint = route.fingerprint.to_hex();
+                self.proxy.telemetry.start_call(crate::telemetry::CallInfo {
+                    server: &route.server,
+                    tool: name,
+                    upstream_tool: &route.upstream_name,
+                    tool_fingerprint: &fingerprint,
+                    catalog_fingerprint: catalog,
+                    meta: message.pointer("/params/_meta"),
+                })
+            });
         // The upstream continues the trace from the proxy's span.
         let mut message = message;
         if let (Some(sp), Some(params)) = (
@@ -612,25 +646,27 @@ impl Session {
         if let Ok(mut inflight) = self.inflight.lock() {
             inflight.insert(id_key(&id), (server.to_string(), uid));
         }
-        // The deadline: an upstream that hangs gets cancelled and the agent
-        // an error, never silence.
+        // The deadline is kept by the session's ticker (see `expire`).
+        self.ticking.notify_one();
+    }
+
+    /// Answers every call past its deadline with a timeout error: an
+    /// upstream that hangs gets `notifications/cancelled`, the agent an
+    /// error, never silence. One ticker per session scans the calls in
+    /// flight (few) instead of a timer per call (many, at high rates).
+    async fn expire(self: &Arc<Self>) {
         let timeout = self.proxy.settings.call_timeout;
-        let weak = Arc::downgrade(self);
-        let up = Arc::downgrade(&upstream);
-        let server = server.to_string();
-        tokio::spawn(async move {
-            tokio::time::sleep(timeout).await;
-            let (Some(s), Some(up)) = (weak.upgrade(), up.upgrade()) else {
-                return;
-            };
-            if let Some(Waiter::Front(mut call)) = up.take(uid) {
-                if let Ok(mut inflight) = s.inflight.lock() {
+        let upstreams: Vec<Arc<Upstream>> = self.upstreams.lock().await.values().cloned().collect();
+        for up in upstreams {
+            for (uid, mut call) in up.expire(timeout) {
+                if let Ok(mut inflight) = self.inflight.lock() {
                     inflight.remove(&id_key(&call.front_id));
                 }
+                let server = up.name.clone();
                 // A server stuck that long without reading its input is
                 // wedged: kill it; the next request starts it again.
                 if up.write_stalled_for().is_some_and(|d| d >= timeout) {
-                    s.proxy.events.emit(
+                    self.proxy.events.emit(
                         "upstream-wedged",
                         json!({"server": server, "message": "the server stopped reading its input; killed"}),
                     );
@@ -640,7 +676,7 @@ impl Session {
                         .notify(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": uid, "reason": "toolpin proxy: timed out"}}))
                         .await;
                 }
-                s.fail_call(
+                self.fail_call(
                     &call.front_id,
                     call.span.take(),
                     call.tool.as_ref(),
@@ -653,7 +689,16 @@ impl Session {
                     ),
                 );
             }
-        });
+        }
+    }
+
+    /// Whether any relayed call is waiting.
+    async fn anything_in_flight(&self) -> bool {
+        self.upstreams
+            .lock()
+            .await
+            .values()
+            .any(|u| u.has_calls_in_flight())
     }
 
     fn fail_call(
@@ -1042,7 +1087,7 @@ impl Session {
         started: Instant,
     ) -> Option<ErrorClass> {
         let seconds = started.elapsed().as_secs_f64();
-        let catalog = self.proxy.settings.catalog.fingerprint.to_hex();
+        let catalog = self.proxy.catalog_hex.as_str();
         let error = if let Some(e) = message.get("error") {
             Some(ErrorClass::of_upstream(
                 e.get("code").and_then(Value::as_i64),

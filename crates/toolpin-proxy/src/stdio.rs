@@ -2,10 +2,12 @@
 //! command and speaks JSON-RPC over stdin and stdout, one message per line.
 //! Logs never go to stdout.
 
+use std::os::fd::AsFd;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use crate::session::{error_response, Session};
@@ -14,12 +16,39 @@ use crate::Proxy;
 /// Longest line accepted from the agent.
 const MAX_LINE: usize = 64 << 20;
 
+/// Standard input. A pipe (the usual case: an agent started the proxy) is
+/// read directly, non-blocking, on the runtime; tokio's own stdin hands
+/// every read to a blocking thread, which costs two context switches a
+/// message.
+fn stdin() -> Pin<Box<dyn AsyncRead + Send>> {
+    let pipe = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(tokio::net::unix::pipe::Receiver::from_owned_fd);
+    match pipe {
+        Ok(p) => Box::pin(p),
+        Err(_) => Box::pin(tokio::io::stdin()),
+    }
+}
+
+/// Standard output, likewise.
+fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
+    let pipe = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
+    match pipe {
+        Ok(p) => Box::pin(p),
+        Err(_) => Box::pin(tokio::io::stdout()),
+    }
+}
+
 /// Serves one agent on stdin/stdout until stdin closes.
 pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
     let (to_client, mut outgoing) = mpsc::unbounded_channel::<Value>();
     let session = Session::start(Arc::clone(&proxy), to_client.clone());
     let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
+        let mut stdout = stdout();
         let mut buf = Vec::with_capacity(1 << 16);
         while let Some(message) = outgoing.recv().await {
             // Whatever else is ready goes out in the same write.
@@ -39,7 +68,7 @@ pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
             }
         }
     });
-    let mut lines = BufReader::with_capacity(1 << 16, tokio::io::stdin());
+    let mut lines = BufReader::with_capacity(1 << 16, stdin());
     let mut buf = Vec::new();
     loop {
         buf.clear();

@@ -129,12 +129,22 @@ impl Upstream {
         });
         // The writer: one message at a time, in order.
         tokio::spawn(async move {
+            let mut batch = Vec::new();
             while let Some(message) = queue.recv().await {
+                // Whatever else is queued goes in the same write.
+                batch.clear();
+                batch.push(message);
+                while batch.len() < 256 {
+                    match queue.try_recv() {
+                        Ok(m) => batch.push(m),
+                        Err(_) => break,
+                    }
+                }
                 let mut guard = relay.lock().await;
                 let Some(r) = guard.as_mut() else { return };
                 let now = epoch.elapsed().as_millis() as u64;
                 writing_since.store(now.max(1), Ordering::Relaxed);
-                let sent = r.send(&message).await;
+                let sent = r.send_all(&batch).await;
                 writing_since.store(0, Ordering::Relaxed);
                 // A failed write means the server is gone; the reader sees
                 // the close and answers every call in flight.
@@ -258,6 +268,35 @@ impl Upstream {
             return Err(e);
         }
         Ok(id)
+    }
+
+    /// Removes and returns the agent's calls in flight for `timeout` or
+    /// longer.
+    pub fn expire(&self, timeout: Duration) -> Vec<(i64, Box<FrontCall>)> {
+        let Ok(mut pending) = self.pending.lock() else {
+            return Vec::new();
+        };
+        let late: Vec<i64> = pending
+            .iter()
+            .filter_map(|(id, w)| match w {
+                Waiter::Front(call) if call.started.elapsed() >= timeout => Some(*id),
+                _ => None,
+            })
+            .collect();
+        late.into_iter()
+            .filter_map(|id| match pending.remove(&id) {
+                Some(Waiter::Front(call)) => Some((id, call)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether any of the agent's calls is waiting on this server.
+    pub fn has_calls_in_flight(&self) -> bool {
+        self.pending
+            .lock()
+            .map(|p| p.values().any(|w| matches!(w, Waiter::Front(_))))
+            .unwrap_or(false)
     }
 
     /// The waiter for `id`, if it is still pending (a timeout or cancel).

@@ -422,6 +422,24 @@ impl Relay {
         }
     }
 
+    /// Sends several messages: over stdio in one write (fewer wake-ups
+    /// of the server under load), otherwise one by one.
+    pub async fn send_all(&mut self, messages: &[Value]) -> Result<(), SendError> {
+        if let Some(reason) = &self.closed {
+            return Err(SendError::plain(reason.clone()));
+        }
+        if let Transport::Stdio(t) = &mut self.transport {
+            return t.send_all(messages).await.map_err(|reason| {
+                self.closed = Some(reason.clone());
+                SendError::plain(reason)
+            });
+        }
+        for m in messages {
+            self.send(m).await?;
+        }
+        Ok(())
+    }
+
     /// What the server wrote about itself: the stderr tail for stdio.
     pub fn server_said(&self) -> Option<String> {
         match &self.transport {

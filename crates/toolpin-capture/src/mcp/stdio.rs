@@ -76,6 +76,26 @@ impl StdioTransport {
         })
     }
 
+    /// Sends several messages in one write (one line each).
+    pub async fn send_all(&mut self, messages: &[Value]) -> Result<(), String> {
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err("the server's stdin is closed".into());
+        };
+        let mut buf = Vec::with_capacity(512 * messages.len());
+        for m in messages {
+            serde_json::to_writer(&mut buf, m).map_err(|e| e.to_string())?;
+            buf.push(b'\n');
+        }
+        stdin
+            .write_all(&buf)
+            .await
+            .map_err(|e| format!("cannot write to the server: {e}"))?;
+        stdin
+            .flush()
+            .await
+            .map_err(|e| format!("cannot write to the server: {e}"))
+    }
+
     pub async fn send(&mut self, message: &Value) -> Result<(), String> {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err("the server's stdin is closed".into());
