@@ -137,6 +137,17 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
+/// CPU time (user + system) the process has used, in ms.
+fn cpu_ms(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let (u, s): (f64, f64) = (f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?);
+    // SAFETY: sysconf has no memory effects.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (tick > 0.0).then(|| (u + s) * 1000.0 / tick)
+}
+
 fn peak_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
@@ -271,6 +282,10 @@ async fn run() -> Result<Value, String> {
     // Throughput: 16 in flight.
     let total = calls * 2;
     let sem = Arc::new(Semaphore::new(CONCURRENCY));
+    let cpu_before = match conn.as_ref() {
+        Conn::Stdio { pid, .. } => cpu_ms(*pid),
+        Conn::Http { .. } => None,
+    };
     let t = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for n in 0..total {
@@ -297,6 +312,13 @@ async fn run() -> Result<Value, String> {
         Conn::Stdio { pid, .. } => peak_rss_kib(*pid),
         Conn::Http { .. } => None,
     };
+    // The server's own CPU per call while 16 were in flight.
+    let cpu_per_call_us = match (conn.as_ref(), cpu_before) {
+        (Conn::Stdio { pid, .. }, Some(before)) => {
+            cpu_ms(*pid).map(|after| (after - before) * 1000.0 / total as f64)
+        }
+        _ => None,
+    };
     drop(child);
     Ok(json!({
         "mode": mode,
@@ -308,6 +330,7 @@ async fn run() -> Result<Value, String> {
         "throughput_16": throughput,
         "failed_concurrent": failed,
         "peak_rss_kib": rss,
+        "server_cpu_us_per_call": cpu_per_call_us,
     }))
 }
 
