@@ -31,9 +31,10 @@ use crate::error::CliError;
     name = "toolpin",
     version,
     about = "Pin the tool definitions your agent is handed, and fail CI when they drift",
-    long_about = "toolpin captures the tool definitions an agent receives (MCP tools/list results, \
-OpenAI, Anthropic and Gemini tool arrays, or a command that prints them), writes them to a \
-lockfile with fingerprints, and reports every unreviewed change.\n\n\
+    long_about = "toolpin captures the tool definitions an agent receives (live MCP servers, \
+OpenAI, Anthropic and Gemini tool arrays, OpenAPI documents, or a command that prints them), \
+writes them to a lockfile with fingerprints, reports every unreviewed change, and can serve the \
+pinned catalog to the agent (toolpin proxy).\n\n\
 Exit codes: 0 no drift, 1 drift, 2 error.",
     after_help = "Start with `toolpin lock`, commit toolpin.lock, and run `toolpin check` in CI."
 )]
