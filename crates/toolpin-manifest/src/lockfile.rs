@@ -167,6 +167,18 @@ pub fn to_string(catalog: &Catalog) -> String {
     String::from_utf8(buf).unwrap_or_default()
 }
 
+/// A file kept beside a lockfile, named after it: `toolpin.lock` with
+/// suffix `approvals.jsonl` is `toolpin.approvals.jsonl`, and
+/// `toolpin.staging.lock` gives `toolpin.staging.approvals.jsonl`.
+pub fn sibling(lockfile: &Path, suffix: &str) -> std::path::PathBuf {
+    let name = lockfile
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "toolpin.lock".into());
+    let stem = name.strip_suffix(".lock").unwrap_or(&name);
+    lockfile.with_file_name(format!("{stem}.{suffix}"))
+}
+
 /// Writes `catalog` to `path` atomically, streaming; a lockfile that
 /// already says the same is left untouched.
 pub fn write(catalog: &Catalog, path: &Path) -> Result<Replaced, LockfileError> {

@@ -40,12 +40,7 @@ const HEADER: &str = "# Tools withdrawn from `toolpin proxy` without a deploy.\n
 
 /// The flags file beside `lockfile`: `toolpin.lock` → `toolpin.flags.toml`.
 pub fn path_for(lockfile: &Path) -> PathBuf {
-    let name = lockfile
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "toolpin.lock".into());
-    let stem = name.strip_suffix(".lock").unwrap_or(&name);
-    lockfile.with_file_name(format!("{stem}.flags.toml"))
+    toolpin_manifest::lockfile::sibling(lockfile, "flags.toml")
 }
 
 impl Flags {

@@ -232,11 +232,14 @@ fn reshape(
     address: &str,
 ) -> Result<(Value, Option<BTreeSet<String>>), String> {
     let mut shown = tool.clone();
-    if let Some(name) = &entry.name {
-        shown["name"] = Value::String(name.clone());
-    }
-    if let Some(description) = &entry.description {
-        shown["description"] = Value::String(description.clone());
+    // Pinned tools are objects (normalization refuses anything else).
+    if let Some(obj) = shown.as_object_mut() {
+        if let Some(name) = &entry.name {
+            obj.insert("name".into(), Value::String(name.clone()));
+        }
+        if let Some(description) = &entry.description {
+            obj.insert("description".into(), Value::String(description.clone()));
+        }
     }
     if entry.parameters.is_none() && entry.fixed.is_empty() && entry.rename.is_empty() {
         return Ok((shown, None));

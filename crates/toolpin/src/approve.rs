@@ -423,12 +423,7 @@ pub fn record(d: &Decision, c: &Comparison, stamp: &Stamp) -> Value {
 /// `toolpin.approvals.jsonl`, `toolpin.staging.lock` →
 /// `toolpin.staging.approvals.jsonl`.
 pub fn log_path(lockfile: &Path) -> PathBuf {
-    let name = lockfile
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "toolpin.lock".into());
-    let stem = name.strip_suffix(".lock").unwrap_or(&name);
-    lockfile.with_file_name(format!("{stem}.approvals.jsonl"))
+    toolpin_manifest::lockfile::sibling(lockfile, "approvals.jsonl")
 }
 
 fn lockfile_dir(lockfile: &Path) -> PathBuf {

@@ -590,24 +590,6 @@ env = { API_KEY = "literal-api-key-7c1e", ORDERS_TOKEN = "${PROBE_TOKEN}" }
     assert!(sb.read("toolpin.lock") == before);
 }
 
-/// Processes whose command line is exactly `argv`.
-fn processes_with_cmdline(argv: &[&str]) -> Vec<i32> {
-    let want: Vec<u8> = argv
-        .iter()
-        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
-        .collect();
-    let mut pids = Vec::new();
-    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if fs::read(entry.path().join("cmdline")).is_ok_and(|c| c == want) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 #[test]
 fn exec_hanging_past_timeout_is_killed() {
     let sb = locked_sandbox();

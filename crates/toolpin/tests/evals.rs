@@ -768,24 +768,6 @@ fn evals_run_harness_that_cannot_start_is_an_error() {
     sb.run(&["check", "--plan"]).drift();
 }
 
-/// Processes whose command line is exactly `argv`.
-fn processes_with_cmdline(argv: &[&str]) -> Vec<i32> {
-    let want: Vec<u8> = argv
-        .iter()
-        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
-        .collect();
-    let mut pids = Vec::new();
-    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if fs::read(entry.path().join("cmdline")).is_ok_and(|c| c == want) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 #[test]
 fn evals_run_timeout_kills_the_harness_and_counts_as_failure() {
     // A unique duration marks the sleeps so the test can look for leftovers.

@@ -235,56 +235,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Live (non-zombie) processes whose command line names a path in `root`,
-/// or whose working directory is in it.
-fn processes_under(root: &Path) -> Vec<(i32, String)> {
-    let me = std::process::id() as i32;
-    let needle = format!("{}/", root.display());
-    let mut found = Vec::new();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next());
-        if matches!(state, None | Some('Z') | Some('X')) {
-            continue;
-        }
-        let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let args: Vec<String> = cmdline
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let named = args
-            .iter()
-            .any(|a| a.contains(&needle) || Path::new(a) == root);
-        let inside =
-            fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(root));
-        if named || inside {
-            found.push((pid, args.join(" ")));
-        }
-    }
-    found
-}
-
-fn kill_all(procs: &[(i32, String)]) {
-    for (pid, _) in procs {
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    }
-}
-
 // ---------------------------------------------------------------------------
 // assertions
 
