@@ -5,8 +5,8 @@
 //! is the server side, not an SDK.
 //!
 //! ```text
-//! bench_client stdio [--calls N] [--tool NAME] [--args JSON] -- COMMAND ARGS...
-//! bench_client http URL [--calls N] [--tool NAME] [--args JSON]
+//! bench_client stdio [--calls N] [--latency-calls N] [--tool NAME] [--args JSON] -- COMMAND ARGS...
+//! bench_client http URL [--calls N] [--latency-calls N] [--tool NAME] [--args JSON]
 //! ```
 //! Prints one JSON object: p50/p90/p99/mean latency in ms, throughput in
 //! calls/s at 16 concurrent, and for stdio the child's peak RSS (VmHWM).
@@ -148,6 +148,53 @@ fn cpu_ms(pid: u32) -> Option<f64> {
     (tick > 0.0).then(|| (u + s) * 1000.0 / tick)
 }
 
+/// The process `pid` and every process below it, with each one's command
+/// name, so that the CPU a call costs can be split between client, proxy and
+/// server.
+fn process_tree(pid: u32) -> Vec<(u32, String)> {
+    let mut parents: Vec<(u32, u32, String)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+                continue;
+            };
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let comm = stat[open + 1..close].to_string();
+            let ppid = stat[close + 1..]
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            parents.push((p, ppid, comm));
+        }
+    }
+    let mut tree: Vec<(u32, String)> = parents
+        .iter()
+        .filter(|(p, _, _)| *p == pid)
+        .map(|(p, _, c)| (*p, c.clone()))
+        .collect();
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i].0;
+        for (p, pp, c) in &parents {
+            if *pp == parent {
+                tree.push((*p, c.clone()));
+            }
+        }
+        i += 1;
+    }
+    tree
+}
+
 fn peak_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
@@ -166,6 +213,7 @@ async fn run() -> Result<Value, String> {
         .cloned()
         .ok_or("usage: bench_client stdio|http ...")?;
     let mut calls = 2000usize;
+    let mut latency_calls = None;
     let mut tool = "echo".to_string();
     let mut tool_args = json!({"message": "hello"});
     let mut rest = Vec::new();
@@ -177,6 +225,14 @@ async fn run() -> Result<Value, String> {
                     .get(i + 1)
                     .and_then(|s| s.parse().ok())
                     .ok_or("--calls N")?;
+                i += 2;
+            }
+            "--latency-calls" => {
+                latency_calls = Some(
+                    args.get(i + 1)
+                        .and_then(|s| s.parse().ok())
+                        .ok_or("--latency-calls N")?,
+                );
                 i += 2;
             }
             "--tool" => {
@@ -266,8 +322,9 @@ async fn run() -> Result<Value, String> {
     for id in 1..=200 {
         conn.request(id, "tools/call", params.clone()).await?;
     }
-    let mut lat = Vec::with_capacity(calls);
-    for n in 0..calls {
+    let latency_calls = latency_calls.unwrap_or(calls);
+    let mut lat = Vec::with_capacity(latency_calls);
+    for n in 0..latency_calls {
         let t = Instant::now();
         let r = conn
             .request(1000 + n as i64, "tools/call", params.clone())
@@ -286,6 +343,12 @@ async fn run() -> Result<Value, String> {
         Conn::Stdio { pid, .. } => cpu_ms(*pid),
         Conn::Http { .. } => None,
     };
+    let tree = match conn.as_ref() {
+        Conn::Stdio { pid, .. } => process_tree(*pid),
+        Conn::Http { .. } => Vec::new(),
+    };
+    let tree_before: Vec<Option<f64>> = tree.iter().map(|(p, _)| cpu_ms(*p)).collect();
+    let client_before = cpu_ms(std::process::id());
     let t = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
     for n in 0..total {
@@ -308,6 +371,19 @@ async fn run() -> Result<Value, String> {
         }
     }
     let throughput = total as f64 / t.elapsed().as_secs_f64();
+    let per_call = |before: Option<f64>, after: Option<f64>| match (before, after) {
+        (Some(b), Some(a)) => Some((a - b) * 1000.0 / total as f64),
+        _ => None,
+    };
+    // CPU per call of every process involved, while 16 were in flight.
+    let mut cpu_us_per_call = serde_json::Map::new();
+    cpu_us_per_call.insert(
+        "client".into(),
+        json!(per_call(client_before, cpu_ms(std::process::id()))),
+    );
+    for ((p, comm), before) in tree.iter().zip(tree_before) {
+        cpu_us_per_call.insert(format!("{comm}[{p}]"), json!(per_call(before, cpu_ms(*p))));
+    }
     let rss = match conn.as_ref() {
         Conn::Stdio { pid, .. } => peak_rss_kib(*pid),
         Conn::Http { .. } => None,
@@ -331,6 +407,7 @@ async fn run() -> Result<Value, String> {
         "failed_concurrent": failed,
         "peak_rss_kib": rss,
         "server_cpu_us_per_call": cpu_per_call_us,
+        "cpu_us_per_call": cpu_us_per_call,
     }))
 }
 

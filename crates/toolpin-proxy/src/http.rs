@@ -29,6 +29,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::session::{error_response, Session};
+use crate::wire::Outgoing;
 use crate::Proxy;
 
 /// Largest request body accepted.
@@ -101,8 +102,8 @@ fn json_reply(status: StatusCode, value: &Value) -> Reply {
     r
 }
 
-fn sse_event(message: &Value) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+fn sse_event(message: &Outgoing) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {}\n\n", message.to_line()))
 }
 
 /// Where a session's outgoing messages go.
@@ -115,7 +116,7 @@ struct Streams {
     /// The GET stream.
     get: Option<mpsc::UnboundedSender<Bytes>>,
     /// Messages with nowhere to go yet (no GET stream open).
-    backlog: VecDeque<Value>,
+    backlog: VecDeque<Outgoing>,
     next: u64,
 }
 
@@ -132,7 +133,7 @@ const MAX_BACKLOG: usize = 1000;
 
 impl HttpSession {
     fn new(proxy: &Arc<Proxy>) -> Arc<Self> {
-        let (to_client, mut outgoing) = mpsc::unbounded_channel::<Value>();
+        let (to_client, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
         let session = Session::start(Arc::clone(proxy), to_client);
         let streams = Arc::new(Mutex::new(Streams::default()));
         let routing = Arc::clone(&streams);
@@ -174,11 +175,14 @@ impl HttpSession {
 /// of the POST that asked; progress on the stream of the request that
 /// announced the token; anything else on the GET stream, else on an open
 /// POST stream, else kept until a GET stream opens.
-fn route(streams: &Mutex<Streams>, message: Value) {
+fn route(streams: &Mutex<Streams>, message: Outgoing) {
     let Ok(mut s) = streams.lock() else { return };
-    let is_response = message.get("method").is_none();
+    let is_response = message.json().is_none_or(|m| m.get("method").is_none());
     if is_response {
-        let key = message.get("id").map(Value::to_string).unwrap_or_default();
+        let key = message
+            .response_id()
+            .map(Value::to_string)
+            .unwrap_or_default();
         let found = s
             .posts
             .iter()
@@ -189,7 +193,7 @@ fn route(streams: &Mutex<Streams>, message: Value) {
                 let bytes = if sse {
                     sse_event(&message)
                 } else {
-                    Bytes::from(message.to_string())
+                    Bytes::from(message.to_line())
                 };
                 let _ = tx.send(bytes);
             }
@@ -197,9 +201,13 @@ fn route(streams: &Mutex<Streams>, message: Value) {
         }
         return;
     }
-    if message.get("method").and_then(Value::as_str) == Some("notifications/progress") {
-        let token = message
-            .pointer("/params/progressToken")
+    let progress = message
+        .json()
+        .filter(|m| m.get("method").and_then(Value::as_str) == Some("notifications/progress"));
+    if let Some(m) = progress {
+        let token = m
+            .get("params")
+            .and_then(|p| p.get("progressToken"))
             .map(Value::to_string)
             .unwrap_or_default();
         if let Some(n) = s.progress.get(&token).copied() {

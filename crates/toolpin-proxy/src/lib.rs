@@ -14,6 +14,7 @@
 //! - [`stdio`] / [`http`]: the fronts.
 //! - [`flags`]: the withdrawn-tools file; [`events`]: the JSON-lines log;
 //!   [`metrics`]: Prometheus; [`validate`]: JSON Schema checks.
+//! - [`wire`]: responses relayed as the text the server sent.
 
 pub mod events;
 pub mod flags;
@@ -25,6 +26,7 @@ pub mod stdio;
 pub mod telemetry;
 pub mod upstream;
 pub mod validate;
+pub mod wire;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -58,6 +58,11 @@ pub struct Route {
 }
 
 impl Route {
+    /// Whether the facade changes the arguments on their way upstream.
+    pub fn reshapes(&self) -> bool {
+        self.visible.is_some() || !self.rename.is_empty() || !self.fixed.is_empty()
+    }
+
     /// The model's arguments in the upstream's shape: renamed, with fixed
     /// values added. Arguments the facade hides are refused.
     pub fn to_upstream(&self, args: Value) -> Result<Value, String> {
@@ -72,7 +77,7 @@ impl Route {
             }
         };
         // No facade: the arguments go as they are.
-        if self.visible.is_none() && self.rename.is_empty() && self.fixed.is_empty() {
+        if !self.reshapes() {
             return Ok(Value::Object(given));
         }
         let mut out = Map::new();

@@ -25,6 +25,7 @@ use crate::metrics::ErrorClass;
 use crate::served::Route;
 use crate::upstream::{Event, FrontCall, Upstream, UpstreamSpec, Waiter};
 use crate::validate::ViolationKind;
+use crate::wire::{Call, Outgoing, Reply, ResultView};
 use crate::Proxy;
 
 /// How often deadlines are checked while calls are in flight.
@@ -46,10 +47,33 @@ struct ClientInit {
     stateless: bool,
 }
 
+/// A request on its way upstream.
+enum Outbound {
+    Tree(Value),
+    /// A `tools/call` as the agent wrote it, and the server's name for the
+    /// tool.
+    Call(Call, String),
+}
+
+impl Outbound {
+    fn into_tree(self) -> Value {
+        match self {
+            Outbound::Tree(message) => message,
+            Outbound::Call(call, name) => {
+                let mut message = call.into_value();
+                if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                    params.insert("name".into(), Value::String(name));
+                }
+                message
+            }
+        }
+    }
+}
+
 /// One agent connection.
 pub struct Session {
     proxy: Arc<Proxy>,
-    to_client: mpsc::UnboundedSender<Value>,
+    to_client: mpsc::UnboundedSender<Outgoing>,
     events: mpsc::UnboundedSender<(String, Event)>,
     upstreams: tokio::sync::Mutex<BTreeMap<String, Arc<Upstream>>>,
     init: Mutex<Option<ClientInit>>,
@@ -103,7 +127,7 @@ fn result_response(id: &Value, result: Value) -> Value {
 
 impl Session {
     /// A session whose messages to the agent go to `to_client`.
-    pub fn start(proxy: Arc<Proxy>, to_client: mpsc::UnboundedSender<Value>) -> Arc<Self> {
+    pub fn start(proxy: Arc<Proxy>, to_client: mpsc::UnboundedSender<Outgoing>) -> Arc<Self> {
         let (events, mut events_rx) = mpsc::unbounded_channel();
         let session = Arc::new(Self {
             proxy: Arc::clone(&proxy),
@@ -165,7 +189,7 @@ impl Session {
     }
 
     fn send(&self, message: Value) {
-        let _ = self.to_client.send(message);
+        let _ = self.to_client.send(Outgoing::Json(message));
     }
 
     /// Handles one message from the agent.
@@ -195,6 +219,23 @@ impl Session {
         }
     }
 
+    /// Handles one message from the agent as it arrived: a `tools/call`
+    /// stays text on its way upstream; anything else is parsed.
+    pub async fn handle_text(self: &Arc<Self>, text: String) {
+        match Call::parse(text) {
+            Ok(call) => self.call_tool_text(call).await,
+            Err(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(message) => self.handle(message).await,
+                Err(e) => self.send(error_response(
+                    &Value::Null,
+                    -32700,
+                    format!("parse error: {e}"),
+                    None,
+                )),
+            },
+        }
+    }
+
     /// Closes every upstream session.
     pub async fn close(&self) {
         let upstreams: Vec<Arc<Upstream>> = self.upstreams.lock().await.values().cloned().collect();
@@ -221,13 +262,15 @@ impl Session {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        if method == "tools/call" {
+            return self.call_tool(id, message).await;
+        }
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         match method.as_str() {
             "initialize" => self.initialize(id, &params).await,
             "server/discover" => self.discover(id, &params).await,
             "ping" => self.send(result_response(&id, json!({}))),
             "tools/list" => self.list_tools(id, &params).await,
-            "tools/call" => self.call_tool(id, message).await,
             // These may wait on several upstreams: answered from a task of
             // their own, so the agent's other messages keep flowing.
             "logging/setLevel" => {
@@ -241,7 +284,10 @@ impl Session {
             _ => {
                 let server = self.owner_of(&method, &params).await;
                 match server {
-                    Some(server) => self.forward(&server, id, message, None).await,
+                    Some(server) => {
+                        self.forward(&server, id, Outbound::Tree(message), None)
+                            .await
+                    }
                     None => self.send(error_response(
                         &id,
                         METHOD_NOT_FOUND,
@@ -453,10 +499,55 @@ impl Session {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        let arguments = params.remove("arguments").unwrap_or(Value::Null);
+        let Some((route, upstream_args)) = self.admit(&id, &name, arguments) else {
+            return;
+        };
+        params.insert("name".into(), json!(route.upstream_name));
+        params.insert("arguments".into(), upstream_args);
+        message["params"] = Value::Object(params);
+        let server = route.server.clone();
+        self.forward(&server, id, Outbound::Tree(message), Some((name, route)))
+            .await;
+    }
+
+    /// A `tools/call` as the agent wrote it: checked like any other, and
+    /// relayed as text unless the facade reshapes its arguments.
+    async fn call_tool_text(self: &Arc<Self>, call: Call) {
+        let id = call.id();
+        let arguments = call
+            .arguments()
+            .and_then(|a| serde_json::from_str(a).ok())
+            .unwrap_or(Value::Null);
+        let name = call.name().to_string();
+        let Some((route, upstream_args)) = self.admit(&id, &name, arguments) else {
+            return;
+        };
+        let server = route.server.clone();
+        // `null` arguments go upstream as `{}`, as on the tree path.
+        let outbound = if route.reshapes() || call.arguments() == Some("null") {
+            let mut message = call.into_value();
+            if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                params.insert("name".into(), json!(route.upstream_name));
+                params.insert("arguments".into(), upstream_args);
+            }
+            Outbound::Tree(message)
+        } else {
+            Outbound::Call(call, route.upstream_name.clone())
+        };
+        self.forward(&server, id, outbound, Some((name, route)))
+            .await;
+    }
+
+    /// The checks every call goes through: a tool that is served, not
+    /// blocked by drift, with valid arguments. Returns its route and the
+    /// arguments in the upstream's shape, or `None` when the agent has
+    /// been answered already.
+    fn admit(&self, id: &Value, name: &str, arguments: Value) -> Option<(Arc<Route>, Value)> {
         let served = self.proxy.served();
         let catalog = self.proxy.catalog_hex.as_str();
-        let Some(tool) = served.tools.get(&name) else {
-            let (rule, text) = match served.withdrawn_names.get(&name) {
+        let Some(tool) = served.tools.get(name) else {
+            let (rule, text) = match served.withdrawn_names.get(name) {
                 Some(reason) => (
                     "tool-withdrawn",
                     format!("tool {name:?} is withdrawn ({reason})"),
@@ -470,14 +561,14 @@ impl Session {
                 "refused",
                 json!({"rule": rule, "tool": name, "message": text, "catalog": catalog}),
             );
-            self.proxy.metrics.refused("", &name, rule);
+            self.proxy.metrics.refused("", name, rule);
             self.send(error_response(
-                &id,
+                id,
                 INVALID_PARAMS,
                 text,
                 Some(json!({"toolpin": {"rule": rule, "catalog": catalog}})),
             ));
-            return;
+            return None;
         };
         let route = Arc::clone(&tool.route);
         if let Some(blocked) = &route.blocked {
@@ -491,30 +582,29 @@ impl Session {
             );
             self.proxy
                 .metrics
-                .refused(&route.server, &name, &blocked.rule);
+                .refused(&route.server, name, &blocked.rule);
             self.send(error_response(
-                &id,
+                id,
                 INTERNAL_ERROR,
                 text,
                 Some(json!({"toolpin": {"rule": blocked.rule, "catalog": catalog}})),
             ));
-            return;
+            return None;
         }
-        let arguments = params.remove("arguments").unwrap_or(Value::Null);
         let upstream_args = match route.to_upstream(arguments) {
             Ok(a) => a,
             Err(e) => {
                 let text = format!("invalid arguments for tool {name:?}: {e}");
                 self.proxy
                     .metrics
-                    .refused(&route.server, &name, "invalid-arguments");
-                self.send(error_response(&id, INVALID_PARAMS, text, None));
-                return;
+                    .refused(&route.server, name, "invalid-arguments");
+                self.send(error_response(id, INVALID_PARAMS, text, None));
+                return None;
             }
         };
         self.proxy
             .metrics
-            .arguments(&name, &route.input_schema, &upstream_args);
+            .arguments(name, &route.input_schema, &upstream_args);
         if self.proxy.settings.validation != crate::Validation::Off {
             // A schema too costly to check in full is not held against
             // the call.
@@ -550,18 +640,13 @@ impl Session {
                 if self.proxy.settings.validation == crate::Validation::Enforce {
                     self.proxy
                         .metrics
-                        .refused(&route.server, &name, "invalid-arguments");
-                    self.send(error_response(&id, INVALID_PARAMS, text, None));
-                    return;
+                        .refused(&route.server, name, "invalid-arguments");
+                    self.send(error_response(id, INVALID_PARAMS, text, None));
+                    return None;
                 }
             }
         }
-        params.insert("name".into(), json!(route.upstream_name));
-        params.insert("arguments".into(), upstream_args);
-        message["params"] = Value::Object(params);
-        let server = route.server.clone();
-        self.forward(&server, id, message, Some((name, route)))
-            .await;
+        Some((route, upstream_args))
     }
 
     /// Relays a request to `server`; the answer comes back through
@@ -570,14 +655,17 @@ impl Session {
         self: &Arc<Self>,
         server: &str,
         id: Value,
-        message: Value,
+        outbound: Outbound,
         tool: Option<(String, Arc<Route>)>,
     ) {
-        let method = message
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let method = match &outbound {
+            Outbound::Tree(message) => message
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            Outbound::Call(..) => "tools/call".to_string(),
+        };
         let upstream = match self.upstream(server).await {
             Ok(u) => u,
             Err(e) => {
@@ -593,6 +681,25 @@ impl Session {
             }
         };
         let started = Instant::now();
+        // A call goes as text unless something is added to it (a trace
+        // context, the stateless `_meta`).
+        let message = match outbound {
+            Outbound::Call(call, name)
+                if !upstream.adds_meta() && !self.proxy.telemetry.enabled() =>
+            {
+                let waiter = Waiter::Front(Box::new(FrontCall {
+                    front_id: id.clone(),
+                    method,
+                    tool: tool.clone(),
+                    started,
+                    span: None,
+                }));
+                let sent = upstream.request_call(&call, &name, waiter);
+                self.relayed(server, &id, tool.as_ref(), started, sent);
+                return;
+            }
+            other => other.into_tree(),
+        };
         let span = tool
             .as_ref()
             .filter(|_| self.proxy.telemetry.enabled())
@@ -626,16 +733,28 @@ impl Session {
             started,
             span,
         };
-        let uid = match upstream
+        let sent = upstream
             .request(message, Waiter::Front(Box::new(call)))
-            .await
-        {
+            .await;
+        self.relayed(server, &id, tool.as_ref(), started, sent);
+    }
+
+    /// After a request went upstream (`Ok(upstream id)`) or could not.
+    fn relayed(
+        &self,
+        server: &str,
+        id: &Value,
+        tool: Option<&(String, Arc<Route>)>,
+        started: Instant,
+        sent: Result<i64, String>,
+    ) {
+        let uid = match sent {
             Ok(uid) => uid,
             Err(e) => {
                 self.fail_call(
-                    &id,
+                    id,
                     None,
-                    tool.as_ref(),
+                    tool,
                     started,
                     ErrorClass::Upstream,
                     format!("upstream {server}: {e}"),
@@ -644,7 +763,7 @@ impl Session {
             }
         };
         if let Ok(mut inflight) = self.inflight.lock() {
-            inflight.insert(id_key(&id), (server.to_string(), uid));
+            inflight.insert(id_key(id), (server.to_string(), uid));
         }
         // The deadline is kept by the session's ticker (see `expire`).
         self.ticking.notify_one();
@@ -747,7 +866,9 @@ impl Session {
             .collect();
         if targets.len() == 1 {
             let server = targets[0].name.clone();
-            return self.forward(&server, id, message, None).await;
+            return self
+                .forward(&server, id, Outbound::Tree(message), None)
+                .await;
         }
         let timeout = self.proxy.settings.call_timeout;
         for u in &targets {
@@ -788,7 +909,8 @@ impl Session {
             )),
             [one] => {
                 let server = one.name.clone();
-                self.forward(&server, id, message, None).await
+                self.forward(&server, id, Outbound::Tree(message), None)
+                    .await
             }
             many => {
                 let params = message.get("params").cloned().unwrap_or(json!({}));
@@ -951,23 +1073,26 @@ impl Session {
 
     async fn on_upstream(self: &Arc<Self>, server: String, event: Event) {
         match event {
-            Event::Response(mut call, mut message) => {
+            Event::Response(mut call, reply) => {
                 if let Ok(mut inflight) = self.inflight.lock() {
                     inflight.remove(&id_key(&call.front_id));
                 }
                 let mut error = None;
                 if let Some((name, route)) = &call.tool {
-                    error = self.check_result(name, route, &message, call.started);
+                    error = self.check_result(name, route, &reply, call.started);
                 }
                 if let Some(span) = call.span.take() {
-                    let text = message
-                        .pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    span.finish(error.map(|class| (class.name(), text)));
+                    let text = error
+                        .and_then(|_| reply.error_code_message())
+                        .map(|(_, m)| m)
+                        .unwrap_or_default();
+                    span.finish(error.map(|class| (class.name(), text.as_str())));
                 }
-                message["id"] = call.front_id;
-                self.send(message);
+                let text = reply.with_id(&call.front_id);
+                let _ = self.to_client.send(Outgoing::Reply {
+                    id: call.front_id,
+                    text,
+                });
             }
             Event::Message(message) => self.on_upstream_message(server, message).await,
             Event::Closed(reason, calls) => {
@@ -1083,22 +1208,17 @@ impl Session {
         &self,
         name: &str,
         route: &Route,
-        message: &Value,
+        reply: &Reply,
         started: Instant,
     ) -> Option<ErrorClass> {
         let seconds = started.elapsed().as_secs_f64();
         let catalog = self.proxy.catalog_hex.as_str();
-        let error = if let Some(e) = message.get("error") {
-            Some(ErrorClass::of_upstream(
-                e.get("code").and_then(Value::as_i64),
-                e.get("message").and_then(Value::as_str).unwrap_or(""),
-            ))
-        } else if message.pointer("/result/isError") == Some(&Value::Bool(true)) {
-            let text = message
-                .pointer("/result/content/0/text")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            Some(ErrorClass::of_upstream(None, text))
+        let result = reply.result().map(ResultView::of).unwrap_or_default();
+        let error = if reply.error().is_some() {
+            let (code, message) = reply.error_code_message().unwrap_or((None, String::new()));
+            Some(ErrorClass::of_upstream(code, &message))
+        } else if result.is_error() {
+            Some(ErrorClass::of_upstream(None, &result.first_text()))
         } else {
             None
         };
@@ -1106,12 +1226,14 @@ impl Session {
         if error.is_some() {
             return error;
         }
-        let (Some(validator), Some(structured)) =
-            (&route.output, message.pointer("/result/structuredContent"))
-        else {
+        let (Some(validator), Some(structured)) = (&route.output, result.structured_content) else {
             return None;
         };
-        for v in validator.validate(structured) {
+        // Parsed only when a pinned outputSchema has something to say.
+        let Ok(structured) = serde_json::from_str::<Value>(structured.get()) else {
+            return None;
+        };
+        for v in validator.validate(&structured) {
             let rule = match v.kind {
                 ViolationKind::UnknownEnumValue { .. } => "result-unknown-enum-value",
                 ViolationKind::LimitExceeded => continue,

@@ -11,6 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 
 use crate::session::{error_response, Session};
+use crate::wire::Outgoing;
 use crate::Proxy;
 
 /// Longest line accepted from the agent.
@@ -45,7 +46,7 @@ fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
 
 /// Serves one agent on stdin/stdout until stdin closes.
 pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
-    let (to_client, mut outgoing) = mpsc::unbounded_channel::<Value>();
+    let (to_client, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
     let session = Session::start(Arc::clone(&proxy), to_client.clone());
     let writer = tokio::spawn(async move {
         let mut stdout = stdout();
@@ -55,7 +56,7 @@ pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
             buf.clear();
             let mut next = Some(message);
             while let Some(m) = next {
-                let _ = serde_json::to_writer(&mut buf, &m);
+                m.write_to(&mut buf);
                 buf.push(b'\n');
                 next = if buf.len() < (1 << 20) {
                     outgoing.try_recv().ok()
@@ -77,30 +78,24 @@ pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
             break;
         }
         if buf.len() > MAX_LINE {
-            let _ = to_client.send(error_response(
+            let _ = to_client.send(Outgoing::Json(error_response(
                 &Value::Null,
                 -32700,
                 format!("message longer than {MAX_LINE} bytes"),
                 None,
-            ));
+            )));
             continue;
         }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim();
+        // Bytes that are not UTF-8 are replaced, as before; the parser
+        // decides.
+        let text = match std::str::from_utf8(&buf) {
+            Ok(t) => t.trim().to_string(),
+            Err(_) => String::from_utf8_lossy(&buf).trim().to_string(),
+        };
         if text.is_empty() {
             continue;
         }
-        match serde_json::from_str::<Value>(text) {
-            Ok(message) => session.handle(message).await,
-            Err(e) => {
-                let _ = to_client.send(error_response(
-                    &Value::Null,
-                    -32700,
-                    format!("parse error: {e}"),
-                    None,
-                ));
-            }
-        }
+        session.handle_text(text).await;
     }
     session.close().await;
     drop(session);

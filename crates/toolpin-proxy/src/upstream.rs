@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
-use toolpin_capture::mcp::{self, Client, Incoming, Opened, Relay, SessionOptions};
+use toolpin_capture::mcp::{self, Client, Frame, Incoming, Opened, Relay, SessionOptions};
 use toolpin_capture::Endpoint;
 use toolpin_manifest::Transform;
 
 use crate::served::Route;
+use crate::wire::{Call, Reply};
 
 /// How to reach one configured upstream.
 #[derive(Clone, Debug)]
@@ -48,8 +49,8 @@ pub struct FrontCall {
 
 /// What the upstream sends, for the session to act on.
 pub enum Event {
-    /// A response to a request of the agent's.
-    Response(Box<FrontCall>, Value),
+    /// A response to a request of the agent's, as the server wrote it.
+    Response(Box<FrontCall>, Reply),
     /// A request or notification from the server.
     Message(Value),
     /// The connection ended; the calls that were in flight.
@@ -68,7 +69,7 @@ pub struct Upstream {
     /// The `_meta` every request needs in the stateless revision.
     stateless_meta: Option<Value>,
     relay: Arc<tokio::sync::Mutex<Option<Relay>>>,
-    outbox: mpsc::UnboundedSender<Value>,
+    outbox: mpsc::UnboundedSender<Frame>,
     /// When the write in progress started (ms since `epoch`), 0 when idle.
     writing_since: Arc<std::sync::atomic::AtomicU64>,
     epoch: Instant,
@@ -110,7 +111,7 @@ impl Upstream {
         let (relay, mut incoming, early) = client.into_relay();
         let pid = relay.process_id();
         let relay = Arc::new(tokio::sync::Mutex::new(Some(relay)));
-        let (outbox, mut queue) = mpsc::unbounded_channel::<Value>();
+        let (outbox, mut queue) = mpsc::unbounded_channel::<Frame>();
         let writing_since = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let epoch = Instant::now();
         let upstream = Arc::new(Self {
@@ -168,6 +169,12 @@ impl Upstream {
                         }
                     }
                     Incoming::Message(m) => up.dispatch(m, &events, &name),
+                    Incoming::Text(text) => {
+                        if let Err(reason) = up.dispatch_text(text, &events, &name) {
+                            up.close_with(reason, &events).await;
+                            return;
+                        }
+                    }
                     Incoming::Closed(reason) => {
                         up.close_with(reason, &events).await;
                         return;
@@ -181,6 +188,34 @@ impl Upstream {
         Ok(upstream)
     }
 
+    /// A line from a stdio server: a response to one of the proxy's
+    /// requests stays text; anything else is parsed. `Err` when the line
+    /// is not JSON (the connection is over).
+    fn dispatch_text(
+        &self,
+        text: String,
+        events: &mpsc::UnboundedSender<(String, Event)>,
+        name: &str,
+    ) -> Result<(), String> {
+        let text = match Reply::parse(text) {
+            Ok(reply) => {
+                self.answer(reply, events, name);
+                return Ok(());
+            }
+            Err(text) => text,
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(batch)) => {
+                for m in batch {
+                    self.dispatch(m, events, name);
+                }
+            }
+            Ok(message) => self.dispatch(message, events, name),
+            Err(e) => return Err(mcp::invalid_json(text.as_bytes(), &e)),
+        }
+        Ok(())
+    }
+
     fn dispatch(
         &self,
         message: Value,
@@ -189,23 +224,33 @@ impl Upstream {
     ) {
         let is_response = message.get("method").is_none()
             && (message.get("result").is_some() || message.get("error").is_some());
-        if is_response {
-            let Some(id) = message.get("id").and_then(Value::as_i64) else {
-                return;
-            };
-            let waiter = self.pending.lock().ok().and_then(|mut p| p.remove(&id));
-            match waiter {
-                Some(Waiter::Front(call)) => {
-                    let _ = events.send((name.to_string(), Event::Response(call, message)));
-                }
-                Some(Waiter::Internal(tx)) => {
-                    let _ = tx.send(message);
-                }
-                // Cancelled or timed out already.
-                None => {}
-            }
-        } else {
+        if !is_response {
             let _ = events.send((name.to_string(), Event::Message(message)));
+            return;
+        }
+        // A response whose id is not one of the proxy's is nobody's.
+        if let Some(reply) = message
+            .get("id")
+            .filter(|id| id.is_i64())
+            .and_then(|_| Reply::from_value(&message))
+        {
+            self.answer(reply, events, name);
+        }
+    }
+
+    /// Hands a response to whoever waits for it.
+    fn answer(&self, reply: Reply, events: &mpsc::UnboundedSender<(String, Event)>, name: &str) {
+        let id = reply.upstream_id();
+        let waiter = self.pending.lock().ok().and_then(|mut p| p.remove(&id));
+        match waiter {
+            Some(Waiter::Front(call)) => {
+                let _ = events.send((name.to_string(), Event::Response(call, reply)));
+            }
+            Some(Waiter::Internal(tx)) => {
+                let _ = tx.send(reply.into_value());
+            }
+            // Cancelled or timed out already.
+            None => {}
         }
     }
 
@@ -262,8 +307,28 @@ impl Upstream {
         if let Ok(mut p) = self.pending.lock() {
             p.insert(id, waiter);
         }
-        if let Err(e) = self.send(&message).await {
+        if let Err(e) = self.queue(Frame::Json(message)) {
             // The caller answers the agent; the waiter goes.
+            let _ = self.take(id);
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    /// Whether every request needs `_meta` added (the stateless revision):
+    /// then a call cannot go as the agent wrote it.
+    pub fn adds_meta(&self) -> bool {
+        self.stateless_meta.is_some()
+    }
+
+    /// Relays the agent's `tools/call` as it wrote it, with a fresh id and
+    /// the server's name for the tool. Returns the upstream id.
+    pub fn request_call(&self, call: &Call, name: &str, waiter: Waiter) -> Result<i64, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(id, waiter);
+        }
+        if let Err(e) = self.queue(Frame::Text(call.to_upstream(id, name))) {
             let _ = self.take(id);
             return Err(e);
         }
@@ -342,11 +407,15 @@ impl Upstream {
     /// Queues a message as it is (a notification, or an answer to the
     /// server's own request); never waits for the server.
     pub async fn send(&self, message: &Value) -> Result<(), String> {
+        self.queue(Frame::Json(message.clone()))
+    }
+
+    fn queue(&self, message: Frame) -> Result<(), String> {
         if let Some(reason) = self.closed() {
             return Err(reason);
         }
         self.outbox
-            .send(message.clone())
+            .send(message)
             .map_err(|_| "the connection is closed".to_string())
     }
 
@@ -378,7 +447,7 @@ impl Upstream {
     /// A notification, with the stateless `_meta` when needed.
     pub async fn notify(&self, mut message: Value) -> Result<(), String> {
         self.add_meta(&mut message);
-        self.send(&message).await
+        self.queue(Frame::Json(message))
     }
 
     fn add_meta(&self, message: &mut Value) {

@@ -40,7 +40,42 @@ const EXIT_PATIENCE: Duration = Duration::from_millis(500);
 #[derive(Debug)]
 pub enum Incoming {
     Message(Value),
+    /// One line exactly as a stdio server wrote it, not parsed: what a
+    /// relay gets after [`Client::into_relay`], so that it can pass a
+    /// response on without printing it again. Text that is not JSON ends
+    /// the connection; [`invalid_json`] words why.
+    Text(String),
     Closed(String),
+}
+
+/// One message for [`Relay::send_all`]: a tree, or a line of JSON already
+/// written (a relay passing on what the other side wrote).
+#[derive(Debug)]
+pub enum Frame {
+    Json(Value),
+    Text(String),
+}
+
+impl Frame {
+    /// As a tree (the HTTP transports read headers from it).
+    fn to_value(&self) -> Result<std::borrow::Cow<'_, Value>, SendError> {
+        match self {
+            Frame::Json(v) => Ok(std::borrow::Cow::Borrowed(v)),
+            Frame::Text(t) => serde_json::from_str(t)
+                .map(std::borrow::Cow::Owned)
+                .map_err(|e| SendError::plain(format!("not a JSON message: {e}"))),
+        }
+    }
+}
+
+/// Why a server's line is not a message: the parser's reason and where,
+/// and the start of the line.
+pub fn invalid_json(text: &[u8], e: &serde_json::Error) -> String {
+    let shown = super::excerpt(&String::from_utf8_lossy(&text[..text.len().min(200)]), 120);
+    format!(
+        "the server sent invalid JSON on stdout ({}): {shown}",
+        toolpin_manifest::json::from_serde(e, "line").message
+    )
 }
 
 enum Transport {
@@ -276,6 +311,14 @@ impl Client {
         }
         match self.incoming.recv().await {
             Some(Incoming::Message(v)) => Ok(v),
+            Some(Incoming::Text(text)) => match serde_json::from_str(&text) {
+                Ok(v) => Ok(v),
+                Err(e) => {
+                    let reason = self.explain_close(invalid_json(text.as_bytes(), &e)).await;
+                    self.closed = Some(reason.clone());
+                    Err(reason)
+                }
+            },
             Some(Incoming::Closed(reason)) => {
                 let reason = self.explain_close(reason).await;
                 self.closed = Some(reason.clone());
@@ -352,7 +395,11 @@ impl Client {
     pub fn into_relay(self) -> (Relay, mpsc::UnboundedReceiver<Incoming>, Vec<Value>) {
         let tx = match &self.transport {
             Transport::Streamable(t) => Some(t.incoming_sender()),
-            Transport::Stdio(_) | Transport::Sse(_) => None,
+            Transport::Stdio(t) => {
+                t.relay_text();
+                None
+            }
+            Transport::Sse(_) => None,
         };
         (
             Relay {
@@ -424,7 +471,7 @@ impl Relay {
 
     /// Sends several messages: over stdio in one write (fewer wake-ups
     /// of the server under load), otherwise one by one.
-    pub async fn send_all(&mut self, messages: &[Value]) -> Result<(), SendError> {
+    pub async fn send_all(&mut self, messages: &[Frame]) -> Result<(), SendError> {
         if let Some(reason) = &self.closed {
             return Err(SendError::plain(reason.clone()));
         }
@@ -435,7 +482,8 @@ impl Relay {
             });
         }
         for m in messages {
-            self.send(m).await?;
+            let message = m.to_value()?;
+            self.send(&message).await?;
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ mod session;
 mod sse;
 mod stdio;
 
-pub use client::{Client, Incoming, Relay, RequestError, SendError};
+pub use client::{invalid_json, Client, Frame, Incoming, Relay, RequestError, SendError};
 pub use http::{HttpMode, HttpSpec};
 pub use session::{
     capture, open, stateless_meta, Capture, Opened, SessionOptions, Timeouts, VersionChoice,

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
-use super::client::Incoming;
+use super::client::{invalid_json, Frame, Incoming};
 use super::{excerpt, McpError, Phase};
 
 /// Longest line accepted from a server (a whole tools/list page is one line).
@@ -35,6 +36,8 @@ pub struct StdioTransport {
     stderr_reader: Option<tokio::task::JoinHandle<()>>,
     stdin: Option<ChildStdin>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Lines go out as text, unparsed (a relay reads them).
+    as_text: Arc<AtomicBool>,
 }
 
 impl StdioTransport {
@@ -61,8 +64,9 @@ impl StdioTransport {
             .map_err(|e| McpError::new(Phase::Connect, format!("cannot start `{program}`: {e}")))?;
         let stdin = child.stdin.take();
         let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_LINES)));
+        let as_text = Arc::new(AtomicBool::new(false));
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(read_stdout(out, tx));
+            tokio::spawn(read_stdout(out, tx, Arc::clone(&as_text)));
         }
         let stderr_reader = child
             .stderr
@@ -73,17 +77,26 @@ impl StdioTransport {
             child,
             stdin,
             stderr,
+            as_text,
         })
     }
 
+    /// From now on, lines are handed over as [`Incoming::Text`].
+    pub fn relay_text(&self) {
+        self.as_text.store(true, Ordering::Relaxed);
+    }
+
     /// Sends several messages in one write (one line each).
-    pub async fn send_all(&mut self, messages: &[Value]) -> Result<(), String> {
+    pub async fn send_all(&mut self, messages: &[Frame]) -> Result<(), String> {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err("the server's stdin is closed".into());
         };
         let mut buf = Vec::with_capacity(512 * messages.len());
         for m in messages {
-            serde_json::to_writer(&mut buf, m).map_err(|e| e.to_string())?;
+            match m {
+                Frame::Json(v) => serde_json::to_writer(&mut buf, v).map_err(|e| e.to_string())?,
+                Frame::Text(t) => buf.extend_from_slice(t.as_bytes()),
+            }
             buf.push(b'\n');
         }
         stdin
@@ -194,7 +207,11 @@ impl Drop for StdioTransport {
     }
 }
 
-async fn read_stdout(out: tokio::process::ChildStdout, tx: mpsc::UnboundedSender<Incoming>) {
+async fn read_stdout(
+    out: tokio::process::ChildStdout,
+    tx: mpsc::UnboundedSender<Incoming>,
+    as_text: Arc<AtomicBool>,
+) {
     let mut reader = BufReader::with_capacity(64 << 10, out);
     let mut line = Vec::new();
     loop {
@@ -219,19 +236,23 @@ async fn read_stdout(out: tokio::process::ChildStdout, tx: mpsc::UnboundedSender
                 if text.is_empty() {
                     continue;
                 }
-                match serde_json::from_slice::<Value>(text) {
-                    Ok(v) => {
-                        if tx.send(Incoming::Message(v)).is_err() {
+                let parsed = if as_text.load(Ordering::Relaxed) {
+                    match std::str::from_utf8(text) {
+                        Ok(t) => Ok(Incoming::Text(t.to_string())),
+                        // The parser words a bad byte the same way.
+                        Err(_) => serde_json::from_slice::<Value>(text).map(Incoming::Message),
+                    }
+                } else {
+                    serde_json::from_slice::<Value>(text).map(Incoming::Message)
+                };
+                match parsed {
+                    Ok(message) => {
+                        if tx.send(message).is_err() {
                             return;
                         }
                     }
                     Err(e) => {
-                        let shown =
-                            excerpt(&String::from_utf8_lossy(&text[..text.len().min(200)]), 120);
-                        let _ = tx.send(Incoming::Closed(format!(
-                            "the server sent invalid JSON on stdout ({}): {shown}",
-                            toolpin_manifest::json::from_serde(&e, "line").message
-                        )));
+                        let _ = tx.send(Incoming::Closed(invalid_json(text, &e)));
                         return;
                     }
                 }
