@@ -108,6 +108,10 @@ pub struct Settings {
     pub call_timeout: Duration,
     /// Tools per `tools/list` page.
     pub page_size: usize,
+    /// Where the servers' answers are read and passed on to the agent, when
+    /// not the main runtime: the stdio front runs them on a second thread,
+    /// so that the two directions of a call use two cores.
+    pub reply_runtime: Option<tokio::runtime::Handle>,
 }
 
 /// Shared by every session: settings, the served catalog, the logs.
@@ -131,6 +135,18 @@ pub struct Proxy {
 }
 
 impl Proxy {
+    /// Spawns a task of the answer path (see [`Settings::reply_runtime`]).
+    pub fn spawn_reply<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        match &self.settings.reply_runtime {
+            Some(runtime) => runtime.spawn(task),
+            None => tokio::spawn(task),
+        }
+    }
+
     /// Builds the served catalog; an invalid facade or flags file is an
     /// error naming it.
     pub fn new(

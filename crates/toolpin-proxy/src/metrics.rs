@@ -160,9 +160,8 @@ impl Metrics {
         ) else {
             return;
         };
-        let Ok(mut r) = self.registry.lock() else {
-            return;
-        };
+        // Locked only when a parameter has enum values to count.
+        let mut registry = None;
         for (name, value) in args {
             let Some(prop) = props.get(name) else {
                 continue;
@@ -170,6 +169,13 @@ impl Metrics {
             if prop.get("enum").is_none() && prop.get("const").is_none() {
                 continue;
             }
+            if registry.is_none() {
+                match self.registry.lock() {
+                    Ok(r) => registry = Some(r),
+                    Err(_) => return,
+                }
+            }
+            let Some(r) = registry.as_mut() else { return };
             let label = match value {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),

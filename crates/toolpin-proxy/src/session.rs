@@ -50,19 +50,20 @@ struct ClientInit {
 /// A request on its way upstream.
 enum Outbound {
     Tree(Value),
-    /// A `tools/call` as the agent wrote it, and the server's name for the
-    /// tool.
-    Call(Call, String),
+    /// A `tools/call` as the agent wrote it.
+    Call(Call),
 }
 
 impl Outbound {
-    fn into_tree(self) -> Value {
+    /// As a tree; a call gets the server's name for the tool.
+    fn into_tree(self, tool: Option<&(String, Arc<Route>)>) -> Value {
         match self {
             Outbound::Tree(message) => message,
-            Outbound::Call(call, name) => {
+            Outbound::Call(call) => {
                 let mut message = call.into_value();
-                if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
-                    params.insert("name".into(), Value::String(name));
+                let params = message.get_mut("params").and_then(Value::as_object_mut);
+                if let (Some(params), Some((_, route))) = (params, tool) {
+                    params.insert("name".into(), json!(route.upstream_name));
                 }
                 message
             }
@@ -74,7 +75,7 @@ impl Outbound {
 pub struct Session {
     proxy: Arc<Proxy>,
     to_client: mpsc::UnboundedSender<Outgoing>,
-    events: mpsc::UnboundedSender<(String, Event)>,
+    events: mpsc::UnboundedSender<Event>,
     upstreams: tokio::sync::Mutex<BTreeMap<String, Arc<Upstream>>>,
     init: Mutex<Option<ClientInit>>,
     initialized: AtomicBool,
@@ -82,8 +83,6 @@ pub struct Session {
     /// saw → (server, the server's id).
     client_requests: Mutex<HashMap<String, (String, Value)>>,
     next_client_request: AtomicU64,
-    /// The agent's requests in flight: its id → (server, upstream id).
-    inflight: Mutex<HashMap<String, (String, i64)>>,
     /// Multi-upstream routing learned from list results: resource URI or
     /// prompt name → server.
     resource_owner: Mutex<HashMap<String, String>>,
@@ -138,7 +137,6 @@ impl Session {
             initialized: AtomicBool::new(false),
             client_requests: Mutex::new(HashMap::new()),
             next_client_request: AtomicU64::new(1),
-            inflight: Mutex::new(HashMap::new()),
             resource_owner: Mutex::new(HashMap::new()),
             prompt_owner: Mutex::new(HashMap::new()),
             recapturing: Mutex::new(HashMap::new()),
@@ -164,10 +162,10 @@ impl Session {
         });
         // What the upstreams send.
         let weak = Arc::downgrade(&session);
-        tokio::spawn(async move {
-            while let Some((server, event)) = events_rx.recv().await {
+        proxy.spawn_reply(async move {
+            while let Some(event) = events_rx.recv().await {
                 let Some(s) = weak.upgrade() else { return };
-                s.on_upstream(server, event).await;
+                s.on_upstream(event).await;
             }
         });
         // The served list changed (withdrawn, restored, drift).
@@ -458,7 +456,7 @@ impl Session {
         }
         let restarting = map.remove(server).is_some();
         let options = self.session_options(spec);
-        let upstream = Upstream::connect(spec, options, self.events.clone())
+        let upstream = Upstream::connect(spec, options, self.events.clone(), &self.proxy)
             .await
             .map_err(|e| format!("upstream {server}: {e}"))?;
         if let Some(pid) = upstream.process_id() {
@@ -533,7 +531,7 @@ impl Session {
             }
             Outbound::Tree(message)
         } else {
-            Outbound::Call(call, route.upstream_name.clone())
+            Outbound::Call(call)
         };
         self.forward(&server, id, outbound, Some((name, route)))
             .await;
@@ -664,7 +662,7 @@ impl Session {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
-            Outbound::Call(..) => "tools/call".to_string(),
+            Outbound::Call(_) => "tools/call".to_string(),
         };
         let upstream = match self.upstream(server).await {
             Ok(u) => u,
@@ -683,10 +681,11 @@ impl Session {
         let started = Instant::now();
         // A call goes as text unless something is added to it (a trace
         // context, the stateless `_meta`).
-        let message = match outbound {
-            Outbound::Call(call, name)
+        let message = match (outbound, &tool) {
+            (Outbound::Call(call), Some((_, route)))
                 if !upstream.adds_meta() && !self.proxy.telemetry.enabled() =>
             {
+                let name = route.upstream_name.as_str();
                 let waiter = Waiter::Front(Box::new(FrontCall {
                     front_id: id.clone(),
                     method,
@@ -694,11 +693,11 @@ impl Session {
                     started,
                     span: None,
                 }));
-                let sent = upstream.request_call(&call, &name, waiter);
+                let sent = upstream.request_call(&call, name, waiter);
                 self.relayed(server, &id, tool.as_ref(), started, sent);
                 return;
             }
-            other => other.into_tree(),
+            (other, _) => other.into_tree(tool.as_ref()),
         };
         let span = tool
             .as_ref()
@@ -739,7 +738,7 @@ impl Session {
         self.relayed(server, &id, tool.as_ref(), started, sent);
     }
 
-    /// After a request went upstream (`Ok(upstream id)`) or could not.
+    /// After a request went upstream (`Ok`) or could not.
     fn relayed(
         &self,
         server: &str,
@@ -748,25 +747,18 @@ impl Session {
         started: Instant,
         sent: Result<i64, String>,
     ) {
-        let uid = match sent {
-            Ok(uid) => uid,
-            Err(e) => {
-                self.fail_call(
-                    id,
-                    None,
-                    tool,
-                    started,
-                    ErrorClass::Upstream,
-                    format!("upstream {server}: {e}"),
-                );
-                return;
-            }
-        };
-        if let Ok(mut inflight) = self.inflight.lock() {
-            inflight.insert(id_key(id), (server.to_string(), uid));
+        match sent {
+            // The deadline is kept by the session's ticker (see `expire`).
+            Ok(_) => self.ticking.notify_one(),
+            Err(e) => self.fail_call(
+                id,
+                None,
+                tool,
+                started,
+                ErrorClass::Upstream,
+                format!("upstream {server}: {e}"),
+            ),
         }
-        // The deadline is kept by the session's ticker (see `expire`).
-        self.ticking.notify_one();
     }
 
     /// Answers every call past its deadline with a timeout error: an
@@ -778,9 +770,6 @@ impl Session {
         let upstreams: Vec<Arc<Upstream>> = self.upstreams.lock().await.values().cloned().collect();
         for up in upstreams {
             for (uid, mut call) in up.expire(timeout) {
-                if let Ok(mut inflight) = self.inflight.lock() {
-                    inflight.remove(&id_key(&call.front_id));
-                }
                 let server = up.name.clone();
                 // A server stuck that long without reading its input is
                 // wedged: kill it; the next request starts it again.
@@ -1011,37 +1000,34 @@ impl Session {
                 let Some(request) = message.pointer("/params/requestId") else {
                     return;
                 };
-                let entry = self
-                    .inflight
-                    .lock()
-                    .ok()
-                    .and_then(|mut m| m.remove(&id_key(request)));
-                let Some((server, uid)) = entry else { return };
-                let upstream = self.upstreams.lock().await.get(&server).cloned();
-                if let Some(up) = upstream {
-                    // No answer is owed for a cancelled request; it still
-                    // counts, as a cancelled call.
-                    if let Some(Waiter::Front(mut call)) = up.take(uid) {
-                        let reason = message
-                            .pointer("/params/reason")
-                            .and_then(Value::as_str)
-                            .unwrap_or("cancelled by the agent");
-                        if let Some(span) = call.span.take() {
-                            span.finish(Some((ErrorClass::Cancelled.name(), reason)));
-                        }
-                        if let Some((name, route)) = &call.tool {
-                            self.proxy.metrics.call(
-                                &route.server,
-                                name,
-                                call.started.elapsed().as_secs_f64(),
-                                Some(ErrorClass::Cancelled),
-                            );
-                        }
-                    }
-                    let mut relayed = message.clone();
-                    relayed["params"]["requestId"] = json!(uid);
-                    let _ = up.notify(relayed).await;
+                let upstreams: Vec<Arc<Upstream>> =
+                    self.upstreams.lock().await.values().cloned().collect();
+                let Some((up, uid, mut call)) = upstreams
+                    .into_iter()
+                    .find_map(|up| up.take_front(request).map(|(uid, call)| (up, uid, call)))
+                else {
+                    return;
+                };
+                // No answer is owed for a cancelled request; it still
+                // counts, as a cancelled call.
+                let reason = message
+                    .pointer("/params/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("cancelled by the agent");
+                if let Some(span) = call.span.take() {
+                    span.finish(Some((ErrorClass::Cancelled.name(), reason)));
                 }
+                if let Some((name, route)) = &call.tool {
+                    self.proxy.metrics.call(
+                        &route.server,
+                        name,
+                        call.started.elapsed().as_secs_f64(),
+                        Some(ErrorClass::Cancelled),
+                    );
+                }
+                let mut relayed = message.clone();
+                relayed["params"]["requestId"] = json!(uid);
+                let _ = up.notify(relayed).await;
             }
             _ => {
                 let upstreams: Vec<Arc<Upstream>> =
@@ -1071,12 +1057,9 @@ impl Session {
 
     // ---- what the upstreams send ----------------------------------------
 
-    async fn on_upstream(self: &Arc<Self>, server: String, event: Event) {
+    async fn on_upstream(self: &Arc<Self>, event: Event) {
         match event {
             Event::Response(mut call, reply) => {
-                if let Ok(mut inflight) = self.inflight.lock() {
-                    inflight.remove(&id_key(&call.front_id));
-                }
                 let mut error = None;
                 if let Some((name, route)) = &call.tool {
                     error = self.check_result(name, route, &reply, call.started);
@@ -1088,14 +1071,13 @@ impl Session {
                         .unwrap_or_default();
                     span.finish(error.map(|class| (class.name(), text.as_str())));
                 }
-                let text = reply.with_id(&call.front_id);
                 let _ = self.to_client.send(Outgoing::Reply {
                     id: call.front_id,
-                    text,
+                    reply,
                 });
             }
-            Event::Message(message) => self.on_upstream_message(server, message).await,
-            Event::Closed(reason, calls) => {
+            Event::Message(server, message) => self.on_upstream_message(server, message).await,
+            Event::Closed(server, reason, calls) => {
                 self.proxy.events.emit(
                     "upstream-closed",
                     json!({"server": server, "reason": reason, "in_flight": calls.len()}),
@@ -1104,9 +1086,6 @@ impl Session {
                     m.retain(|_, (s, _)| *s != server);
                 }
                 for mut call in calls {
-                    if let Ok(mut inflight) = self.inflight.lock() {
-                        inflight.remove(&id_key(&call.front_id));
-                    }
                     self.fail_call(
                         &call.front_id,
                         call.span.take(),

@@ -48,7 +48,8 @@ fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
 pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
     let (to_client, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
     let session = Session::start(Arc::clone(&proxy), to_client.clone());
-    let writer = tokio::spawn(async move {
+    // Opened on the runtime that writes the answers.
+    let writer = proxy.spawn_reply(async move {
         let mut stdout = stdout();
         let mut buf = Vec::with_capacity(1 << 16);
         while let Some(message) = outgoing.recv().await {

@@ -3,6 +3,7 @@
 //! in flight at once, each waiting on its id.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,11 +52,36 @@ pub struct FrontCall {
 pub enum Event {
     /// A response to a request of the agent's, as the server wrote it.
     Response(Box<FrontCall>, Reply),
-    /// A request or notification from the server.
-    Message(Value),
-    /// The connection ended; the calls that were in flight.
-    Closed(String, Vec<Box<FrontCall>>),
+    /// A request or notification from the server (named).
+    Message(String, Value),
+    /// The connection to the server (named) ended: why, and the calls that
+    /// were in flight.
+    Closed(String, String, Vec<Box<FrontCall>>),
 }
+
+/// Hashes the proxy's own request ids (sequential integers, nothing an
+/// attacker chooses) with one multiplication instead of SipHash.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The requests in flight, by the proxy's id.
+type Pending = HashMap<i64, Waiter, BuildHasherDefault<IdHasher>>;
 
 /// An open upstream session.
 ///
@@ -76,7 +102,7 @@ pub struct Upstream {
     /// A stdio server's process group.
     pid: Option<u32>,
     next_id: AtomicI64,
-    pending: Mutex<HashMap<i64, Waiter>>,
+    pending: Mutex<Pending>,
     closed: Mutex<Option<String>>,
     /// Closed on purpose: no `upstream-closed` event.
     shutting_down: std::sync::atomic::AtomicBool,
@@ -93,9 +119,15 @@ impl Upstream {
     pub async fn connect(
         spec: &UpstreamSpec,
         options: SessionOptions,
-        events: mpsc::UnboundedSender<(String, Event)>,
+        events: mpsc::UnboundedSender<Event>,
+        proxy: &crate::Proxy,
     ) -> Result<Arc<Self>, String> {
         let mut client = match &spec.endpoint {
+            Endpoint::Stdio(s) if proxy.settings.reply_runtime.is_some() => {
+                let mut s = s.clone();
+                s.reader.clone_from(&proxy.settings.reply_runtime);
+                Client::connect_stdio(&s).await
+            }
             Endpoint::Stdio(s) => Client::connect_stdio(s).await,
             Endpoint::Http(h) => Client::connect_http(h, options.timeouts.connect).await,
         }
@@ -124,7 +156,7 @@ impl Upstream {
             epoch,
             pid,
             next_id: AtomicI64::new(1),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Pending::default()),
             closed: Mutex::new(None),
             shutting_down: std::sync::atomic::AtomicBool::new(false),
         });
@@ -155,11 +187,11 @@ impl Upstream {
             }
         });
         for message in early {
-            let _ = events.send((spec.name.clone(), Event::Message(message)));
+            let _ = events.send(Event::Message(spec.name.clone(), message));
         }
         let reader = Arc::downgrade(&upstream);
         let name = spec.name.clone();
-        tokio::spawn(async move {
+        proxy.spawn_reply(async move {
             while let Some(incoming) = incoming.recv().await {
                 let Some(up) = reader.upgrade() else { return };
                 match incoming {
@@ -194,12 +226,12 @@ impl Upstream {
     fn dispatch_text(
         &self,
         text: String,
-        events: &mpsc::UnboundedSender<(String, Event)>,
+        events: &mpsc::UnboundedSender<Event>,
         name: &str,
     ) -> Result<(), String> {
         let text = match Reply::parse(text) {
             Ok(reply) => {
-                self.answer(reply, events, name);
+                self.answer(reply, events);
                 return Ok(());
             }
             Err(text) => text,
@@ -216,16 +248,11 @@ impl Upstream {
         Ok(())
     }
 
-    fn dispatch(
-        &self,
-        message: Value,
-        events: &mpsc::UnboundedSender<(String, Event)>,
-        name: &str,
-    ) {
+    fn dispatch(&self, message: Value, events: &mpsc::UnboundedSender<Event>, name: &str) {
         let is_response = message.get("method").is_none()
             && (message.get("result").is_some() || message.get("error").is_some());
         if !is_response {
-            let _ = events.send((name.to_string(), Event::Message(message)));
+            let _ = events.send(Event::Message(name.to_string(), message));
             return;
         }
         // A response whose id is not one of the proxy's is nobody's.
@@ -234,17 +261,17 @@ impl Upstream {
             .filter(|id| id.is_i64())
             .and_then(|_| Reply::from_value(&message))
         {
-            self.answer(reply, events, name);
+            self.answer(reply, events);
         }
     }
 
     /// Hands a response to whoever waits for it.
-    fn answer(&self, reply: Reply, events: &mpsc::UnboundedSender<(String, Event)>, name: &str) {
+    fn answer(&self, reply: Reply, events: &mpsc::UnboundedSender<Event>) {
         let id = reply.upstream_id();
         let waiter = self.pending.lock().ok().and_then(|mut p| p.remove(&id));
         match waiter {
             Some(Waiter::Front(call)) => {
-                let _ = events.send((name.to_string(), Event::Response(call, reply)));
+                let _ = events.send(Event::Response(call, reply));
             }
             Some(Waiter::Internal(tx)) => {
                 let _ = tx.send(reply.into_value());
@@ -254,7 +281,7 @@ impl Upstream {
         }
     }
 
-    async fn close_with(&self, reason: String, events: &mpsc::UnboundedSender<(String, Event)>) {
+    async fn close_with(&self, reason: String, events: &mpsc::UnboundedSender<Event>) {
         // The exit status, unless the writer is stuck on the relay.
         let status = match self.relay.try_lock() {
             Ok(mut relay) => match relay.as_mut() {
@@ -284,7 +311,7 @@ impl Upstream {
             })
             .collect();
         if !self.shutting_down.load(Ordering::Relaxed) {
-            let _ = events.send((self.name.clone(), Event::Closed(reason, calls)));
+            let _ = events.send(Event::Closed(self.name.clone(), reason, calls));
         }
     }
 
@@ -362,6 +389,20 @@ impl Upstream {
             .lock()
             .map(|p| p.values().any(|w| matches!(w, Waiter::Front(_))))
             .unwrap_or(false)
+    }
+
+    /// The agent's call in flight under the agent's id `front_id`, removed,
+    /// with its upstream id (a cancellation: rare, so a scan).
+    pub fn take_front(&self, front_id: &Value) -> Option<(i64, Box<FrontCall>)> {
+        let mut pending = self.pending.lock().ok()?;
+        let uid = pending.iter().find_map(|(uid, w)| match w {
+            Waiter::Front(call) if call.front_id == *front_id => Some(*uid),
+            _ => None,
+        })?;
+        match pending.remove(&uid) {
+            Some(Waiter::Front(call)) => Some((uid, call)),
+            _ => None,
+        }
     }
 
     /// The waiter for `id`, if it is still pending (a timeout or cancel).

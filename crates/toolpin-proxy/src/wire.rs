@@ -243,13 +243,20 @@ impl Reply {
         serde_json::from_str(&self.text).unwrap_or(Value::Null)
     }
 
-    /// The response as the agent gets it: the server's text with `id` in
-    /// place of the server's id.
-    pub fn with_id(self, id: &Value) -> String {
-        let id_text = id.to_string();
-        let mut text = self.text;
-        text.replace_range(self.id, &id_text);
-        text
+    /// Appends the response as the agent gets it: the server's text with
+    /// `id` in place of the server's id.
+    pub fn write_with_id(&self, id: &Value, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.text.as_bytes()[..self.id.start]);
+        let _ = serde_json::to_writer(&mut *out, id);
+        out.extend_from_slice(&self.text.as_bytes()[self.id.end..]);
+    }
+
+    /// The response as the agent gets it.
+    pub fn with_id(&self, id: &Value) -> String {
+        let mut out = Vec::with_capacity(self.text.len() + 16);
+        self.write_with_id(id, &mut out);
+        // Valid UTF-8 in, and a JSON value spliced at a value boundary.
+        String::from_utf8(out).unwrap_or_default()
     }
 }
 
@@ -290,11 +297,11 @@ impl<'a> ResultView<'a> {
 }
 
 /// A message to the agent: a tree the proxy built, or a server's response
-/// kept as text.
+/// kept as text, to go out under the agent's `id`.
 #[derive(Debug)]
 pub enum Outgoing {
     Json(Value),
-    Reply { id: Value, text: String },
+    Reply { id: Value, reply: Reply },
 }
 
 impl Outgoing {
@@ -304,7 +311,7 @@ impl Outgoing {
             Outgoing::Json(v) => {
                 let _ = serde_json::to_writer(&mut *out, v);
             }
-            Outgoing::Reply { text, .. } => out.extend_from_slice(text.as_bytes()),
+            Outgoing::Reply { id, reply } => reply.write_with_id(id, out),
         }
     }
 
@@ -314,8 +321,14 @@ impl Outgoing {
     pub fn to_line(&self) -> String {
         match self {
             Outgoing::Json(v) => v.to_string(),
-            Outgoing::Reply { text, .. } if text.contains('\r') => text.replace('\r', " "),
-            Outgoing::Reply { text, .. } => text.clone(),
+            Outgoing::Reply { id, reply } => {
+                let text = reply.with_id(id);
+                if text.contains('\r') {
+                    text.replace('\r', " ")
+                } else {
+                    text
+                }
+            }
         }
     }
 
@@ -362,6 +375,7 @@ mod tests {
         let out = Reply::parse(text.to_string())
             .expect("a reply")
             .with_id(&json!({"k": [1]}));
+        assert!(!out.is_empty());
         assert_eq!(out, text.replace(": 3 ,", ": {\"k\":[1]} ,"));
         let v: Value = serde_json::from_str(&out).expect("still JSON");
         assert_eq!(v["result"]["t"], "a\nb \u{e9}\"q");
@@ -470,12 +484,16 @@ mod tests {
 
     #[test]
     fn lines_for_sse_have_no_carriage_return() {
+        let reply = Reply::parse("{\"id\":1,\r\"result\":{}}".into()).expect("a reply");
         let o = Outgoing::Reply {
-            id: json!(1),
-            text: "{\"id\":1,\r\"result\":{}}".into(),
+            id: json!("a"),
+            reply,
         };
-        assert_eq!(o.to_line(), "{\"id\":1, \"result\":{}}");
+        assert_eq!(o.to_line(), "{\"id\":\"a\", \"result\":{}}");
+        let mut line = Vec::new();
+        o.write_to(&mut line);
+        assert_eq!(line, b"{\"id\":\"a\",\r\"result\":{}}");
         let v: Value = serde_json::from_str(&o.to_line()).expect("JSON");
-        assert_eq!(v["id"], 1);
+        assert_eq!(v["id"], "a");
     }
 }

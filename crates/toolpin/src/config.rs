@@ -889,7 +889,12 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
             record.insert("command".into(), json!(command));
             let env = process_env(&cfg, lookup, &mut record, &mut secrets)?;
             Source::Mcp {
-                endpoint: Endpoint::Stdio(StdioSpec { command, env, cwd }),
+                endpoint: Endpoint::Stdio(StdioSpec {
+                    command,
+                    env,
+                    cwd,
+                    reader: None,
+                }),
                 session: session_options(&cfg, &mut record)?,
             }
         }

@@ -265,6 +265,10 @@ pub fn run(args: ProxyRun) -> Result<(), CliError> {
         on_drift: proxy_cfg.on_drift,
         call_timeout: proxy_cfg.call_timeout,
         page_size: proxy_cfg.page_size,
+        reply_runtime: match &args.listen {
+            None => Some(reply_runtime()?),
+            Some(_) => None,
+        },
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -390,6 +394,24 @@ fn on_termination(proxy: Arc<Proxy>) {
 
 /// Reloads the flags file when it changes on disk (checked twice a
 /// second) and on SIGHUP.
+/// The stdio front reads the servers' answers and writes them to the agent
+/// on a thread of its own (a second current-thread runtime), while the
+/// main thread reads the agent's requests and writes them upstream: the
+/// two directions of a call run on two cores, with no hand-off between
+/// threads on the way (measured in docs/performance.md).
+fn reply_runtime() -> Result<tokio::runtime::Handle, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
+    let handle = runtime.handle().clone();
+    std::thread::Builder::new()
+        .name("toolpin-answers".into())
+        .spawn(move || runtime.block_on(std::future::pending::<()>()))
+        .map_err(|e| CliError::new(format!("cannot start a thread: {e}")))?;
+    Ok(handle)
+}
+
 fn watch_flags(proxy: Arc<Proxy>) {
     let Some(path) = proxy.settings.flags_path.clone() else {
         return;

@@ -29,6 +29,9 @@ pub struct StdioSpec {
     /// Added to the inherited environment (values already expanded).
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
+    /// The runtime that reads the server's stdout, when not the current
+    /// one: a relay reads answers on a thread of their own.
+    pub reader: Option<tokio::runtime::Handle>,
 }
 
 pub struct StdioTransport {
@@ -66,7 +69,27 @@ impl StdioTransport {
         let stderr = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_LINES)));
         let as_text = Arc::new(AtomicBool::new(false));
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(read_stdout(out, tx, Arc::clone(&as_text)));
+            let flag = Arc::clone(&as_text);
+            match &spec.reader {
+                // The pipe is registered with the reader's runtime, so
+                // that its readiness wakes that thread, not this one.
+                Some(runtime) => {
+                    let pipe = out.into_owned_fd().and_then(|fd| {
+                        let _context = runtime.enter();
+                        tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+                    });
+                    let pipe = pipe.map_err(|e| {
+                        McpError::new(
+                            Phase::Connect,
+                            format!("cannot read `{program}`'s stdout: {e}"),
+                        )
+                    })?;
+                    runtime.spawn(read_stdout(pipe, tx, flag));
+                }
+                None => {
+                    tokio::spawn(read_stdout(out, tx, flag));
+                }
+            }
         }
         let stderr_reader = child
             .stderr
@@ -208,7 +231,7 @@ impl Drop for StdioTransport {
 }
 
 async fn read_stdout(
-    out: tokio::process::ChildStdout,
+    out: impl tokio::io::AsyncRead + Unpin,
     tx: mpsc::UnboundedSender<Incoming>,
     as_text: Arc<AtomicBool>,
 ) {
