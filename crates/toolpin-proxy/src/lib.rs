@@ -20,6 +20,7 @@ pub mod events;
 pub mod flags;
 pub mod http;
 pub mod metrics;
+pub mod scan;
 pub mod served;
 pub mod session;
 pub mod stdio;

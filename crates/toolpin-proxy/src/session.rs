@@ -25,7 +25,7 @@ use crate::metrics::ErrorClass;
 use crate::served::Route;
 use crate::upstream::{Event, FrontCall, Upstream, UpstreamSpec, Waiter};
 use crate::validate::ViolationKind;
-use crate::wire::{Call, Outgoing, Reply, ResultView};
+use crate::wire::{Call, Outgoing, Reply};
 use crate::Proxy;
 
 /// How often deadlines are checked while calls are in flight.
@@ -1192,12 +1192,11 @@ impl Session {
     ) -> Option<ErrorClass> {
         let seconds = started.elapsed().as_secs_f64();
         let catalog = self.proxy.catalog_hex.as_str();
-        let result = reply.result().map(ResultView::of).unwrap_or_default();
         let error = if reply.error().is_some() {
             let (code, message) = reply.error_code_message().unwrap_or((None, String::new()));
             Some(ErrorClass::of_upstream(code, &message))
-        } else if result.is_error() {
-            Some(ErrorClass::of_upstream(None, &result.first_text()))
+        } else if reply.is_error() {
+            Some(ErrorClass::of_upstream(None, &reply.first_text()))
         } else {
             None
         };
@@ -1205,11 +1204,12 @@ impl Session {
         if error.is_some() {
             return error;
         }
-        let (Some(validator), Some(structured)) = (&route.output, result.structured_content) else {
+        let (Some(validator), Some(structured)) = (&route.output, reply.structured_content())
+        else {
             return None;
         };
         // Parsed only when a pinned outputSchema has something to say.
-        let Ok(structured) = serde_json::from_str::<Value>(structured.get()) else {
+        let Ok(structured) = serde_json::from_str::<Value>(structured) else {
             return None;
         };
         for v in validator.validate(&structured) {

@@ -256,11 +256,7 @@ impl Upstream {
             return;
         }
         // A response whose id is not one of the proxy's is nobody's.
-        if let Some(reply) = message
-            .get("id")
-            .filter(|id| id.is_i64())
-            .and_then(|_| Reply::from_value(&message))
-        {
+        if let Some(reply) = Reply::from_value(&message) {
             self.answer(reply, events);
         }
     }

@@ -13,33 +13,9 @@
 use std::ops::Range;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Value};
 
-/// The top-level members the relay looks at; the rest are skipped. Every
-/// byte is still checked, so a message that parses here is valid JSON.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow, default)]
-    id: Member<'a>,
-    #[serde(borrow, default)]
-    method: Member<'a>,
-    #[serde(borrow, default)]
-    result: Member<'a>,
-    #[serde(borrow, default)]
-    error: Member<'a>,
-}
-
-/// A member's text if it is there, `null` included (an `Option` field
-/// would read `null` as absent).
-#[derive(Default)]
-struct Member<'a>(Option<&'a RawValue>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Member<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <&'a RawValue>::deserialize(d).map(|r| Member(Some(r)))
-    }
-}
+use crate::scan::scan;
 
 /// The agent's `tools/call`, kept as text.
 #[derive(Debug)]
@@ -51,52 +27,30 @@ pub struct Call {
     arguments: Option<Range<usize>>,
 }
 
-/// The members of a call's `params` the proxy looks at.
-#[derive(Deserialize)]
-struct CallParams<'a> {
-    #[serde(borrow, default)]
-    name: Member<'a>,
-    #[serde(borrow, default)]
-    arguments: Member<'a>,
-}
-
-#[derive(Deserialize)]
-struct RequestEnvelope<'a> {
-    #[serde(borrow, default)]
-    id: Member<'a>,
-    #[serde(borrow, default)]
-    method: Member<'a>,
-    #[serde(borrow, default)]
-    params: Member<'a>,
-}
-
 impl Call {
     /// A `tools/call` request whose tool is named by a string; `Err(text)`
     /// gives anything else back, to be handled as a tree.
     pub fn parse(text: String) -> Result<Call, String> {
-        let Ok(envelope) = serde_json::from_str::<RequestEnvelope<'_>>(&text) else {
+        let Some(s) = scan(&text) else {
             return Err(text);
         };
-        let (Some(id), Some(method), Some(params)) =
-            (envelope.id.0, envelope.method.0, envelope.params.0)
-        else {
+        let (Some(id), Some(method), Some(name_at)) = (s.id, s.method, s.params_name) else {
             return Err(text);
         };
-        if method.get() != "\"tools/call\"" || id.get() == "null" {
+        if &text[method] != "\"tools/call\"" || &text[id.clone()] == "null" {
             return Err(text);
         }
-        let Ok(inner) = serde_json::from_str::<CallParams<'_>>(params.get()) else {
-            return Err(text);
+        // A string, unescaped only when it has escapes.
+        let raw = &text[name_at.clone()];
+        let name = match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+            Some(plain) if !plain.contains('\\') => plain.to_string(),
+            Some(_) => match serde_json::from_str::<String>(raw) {
+                Ok(name) => name,
+                Err(_) => return Err(text),
+            },
+            None => return Err(text),
         };
-        let Some(name_raw) = inner.name.0 else {
-            return Err(text);
-        };
-        let Ok(name) = serde_json::from_str::<String>(name_raw.get()) else {
-            return Err(text);
-        };
-        let id = span(&text, id);
-        let name_at = span(&text, name_raw);
-        let arguments = inner.arguments.0.map(|a| span(&text, a));
+        let arguments = s.params_arguments;
         Ok(Call {
             text,
             id,
@@ -163,12 +117,9 @@ pub struct Reply {
     id: Range<usize>,
     result: Option<Range<usize>>,
     error: Option<Range<usize>>,
-}
-
-/// Where `part` (a slice of `whole`) sits in `whole`.
-fn span(whole: &str, part: &RawValue) -> Range<usize> {
-    let start = part.get().as_ptr() as usize - whole.as_ptr() as usize;
-    start..start + part.get().len()
+    is_error: Option<Range<usize>>,
+    structured: Option<Range<usize>>,
+    content: Option<Range<usize>>,
 }
 
 impl Reply {
@@ -177,47 +128,86 @@ impl Reply {
     /// text that does not parse as an object), which the caller handles as
     /// a tree.
     pub fn parse(text: String) -> Result<Reply, String> {
-        let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(&text) else {
+        let Some(spans) = scan(&text) else {
             return Err(text);
         };
-        let (Some(id), None) = (envelope.id.0, envelope.method.0) else {
+        let (Some(id), None) = (spans.id.clone(), &spans.method) else {
             return Err(text);
         };
-        if envelope.result.0.is_none() && envelope.error.0.is_none() {
+        if spans.result.is_none() && spans.error.is_none() {
             return Err(text);
         }
-        let Ok(upstream_id) = id.get().parse::<i64>() else {
+        let Ok(upstream_id) = text[id.clone()].parse::<i64>() else {
             return Err(text);
         };
-        let id = span(&text, id);
-        let result = envelope.result.0.map(|r| span(&text, r));
-        let error = envelope.error.0.map(|e| span(&text, e));
         Ok(Reply {
             text,
             upstream_id,
             id,
-            result,
-            error,
+            result: spans.result,
+            error: spans.error,
+            is_error: spans.result_is_error,
+            structured: spans.result_structured,
+            content: spans.result_content,
         })
     }
 
-    /// A response that arrived as a tree (Streamable HTTP, SSE), as text.
+    /// A response that arrived as a tree (Streamable HTTP, SSE, or a line
+    /// the scanner left to the parser), as text. `None` when it is not a
+    /// response to one of the proxy's requests.
     pub fn from_value(message: &Value) -> Option<Reply> {
-        Reply::parse(serde_json::to_string(message).ok()?).ok()
+        let id = message.get("id")?.as_i64()?;
+        let text = serde_json::to_string(message).ok()?;
+        // What serde_json prints, the scanner reads; should it not, the
+        // call still gets an answer.
+        Reply::parse(text).ok().or_else(|| {
+            Reply::parse(
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "toolpin proxy: the server's answer could not be relayed"}})
+                    .to_string(),
+            )
+            .ok()
+        })
     }
 
     pub fn upstream_id(&self) -> i64 {
         self.upstream_id
     }
 
+    fn part(&self, at: &Option<Range<usize>>) -> Option<&str> {
+        at.clone().map(|r| &self.text[r])
+    }
+
     /// The `result` member's text.
     pub fn result(&self) -> Option<&str> {
-        self.result.clone().map(|r| &self.text[r])
+        self.part(&self.result)
     }
 
     /// The `error` member's text.
     pub fn error(&self) -> Option<&str> {
-        self.error.clone().map(|r| &self.text[r])
+        self.part(&self.error)
+    }
+
+    /// Whether the result says `"isError": true`.
+    pub fn is_error(&self) -> bool {
+        self.part(&self.is_error) == Some("true")
+    }
+
+    /// The result's `structuredContent`, as text.
+    pub fn structured_content(&self) -> Option<&str> {
+        self.part(&self.structured)
+    }
+
+    /// The first content block's text (what an error result explains).
+    pub fn first_text(&self) -> String {
+        self.part(&self.content)
+            .and_then(|c| serde_json::from_str::<Value>(c).ok())
+            .and_then(|c| {
+                c.get(0)
+                    .and_then(|b| b.get("text"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .unwrap_or_default()
     }
 
     /// The error's code and message, when the server answered with one.
@@ -257,42 +247,6 @@ impl Reply {
         self.write_with_id(id, &mut out);
         // Valid UTF-8 in, and a JSON value spliced at a value boundary.
         String::from_utf8(out).unwrap_or_default()
-    }
-}
-
-/// What a `tools/call` result says about itself, read without building
-/// the tree.
-#[derive(Deserialize, Default)]
-pub struct ResultView<'a> {
-    #[serde(rename = "isError", default)]
-    pub is_error: Option<Value>,
-    #[serde(rename = "structuredContent", borrow, default)]
-    pub structured_content: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub content: Option<&'a RawValue>,
-}
-
-impl<'a> ResultView<'a> {
-    /// Reads a `result`; a result that is not an object says nothing.
-    pub fn of(result: &'a str) -> ResultView<'a> {
-        serde_json::from_str(result).unwrap_or_default()
-    }
-
-    pub fn is_error(&self) -> bool {
-        self.is_error == Some(Value::Bool(true))
-    }
-
-    /// The first content block's text (what an error result explains).
-    pub fn first_text(&self) -> String {
-        self.content
-            .and_then(|c| serde_json::from_str::<Value>(c.get()).ok())
-            .and_then(|c| {
-                c.get(0)
-                    .and_then(|b| b.get("text"))
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .unwrap_or_default()
     }
 }
 
@@ -470,16 +424,27 @@ mod tests {
     }
 
     #[test]
-    fn result_view() {
-        let v = ResultView::of(
-            r#"{"isError":true,"content":[{"type":"text","text":"rate limited"}],"structuredContent":{"n":1}}"#,
-        );
-        assert!(v.is_error());
-        assert_eq!(v.first_text(), "rate limited");
-        assert_eq!(v.structured_content.map(RawValue::get), Some(r#"{"n":1}"#));
-        let none = ResultView::of("[1,2]");
-        assert!(!none.is_error());
-        assert_eq!(none.first_text(), "");
+    fn what_a_result_says_about_itself() {
+        let reply = Reply::parse(
+            r#"{"id":1,"result":{"isError":true,"content":[{"type":"text","text":"rate limited"}],"structuredContent":{"n":1}}}"#.into(),
+        )
+        .expect("a reply");
+        assert!(reply.is_error());
+        assert_eq!(reply.first_text(), "rate limited");
+        assert_eq!(reply.structured_content(), Some(r#"{"n":1}"#));
+        let plain = Reply::parse(r#"{"id":1,"result":[1,2]}"#.into()).expect("a reply");
+        assert!(!plain.is_error());
+        assert_eq!(plain.first_text(), "");
+        assert_eq!(plain.structured_content(), None);
+    }
+
+    #[test]
+    fn a_tree_becomes_a_reply() {
+        let reply = Reply::from_value(&json!({"jsonrpc": "2.0", "id": 3, "result": {"x": 1e305}}))
+            .expect("a reply");
+        assert_eq!(reply.upstream_id(), 3);
+        assert_eq!(reply.result(), Some(r#"{"x":1e+305}"#));
+        assert!(Reply::from_value(&json!({"id": "s", "result": {}})).is_none());
     }
 
     #[test]
