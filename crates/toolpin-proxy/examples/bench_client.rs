@@ -5,8 +5,8 @@
 //! is the server side, not an SDK.
 //!
 //! ```text
-//! bench_client stdio [--calls N] [--latency-calls N] [--tool NAME] [--args JSON] -- COMMAND ARGS...
-//! bench_client http URL [--calls N] [--latency-calls N] [--tool NAME] [--args JSON]
+//! bench_client stdio [--calls N] [--latency-calls N] [--warmup N] [--tool NAME] [--args JSON] -- COMMAND ARGS...
+//! bench_client http URL [--calls N] [--latency-calls N] [--warmup N] [--tool NAME] [--args JSON]
 //! ```
 //! Prints one JSON object: p50/p90/p99/mean latency in ms, throughput in
 //! calls/s at 16 concurrent, and for stdio the child's peak RSS (VmHWM).
@@ -214,6 +214,7 @@ async fn run() -> Result<Value, String> {
         .ok_or("usage: bench_client stdio|http ...")?;
     let mut calls = 2000usize;
     let mut latency_calls = None;
+    let mut warmup = 200usize;
     let mut tool = "echo".to_string();
     let mut tool_args = json!({"message": "hello"});
     let mut rest = Vec::new();
@@ -233,6 +234,13 @@ async fn run() -> Result<Value, String> {
                         .and_then(|s| s.parse().ok())
                         .ok_or("--latency-calls N")?,
                 );
+                i += 2;
+            }
+            "--warmup" => {
+                warmup = args
+                    .get(i + 1)
+                    .and_then(|s| s.parse().ok())
+                    .ok_or("--warmup N")?;
                 i += 2;
             }
             "--tool" => {
@@ -318,8 +326,8 @@ async fn run() -> Result<Value, String> {
     }
     conn.notify("notifications/initialized").await?;
     let params = json!({"name": tool, "arguments": tool_args});
-    // Warm-up.
-    for id in 1..=200 {
+    // Warm-up (a JIT-compiled server needs thousands of calls).
+    for id in 1..=warmup as i64 {
         conn.request(id, "tools/call", params.clone()).await?;
     }
     let latency_calls = latency_calls.unwrap_or(calls);

@@ -23,7 +23,7 @@ use toolpin_manifest::PinBuilder;
 
 use crate::metrics::ErrorClass;
 use crate::served::Route;
-use crate::upstream::{Event, FrontCall, Upstream, UpstreamSpec, Waiter};
+use crate::upstream::{Event, Events, FrontCall, Upstream, UpstreamSpec, Waiter};
 use crate::validate::ViolationKind;
 use crate::wire::{Call, Outgoing, Reply};
 use crate::Proxy;
@@ -75,7 +75,6 @@ impl Outbound {
 pub struct Session {
     proxy: Arc<Proxy>,
     to_client: mpsc::UnboundedSender<Outgoing>,
-    events: mpsc::UnboundedSender<Event>,
     upstreams: tokio::sync::Mutex<BTreeMap<String, Arc<Upstream>>>,
     init: Mutex<Option<ClientInit>>,
     initialized: AtomicBool,
@@ -127,11 +126,9 @@ fn result_response(id: &Value, result: Value) -> Value {
 impl Session {
     /// A session whose messages to the agent go to `to_client`.
     pub fn start(proxy: Arc<Proxy>, to_client: mpsc::UnboundedSender<Outgoing>) -> Arc<Self> {
-        let (events, mut events_rx) = mpsc::unbounded_channel();
         let session = Arc::new(Self {
             proxy: Arc::clone(&proxy),
             to_client,
-            events,
             upstreams: tokio::sync::Mutex::new(BTreeMap::new()),
             init: Mutex::new(None),
             initialized: AtomicBool::new(false),
@@ -158,14 +155,6 @@ impl Session {
                 tokio::time::sleep(TICK).await;
                 let Some(s) = weak.upgrade() else { return };
                 s.expire().await;
-            }
-        });
-        // What the upstreams send.
-        let weak = Arc::downgrade(&session);
-        proxy.spawn_reply(async move {
-            while let Some(event) = events_rx.recv().await {
-                let Some(s) = weak.upgrade() else { return };
-                s.on_upstream(event).await;
             }
         });
         // The served list changed (withdrawn, restored, drift).
@@ -456,7 +445,15 @@ impl Session {
         }
         let restarting = map.remove(server).is_some();
         let options = self.session_options(spec);
-        let upstream = Upstream::connect(spec, options, self.events.clone(), &self.proxy)
+        // What the server sends reaches this session, in order, from the
+        // task that reads it.
+        let weak = Arc::downgrade(self);
+        let events: Events = Arc::new(move |event| {
+            if let Some(session) = weak.upgrade() {
+                session.on_upstream(event);
+            }
+        });
+        let upstream = Upstream::connect(spec, options, events, &self.proxy)
             .await
             .map_err(|e| format!("upstream {server}: {e}"))?;
         if let Some(pid) = upstream.process_id() {
@@ -1057,7 +1054,7 @@ impl Session {
 
     // ---- what the upstreams send ----------------------------------------
 
-    async fn on_upstream(self: &Arc<Self>, event: Event) {
+    fn on_upstream(self: &Arc<Self>, event: Event) {
         match event {
             Event::Response(mut call, reply) => {
                 let mut error = None;
@@ -1076,7 +1073,7 @@ impl Session {
                     reply,
                 });
             }
-            Event::Message(server, message) => self.on_upstream_message(server, message).await,
+            Event::Message(server, message) => self.on_upstream_message(server, message),
             Event::Closed(server, reason, calls) => {
                 self.proxy.events.emit(
                     "upstream-closed",
@@ -1102,7 +1099,7 @@ impl Session {
         }
     }
 
-    async fn on_upstream_message(self: &Arc<Self>, server: String, mut message: Value) {
+    fn on_upstream_message(self: &Arc<Self>, server: String, mut message: Value) {
         let method = message
             .get("method")
             .and_then(Value::as_str)

@@ -48,6 +48,10 @@ pub struct FrontCall {
     pub span: Option<crate::telemetry::CallSpan>,
 }
 
+/// Where an upstream hands what it receives: the session, called in order
+/// from the task that reads the server (no queue in between).
+pub type Events = Arc<dyn Fn(Event) + Send + Sync>;
+
 /// What the upstream sends, for the session to act on.
 pub enum Event {
     /// A response to a request of the agent's, as the server wrote it.
@@ -119,7 +123,7 @@ impl Upstream {
     pub async fn connect(
         spec: &UpstreamSpec,
         options: SessionOptions,
-        events: mpsc::UnboundedSender<Event>,
+        events: Events,
         proxy: &crate::Proxy,
     ) -> Result<Arc<Self>, String> {
         let mut client = match &spec.endpoint {
@@ -187,7 +191,7 @@ impl Upstream {
             }
         });
         for message in early {
-            let _ = events.send(Event::Message(spec.name.clone(), message));
+            events(Event::Message(spec.name.clone(), message));
         }
         let reader = Arc::downgrade(&upstream);
         let name = spec.name.clone();
@@ -223,12 +227,7 @@ impl Upstream {
     /// A line from a stdio server: a response to one of the proxy's
     /// requests stays text; anything else is parsed. `Err` when the line
     /// is not JSON (the connection is over).
-    fn dispatch_text(
-        &self,
-        text: String,
-        events: &mpsc::UnboundedSender<Event>,
-        name: &str,
-    ) -> Result<(), String> {
+    fn dispatch_text(&self, text: String, events: &Events, name: &str) -> Result<(), String> {
         let text = match Reply::parse(text) {
             Ok(reply) => {
                 self.answer(reply, events);
@@ -248,11 +247,11 @@ impl Upstream {
         Ok(())
     }
 
-    fn dispatch(&self, message: Value, events: &mpsc::UnboundedSender<Event>, name: &str) {
+    fn dispatch(&self, message: Value, events: &Events, name: &str) {
         let is_response = message.get("method").is_none()
             && (message.get("result").is_some() || message.get("error").is_some());
         if !is_response {
-            let _ = events.send(Event::Message(name.to_string(), message));
+            events(Event::Message(name.to_string(), message));
             return;
         }
         // A response whose id is not one of the proxy's is nobody's.
@@ -262,12 +261,12 @@ impl Upstream {
     }
 
     /// Hands a response to whoever waits for it.
-    fn answer(&self, reply: Reply, events: &mpsc::UnboundedSender<Event>) {
+    fn answer(&self, reply: Reply, events: &Events) {
         let id = reply.upstream_id();
         let waiter = self.pending.lock().ok().and_then(|mut p| p.remove(&id));
         match waiter {
             Some(Waiter::Front(call)) => {
-                let _ = events.send(Event::Response(call, reply));
+                events(Event::Response(call, reply));
             }
             Some(Waiter::Internal(tx)) => {
                 let _ = tx.send(reply.into_value());
@@ -277,7 +276,7 @@ impl Upstream {
         }
     }
 
-    async fn close_with(&self, reason: String, events: &mpsc::UnboundedSender<Event>) {
+    async fn close_with(&self, reason: String, events: &Events) {
         // The exit status, unless the writer is stuck on the relay.
         let status = match self.relay.try_lock() {
             Ok(mut relay) => match relay.as_mut() {
@@ -307,7 +306,7 @@ impl Upstream {
             })
             .collect();
         if !self.shutting_down.load(Ordering::Relaxed) {
-            let _ = events.send(Event::Closed(self.name.clone(), reason, calls));
+            events(Event::Closed(self.name.clone(), reason, calls));
         }
     }
 
