@@ -15,8 +15,9 @@
 
 use std::ops::Range;
 
-/// serde_json's recursion limit.
-const MAX_DEPTH: usize = 128;
+/// The deepest nesting serde_json reads (its recursion limit is 128, and
+/// it refuses the container that reaches it).
+const MAX_DEPTH: usize = 127;
 
 /// Where the members of interest sit (byte ranges of their values).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -348,8 +349,15 @@ mod tests {
         ] {
             assert_eq!(scan(bad), None, "{bad}");
         }
-        let deep = format!("{{\"a\":{}{}}}", "[".repeat(200), "]".repeat(200));
-        assert_eq!(scan(&deep), None);
+        // Nesting: exactly as deep as serde_json goes, and no deeper.
+        for levels in [120, 126, 127, 128, 129, 200] {
+            let deep = format!("{{\"a\":{}{}}}", "[".repeat(levels), "]".repeat(levels));
+            assert_eq!(
+                scan(&deep).is_some(),
+                serde_json::from_str::<Value>(&deep).is_ok(),
+                "{levels} levels"
+            );
+        }
         for ok in [
             r#"{"a":1e5}"#,
             r#"{"a":-2.5E-300}"#,

@@ -510,10 +510,20 @@ impl Session {
     /// relayed as text unless the facade reshapes its arguments.
     async fn call_tool_text(self: &Arc<Self>, call: Call) {
         let id = call.id();
-        let arguments = call
-            .arguments()
-            .and_then(|a| serde_json::from_str(a).ok())
-            .unwrap_or(Value::Null);
+        // The scanner checked the message, so this parse does not fail; if
+        // it did, the arguments would not go unchecked.
+        let arguments = match call.arguments().map(serde_json::from_str::<Value>) {
+            None => Value::Null,
+            Some(Ok(arguments)) => arguments,
+            Some(Err(e)) => {
+                return self.send(error_response(
+                    &id,
+                    -32700,
+                    format!("parse error: {e}"),
+                    None,
+                ));
+            }
+        };
         let name = call.name().to_string();
         let Some((route, upstream_args)) = self.admit(&id, &name, arguments) else {
             return;
