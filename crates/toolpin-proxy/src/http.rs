@@ -69,6 +69,57 @@ impl Default for Options {
 /// A body fed from a channel: an SSE stream, or one JSON document.
 struct ChannelBody {
     rx: mpsc::UnboundedReceiver<Bytes>,
+    /// A stateless client's stream: an SSE comment now and then, so that
+    /// a client that hung up is noticed (the write fails, the body is
+    /// dropped) even while nothing else is sent.
+    heartbeat: Option<tokio::time::Interval>,
+    /// Dropped with the body: a stateless client that goes away cancels.
+    _abandon: Option<Abandon>,
+}
+
+/// How often a stateless client's quiet stream gets a heartbeat.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A stateless client's POST. The stateless revision has no session to
+/// send a cancellation on, and the clients share one, so a
+/// `notifications/cancelled` cannot say whose request it means: a client
+/// cancels by closing its connection. When the POST's stream (or the
+/// wait for its JSON answer) is dropped, its requests still open are
+/// cancelled upstream.
+struct Abandon {
+    session: std::sync::Weak<HttpSession>,
+    ids: Vec<u64>,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        let Some(s) = self.session.upgrade() else {
+            return;
+        };
+        let open: Vec<u64> = match s.streams.lock() {
+            Ok(mut streams) => self
+                .ids
+                .iter()
+                .filter(|n| streams.posts.remove(n).is_some())
+                .copied()
+                .collect(),
+            Err(_) => return,
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if open.is_empty() {
+            return;
+        }
+        let session = Arc::clone(&s.session);
+        runtime.spawn(async move {
+            for n in open {
+                session
+                    .handle(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": n, "reason": "the client closed its connection"}}))
+                    .await;
+            }
+        });
+    }
 }
 
 impl Body for ChannelBody {
@@ -79,7 +130,15 @@ impl Body for ChannelBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+        if let Poll::Ready(b) = self.rx.poll_recv(cx) {
+            return Poll::Ready(b.map(|b| Ok(Frame::data(b))));
+        }
+        if let Some(h) = self.heartbeat.as_mut() {
+            if h.poll_tick(cx).is_ready() {
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b":\n\n")))));
+            }
+        }
+        Poll::Pending
     }
 }
 
@@ -146,7 +205,12 @@ struct Streams {
 impl Streams {
     /// Registers one request of a POST: its id (and progress token) become
     /// the front's.
-    fn register(&mut self, request: &mut Value, tx: &mpsc::UnboundedSender<Bytes>, sse: bool) {
+    fn register(
+        &mut self,
+        request: &mut Value,
+        tx: &mpsc::UnboundedSender<Bytes>,
+        sse: bool,
+    ) -> u64 {
         self.next += 1;
         let n = self.next;
         let agent_id = request
@@ -165,6 +229,7 @@ impl Streams {
                 sse,
             },
         );
+        n
     }
 
     /// The agent's `notifications/cancelled` for one of its open requests:
@@ -590,11 +655,20 @@ fn get(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         }
         streams.get = Some(tx);
     }
-    sse_response(rx)
+    sse_response(rx, None)
 }
 
-fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>) -> Reply {
-    let mut r = Response::new(http_body_util::Either::Right(ChannelBody { rx }));
+fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>, abandon: Option<Abandon>) -> Reply {
+    let heartbeat = abandon.as_ref().map(|_| {
+        let mut h = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+        h.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        h
+    });
+    let mut r = Response::new(http_body_util::Either::Right(ChannelBody {
+        rx,
+        heartbeat,
+        _abandon: abandon,
+    }));
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     r.headers_mut()
@@ -768,10 +842,11 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
     // nowhere.
     let (tx, rx) = mpsc::unbounded_channel();
     let mut expected = rejected.len();
+    let mut ids = Vec::new();
     if let Ok(mut streams) = session.streams.lock() {
         let mut admit = |m: &mut Value| {
             if is_request(m) {
-                streams.register(m, &tx, accepts_sse);
+                ids.push(streams.register(m, &tx, accepts_sse));
                 expected += 1;
                 true
             } else if is_cancellation(m) {
@@ -812,10 +887,17 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         let handling = Arc::clone(&session.session);
         tokio::spawn(async move { handling.handle(message).await });
     }
+    let shared = session_id.is_none();
+    let abandon = shared.then(|| Abandon {
+        session: Arc::downgrade(&session),
+        ids,
+    });
     let mut reply = if accepts_sse {
-        sse_response(rx)
+        sse_response(rx, abandon)
     } else {
-        json_answers(rx, expected, is_batch).await
+        let reply = json_answers(rx, expected, is_batch).await;
+        drop(abandon);
+        reply
     };
     if let Some(id) = session_id.filter(|_| opens) {
         if let Ok(v) = HeaderValue::from_str(&id) {

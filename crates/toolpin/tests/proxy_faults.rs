@@ -500,6 +500,97 @@ fn ten_stateless_clients_mixing_long_and_short_calls_get_no_misrouted_answer() {
     sc.finish();
 }
 
+/// Stateless clients share one session, so a `notifications/cancelled`
+/// naming id 1 cannot say whose request 1 it means: it cancels nobody's
+/// (another client's call still gets its answer).
+#[test]
+fn a_stateless_cancellation_cannot_cancel_another_clients_request() {
+    let mut sc = Scenario::new();
+    sc.lock(None, "");
+    let addr = sc.listen();
+    let first = {
+        let addr = addr.clone();
+        thread::spawn(move || {
+            let call = stateless_call(json!(1), "trigger-long-running-operation", long_running(2));
+            post_with(
+                &addr,
+                &[SSE],
+                call.to_string().as_bytes(),
+                Duration::from_secs(10),
+            )
+        })
+    };
+    thread::sleep(Duration::from_millis(500));
+    let cancel = post(
+        &addr,
+        None,
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
+            "requestId": 1, "reason": "another client",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": STATELESS}}}),
+    );
+    assert_eq!(cancel.status, 202, "{cancel:#?}");
+    let first = first.join().expect("first client");
+    let a = first.response();
+    assert_eq!(
+        a["result"]["content"][0]["text"],
+        "Long running operation completed. Duration: 2 seconds, Steps: 1.",
+        "{first:#?}"
+    );
+    sc.finish();
+}
+
+/// A stateless client cancels by closing its connection (there is no
+/// session to send a cancellation on): the call is cancelled upstream and
+/// counted as cancelled.
+#[test]
+fn a_stateless_client_that_hangs_up_cancels_its_request() {
+    let mut sc = Scenario::new();
+    sc.lock(None, "");
+    let addr = sc.listen();
+    let started = Instant::now();
+    let call = stateless_call(json!(1), "trigger-long-running-operation", long_running(6));
+    let body = call.to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    stream.write_all(request.as_bytes()).expect("send");
+    stream.set_read_timeout(Some(STEP)).expect("timeout");
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).expect("the response starts");
+    assert_eq!(&head, b"HTTP/1.1 200");
+    thread::sleep(Duration::from_millis(500));
+    drop(stream);
+    let cancelled = "toolpin_tool_errors_total{server=\"everything\",tool=\"trigger-long-running-operation\",class=\"cancelled\"} 1";
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let metrics = raw(
+            &addr,
+            format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+            STEP,
+        );
+        if metrics.body.contains(cancelled) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the abandoned call was not cancelled: {}",
+            metrics.body
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "noticed only after the call ended"
+    );
+    // server-everything does not stop the operation it was told to
+    // cancel; a server busy when the proxy goes outlives it meanwhile.
+    thread::sleep(Duration::from_millis(6500).saturating_sub(started.elapsed()));
+    sc.finish();
+}
+
 // ---------------------------------------------------------------------------
 // 4. every POST ends
 
