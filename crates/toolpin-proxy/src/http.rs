@@ -703,8 +703,8 @@ const INVALID_REQUEST: i64 = -32600;
 
 /// The body's messages that can be handled (a batch keeps its shape), and
 /// the answers to those that cannot. `Err` when nothing can be: the
-/// reply for the whole body (HTTP 400).
-fn sort_out(message: Value) -> Result<(Value, Vec<Value>), Reply> {
+/// JSON-RPC answer to the whole body (HTTP 400).
+fn sort_out(message: Value) -> Result<(Value, Vec<Value>), Value> {
     match message {
         Value::Array(batch) if !batch.is_empty() => {
             let mut rejected = Vec::new();
@@ -719,21 +719,18 @@ fn sort_out(message: Value) -> Result<(Value, Vec<Value>), Reply> {
                 })
                 .collect();
             if valid.is_empty() {
-                return Err(json_reply(StatusCode::BAD_REQUEST, &Value::Array(rejected)));
+                return Err(Value::Array(rejected));
             }
             Ok((Value::Array(valid), rejected))
         }
-        Value::Array(_) => Err(json_reply(
-            StatusCode::BAD_REQUEST,
-            &error_response(
-                &Value::Null,
-                INVALID_REQUEST,
-                "invalid request: an empty batch",
-                None,
-            ),
+        Value::Array(_) => Err(error_response(
+            &Value::Null,
+            INVALID_REQUEST,
+            "invalid request: an empty batch",
+            None,
         )),
         other => match invalid(&other) {
-            Some(e) => Err(json_reply(StatusCode::BAD_REQUEST, &e)),
+            Some(e) => Err(e),
             None => Ok((other, Vec::new())),
         },
     }
@@ -786,7 +783,7 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
     let is_batch = message.is_array();
     let (mut message, rejected) = match sort_out(message) {
         Ok(sorted) => sorted,
-        Err(reply) => return reply,
+        Err(answer) => return json_reply(StatusCode::BAD_REQUEST, &answer),
     };
     let first = match &message {
         Value::Array(a) => a.first().cloned().unwrap_or(Value::Null),
