@@ -591,6 +591,57 @@ fn a_stateless_client_that_hangs_up_cancels_its_request() {
     sc.finish();
 }
 
+/// A server's request during a stateless client's call (sampling) goes on
+/// that call's POST stream, and the client's answer, POSTed without a
+/// session id, reaches the server: the call completes with it.
+#[test]
+fn a_stateless_clients_call_gets_its_servers_sampling_request_and_the_answer_reaches_it() {
+    let mut sc = Scenario::new();
+    sc.lock(None, "client_capabilities = { sampling = {} }\n");
+    let addr = sc.listen();
+    let body = stateless_call(
+        json!(1),
+        "trigger-sampling-request",
+        json!({"prompt": "hello", "maxTokens": 5}),
+    )
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    stream.set_read_timeout(Some(STEP)).expect("timeout");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut lines = BufReader::new(stream).lines();
+    let mut next_message = || -> Value {
+        loop {
+            let line = lines
+                .next()
+                .expect("the stream ended early")
+                .expect("a line within the timeout");
+            if let Some(data) = line.strip_prefix("data: ") {
+                return serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}"));
+            }
+        }
+    };
+    let sampling = next_message();
+    assert_eq!(sampling["method"], "sampling/createMessage", "{sampling:#}");
+    assert_eq!(
+        sampling["params"]["messages"][0]["content"]["text"],
+        "Resource trigger-sampling-request context: hello"
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": sampling["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "SAMPLED-7f3a"},
+        "model": "test-model", "stopReason": "endTurn"}});
+    let posted = post(&addr, None, &answer);
+    assert_eq!(posted.status, 202, "{posted:#?}");
+    let result = next_message();
+    assert_eq!(result["id"], 1, "{result:#}");
+    let text = text_of(&result);
+    assert!(text.contains("SAMPLED-7f3a"), "{result:#}");
+    sc.finish();
+}
+
 // ---------------------------------------------------------------------------
 // 4. every POST ends
 
