@@ -200,6 +200,9 @@ struct Streams {
     /// Shared by the stateless clients: a message goes only to the POST
     /// it belongs to, never to some other client's.
     shared: bool,
+    /// The relay session, to answer a server's request that cannot be
+    /// delivered.
+    session: std::sync::Weak<Session>,
 }
 
 impl Streams {
@@ -276,6 +279,7 @@ impl HttpSession {
         let session = Session::start(Arc::clone(proxy), to_client);
         let streams = Arc::new(Mutex::new(Streams {
             shared,
+            session: Arc::downgrade(&session),
             ..Streams::default()
         }));
         let routing = Arc::clone(&streams);
@@ -362,6 +366,7 @@ fn route(streams: &Mutex<Streams>, mut message: Outgoing) {
         }
     }
     if s.shared {
+        refuse_undeliverable(&s.session, &message);
         return;
     }
     if let Some(get) = &s.get {
@@ -377,6 +382,27 @@ fn route(streams: &Mutex<Streams>, mut message: Outgoing) {
     if s.backlog.len() < MAX_BACKLOG {
         s.backlog.push_back(message);
     }
+}
+
+/// A server's request in the stateless clients' shared session that
+/// belongs with no one call (several were in flight on that server) is
+/// answered with an error, so that the server does not wait for an answer
+/// that cannot come; it is never sent to some client that did not cause it.
+fn refuse_undeliverable(session: &std::sync::Weak<Session>, message: &Outgoing) {
+    let Some(id) = message.json().and_then(|m| m.get("id")).cloned() else {
+        return;
+    };
+    let (Some(session), Ok(runtime)) = (session.upgrade(), tokio::runtime::Handle::try_current())
+    else {
+        return;
+    };
+    let answer = error_response(
+        &id,
+        -32603,
+        "toolpin proxy: this request cannot be delivered: the stateless clients share one session and it belongs with no one call in flight",
+        None,
+    );
+    runtime.spawn(async move { session.handle(answer).await });
 }
 
 /// The front's request of a progress notification (its token).

@@ -642,6 +642,56 @@ fn a_stateless_clients_call_gets_its_servers_sampling_request_and_the_answer_rea
     sc.finish();
 }
 
+/// A server's request that belongs with no one call (two stateless calls
+/// are in flight on that server) goes to neither client: the server is
+/// told it cannot be delivered, and the other client's call is untouched.
+#[test]
+fn a_servers_request_that_belongs_with_no_one_call_reaches_no_other_client() {
+    let mut sc = Scenario::new();
+    sc.lock(None, "client_capabilities = { sampling = {} }\n");
+    let addr = sc.listen();
+    let first = {
+        let addr = addr.clone();
+        thread::spawn(move || {
+            post(
+                &addr,
+                None,
+                &stateless_call(json!(1), "trigger-long-running-operation", long_running(3)),
+            )
+        })
+    };
+    thread::sleep(Duration::from_millis(500));
+    let second = post(
+        &addr,
+        None,
+        &stateless_call(
+            json!(1),
+            "trigger-sampling-request",
+            json!({"prompt": "hello", "maxTokens": 5}),
+        ),
+    );
+    let first = first.join().expect("first client");
+    let requests: Vec<Value> = first
+        .messages()
+        .into_iter()
+        .chain(second.messages())
+        .filter(|m| m.get("method").is_some())
+        .collect();
+    assert_eq!(requests, Vec::<Value>::new(), "{first:#?}\n{second:#?}");
+    assert_eq!(
+        text_of(&first.response()),
+        "Long running operation completed. Duration: 3 seconds, Steps: 1.",
+        "{first:#?}"
+    );
+    let b = second.response();
+    let refused = b["error"]["message"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| text_of(&b));
+    assert!(refused.contains("cannot be delivered"), "{b:#}");
+    sc.finish();
+}
+
 // ---------------------------------------------------------------------------
 // 4. every POST ends
 
