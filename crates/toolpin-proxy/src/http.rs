@@ -203,6 +203,10 @@ struct Streams {
     /// The relay session, to answer a server's request that cannot be
     /// delivered.
     session: std::sync::Weak<Session>,
+    /// When the last open request was answered: a session is idle from
+    /// then, not from when that request came (an initialize that starts
+    /// slow upstreams can take longer than the idle limit).
+    drained: Option<std::time::Instant>,
 }
 
 impl Streams {
@@ -311,7 +315,11 @@ impl HttpSession {
         let streaming = self
             .streams
             .lock()
-            .map(|s| s.get.as_ref().is_some_and(|g| !g.is_closed()) || !s.posts.is_empty())
+            .map(|s| {
+                s.get.as_ref().is_some_and(|g| !g.is_closed())
+                    || !s.posts.is_empty()
+                    || s.drained.is_some_and(|t| t.elapsed() < limit)
+            })
             .unwrap_or(true);
         quiet && !streaming
     }
@@ -334,6 +342,9 @@ fn route(streams: &Mutex<Streams>, mut message: Outgoing) {
             return;
         };
         if let Some(w) = s.posts.remove(&n) {
+            if s.posts.is_empty() {
+                s.drained = Some(std::time::Instant::now());
+            }
             message.set_response_id(w.agent_id);
             let bytes = if w.sse {
                 sse_event(&message)
