@@ -10,11 +10,16 @@
 //!   (`notifications/tools/list_changed`, requests not tied to a call).
 //! - `DELETE /mcp`: ends the session and its upstream sessions.
 //! - Requests of the stateless revision (no session id) share one session.
+//!   Every request is answered on its own POST whatever its id: the front
+//!   gives each request (and its progress token) an id of its own, unique
+//!   in the session, and the agent's id is put back on the answer. In the
+//!   shared session, a server's message goes only to the POST it belongs
+//!   with, and a cancellation names no other client's request.
 //! - Host and Origin are checked on every request (DNS-rebinding
 //!   protection): loopback names, plus what `--allow-host` /
 //!   `--allow-origin` add. Anything else gets 403.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -64,6 +69,57 @@ impl Default for Options {
 /// A body fed from a channel: an SSE stream, or one JSON document.
 struct ChannelBody {
     rx: mpsc::UnboundedReceiver<Bytes>,
+    /// A stateless client's stream: an SSE comment now and then, so that
+    /// a client that hung up is noticed (the write fails, the body is
+    /// dropped) even while nothing else is sent.
+    heartbeat: Option<tokio::time::Interval>,
+    /// Dropped with the body: a stateless client that goes away cancels.
+    _abandon: Option<Abandon>,
+}
+
+/// How often a stateless client's quiet stream gets a heartbeat.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A stateless client's POST. The stateless revision has no session to
+/// send a cancellation on, and the clients share one, so a
+/// `notifications/cancelled` cannot say whose request it means: a client
+/// cancels by closing its connection. When the POST's stream (or the
+/// wait for its JSON answer) is dropped, its requests still open are
+/// cancelled upstream.
+struct Abandon {
+    session: std::sync::Weak<HttpSession>,
+    ids: Vec<u64>,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        let Some(s) = self.session.upgrade() else {
+            return;
+        };
+        let open: Vec<u64> = match s.streams.lock() {
+            Ok(mut streams) => self
+                .ids
+                .iter()
+                .filter(|n| streams.posts.remove(n).is_some())
+                .copied()
+                .collect(),
+            Err(_) => return,
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if open.is_empty() {
+            return;
+        }
+        let session = Arc::clone(&s.session);
+        runtime.spawn(async move {
+            for n in open {
+                session
+                    .handle(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": n, "reason": "the client closed its connection"}}))
+                    .await;
+            }
+        });
+    }
 }
 
 impl Body for ChannelBody {
@@ -74,7 +130,15 @@ impl Body for ChannelBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+        if let Poll::Ready(b) = self.rx.poll_recv(cx) {
+            return Poll::Ready(b.map(|b| Ok(Frame::data(b))));
+        }
+        if let Some(h) = self.heartbeat.as_mut() {
+            if h.poll_tick(cx).is_ready() {
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b":\n\n")))));
+            }
+        }
+        Poll::Pending
     }
 }
 
@@ -106,18 +170,100 @@ fn sse_event(message: &Outgoing) -> Bytes {
     Bytes::from(format!("event: message\ndata: {}\n\n", message.to_line()))
 }
 
+/// One of the agent's requests awaiting its answer on a POST stream.
+struct Waiting {
+    /// The id the agent gave it: its answer goes out under it again.
+    agent_id: Value,
+    /// The agent's progress token, if it sent one.
+    progress: Option<Value>,
+    tx: mpsc::UnboundedSender<Bytes>,
+    sse: bool,
+}
+
 /// Where a session's outgoing messages go.
+///
+/// Each request that arrives on a POST gets an id of the front's, unique
+/// in the session, in place of the agent's (and likewise its progress
+/// token): the session and the upstreams see only that id, so an answer
+/// (or progress) finds the one POST that asked, whatever ids the agents
+/// chose. Stateless clients share one session and almost all start at
+/// id 1.
 #[derive(Default)]
 struct Streams {
-    /// Open POST streams: the agent's request id → its stream.
-    posts: BTreeMap<u64, (String, mpsc::UnboundedSender<Bytes>, bool)>,
-    /// Progress tokens → the POST that announced them.
-    progress: HashMap<String, u64>,
+    /// Open requests, by the front's id for them.
+    posts: HashMap<u64, Waiting>,
     /// The GET stream.
     get: Option<mpsc::UnboundedSender<Bytes>>,
     /// Messages with nowhere to go yet (no GET stream open).
     backlog: VecDeque<Outgoing>,
     next: u64,
+    /// Shared by the stateless clients: a message goes only to the POST
+    /// it belongs to, never to some other client's.
+    shared: bool,
+    /// The relay session, to answer a server's request that cannot be
+    /// delivered.
+    session: std::sync::Weak<Session>,
+    /// When the last open request was answered: a session is idle from
+    /// then, not from when that request came (an initialize that starts
+    /// slow upstreams can take longer than the idle limit).
+    drained: Option<std::time::Instant>,
+}
+
+impl Streams {
+    /// Registers one request of a POST: its id (and progress token) become
+    /// the front's.
+    fn register(
+        &mut self,
+        request: &mut Value,
+        tx: &mpsc::UnboundedSender<Bytes>,
+        sse: bool,
+    ) -> u64 {
+        self.next += 1;
+        let n = self.next;
+        let agent_id = request
+            .get_mut("id")
+            .map(|id| std::mem::replace(id, json!(n)))
+            .unwrap_or(Value::Null);
+        let progress = request
+            .pointer_mut("/params/_meta/progressToken")
+            .map(|t| std::mem::replace(t, json!(n)));
+        self.posts.insert(
+            n,
+            Waiting {
+                agent_id,
+                progress,
+                tx: tx.clone(),
+                sse,
+            },
+        );
+        n
+    }
+
+    /// The agent's `notifications/cancelled` for one of its open requests:
+    /// names the front's id instead, and that request's POST gets no
+    /// answer (its stream ends). `false` when it names no open request of
+    /// this session's; then it is not relayed. Stateless clients share the
+    /// session, so a cancellation cannot say whose request it means: theirs
+    /// are never matched.
+    fn cancel(&mut self, notification: &mut Value) -> bool {
+        if self.shared {
+            return false;
+        }
+        let Some(request) = notification.pointer_mut("/params/requestId") else {
+            return false;
+        };
+        let Some(n) = self
+            .posts
+            .iter()
+            .find(|(_, w)| w.agent_id == *request)
+            .map(|(n, _)| *n)
+        else {
+            return false;
+        };
+        *request = json!(n);
+        self.posts.remove(&n);
+        true
+    }
 }
 
 /// One HTTP session: the relay session and its streams.
@@ -132,10 +278,14 @@ struct HttpSession {
 const MAX_BACKLOG: usize = 1000;
 
 impl HttpSession {
-    fn new(proxy: &Arc<Proxy>) -> Arc<Self> {
+    fn new(proxy: &Arc<Proxy>, shared: bool) -> Arc<Self> {
         let (to_client, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
         let session = Session::start(Arc::clone(proxy), to_client);
-        let streams = Arc::new(Mutex::new(Streams::default()));
+        let streams = Arc::new(Mutex::new(Streams {
+            shared,
+            session: Arc::downgrade(&session),
+            ..Streams::default()
+        }));
         let routing = Arc::clone(&streams);
         tokio::spawn(async move {
             while let Some(message) = outgoing.recv().await {
@@ -165,57 +315,70 @@ impl HttpSession {
         let streaming = self
             .streams
             .lock()
-            .map(|s| s.get.as_ref().is_some_and(|g| !g.is_closed()) || !s.posts.is_empty())
+            .map(|s| {
+                s.get.as_ref().is_some_and(|g| !g.is_closed())
+                    || !s.posts.is_empty()
+                    || s.drained.is_some_and(|t| t.elapsed() < limit)
+            })
             .unwrap_or(true);
         quiet && !streaming
     }
 }
 
 /// Sends one outgoing message where it belongs: a response on the stream
-/// of the POST that asked; progress on the stream of the request that
-/// announced the token; anything else on the GET stream, else on an open
-/// POST stream, else kept until a GET stream opens.
-fn route(streams: &Mutex<Streams>, message: Outgoing) {
+/// of the POST that asked, under the agent's id; progress on the stream
+/// of the request that announced the token, under the agent's token; a
+/// server's message tied to one request on that request's stream;
+/// anything else on the GET stream, else on an open POST stream, else
+/// kept until a GET stream opens (in the stateless clients' shared
+/// session: only where it belongs, else nowhere).
+fn route(streams: &Mutex<Streams>, mut message: Outgoing) {
     let Ok(mut s) = streams.lock() else { return };
     let is_response = message.json().is_none_or(|m| m.get("method").is_none());
     if is_response {
-        let key = message
-            .response_id()
-            .map(Value::to_string)
-            .unwrap_or_default();
-        let found = s
-            .posts
-            .iter()
-            .find(|(_, (id, _, _))| *id == key)
-            .map(|(n, _)| *n);
-        if let Some(n) = found {
-            if let Some((_, tx, sse)) = s.posts.remove(&n) {
-                let bytes = if sse {
-                    sse_event(&message)
-                } else {
-                    Bytes::from(message.to_line())
-                };
-                let _ = tx.send(bytes);
+        // A response to nothing open (cancelled, or not a request of the
+        // front's) has nobody to go to.
+        let Some(n) = message.response_id().and_then(Value::as_u64) else {
+            return;
+        };
+        if let Some(w) = s.posts.remove(&n) {
+            if s.posts.is_empty() {
+                s.drained = Some(std::time::Instant::now());
             }
-            s.progress.retain(|_, v| *v != n);
+            message.set_response_id(w.agent_id);
+            let bytes = if w.sse {
+                sse_event(&message)
+            } else {
+                Bytes::from(message.to_line())
+            };
+            let _ = w.tx.send(bytes);
         }
         return;
     }
-    let progress = message
-        .json()
-        .filter(|m| m.get("method").and_then(Value::as_str) == Some("notifications/progress"));
-    if let Some(m) = progress {
-        let token = m
-            .get("params")
-            .and_then(|p| p.get("progressToken"))
-            .map(Value::to_string)
-            .unwrap_or_default();
-        if let Some(n) = s.progress.get(&token).copied() {
-            if let Some((_, tx, true)) = s.posts.get(&n) {
-                let _ = tx.send(sse_event(&message));
-                return;
-            }
+    if let Some(n) = progress_of(&message) {
+        // The token is the front's: it means nothing to anyone else.
+        let Some(w) = s.posts.get(&n).filter(|w| w.sse) else {
+            return;
+        };
+        let (Some(token), Some(Value::Object(params))) = (
+            w.progress.clone(),
+            message.json_mut().and_then(|m| m.get_mut("params")),
+        ) else {
+            return;
+        };
+        params.insert("progressToken".into(), token);
+        let _ = w.tx.send(sse_event(&message));
+        return;
+    }
+    if let Some(n) = message.related_to().and_then(Value::as_u64) {
+        if let Some(w) = s.posts.get(&n).filter(|w| w.sse) {
+            let _ = w.tx.send(sse_event(&message));
+            return;
         }
+    }
+    if s.shared {
+        refuse_undeliverable(&s.session, &message);
+        return;
     }
     if let Some(get) = &s.get {
         if get.send(sse_event(&message)).is_ok() {
@@ -223,13 +386,43 @@ fn route(streams: &Mutex<Streams>, message: Outgoing) {
         }
         s.get = None;
     }
-    if let Some((_, tx, _)) = s.posts.values().find(|(_, _, sse)| *sse) {
-        let _ = tx.send(sse_event(&message));
+    if let Some(w) = s.posts.values().find(|w| w.sse) {
+        let _ = w.tx.send(sse_event(&message));
         return;
     }
     if s.backlog.len() < MAX_BACKLOG {
         s.backlog.push_back(message);
     }
+}
+
+/// A server's request in the stateless clients' shared session that
+/// belongs with no one call (several were in flight on that server) is
+/// answered with an error, so that the server does not wait for an answer
+/// that cannot come; it is never sent to some client that did not cause it.
+fn refuse_undeliverable(session: &std::sync::Weak<Session>, message: &Outgoing) {
+    let Some(id) = message.json().and_then(|m| m.get("id")).cloned() else {
+        return;
+    };
+    let (Some(session), Ok(runtime)) = (session.upgrade(), tokio::runtime::Handle::try_current())
+    else {
+        return;
+    };
+    let answer = error_response(
+        &id,
+        -32603,
+        "toolpin proxy: this request cannot be delivered: the stateless clients share one session and it belongs with no one call in flight",
+        None,
+    );
+    runtime.spawn(async move { session.handle(answer).await });
+}
+
+/// The front's request of a progress notification (its token).
+fn progress_of(message: &Outgoing) -> Option<u64> {
+    let m = message.json()?;
+    if m.get("method").and_then(Value::as_str) != Some("notifications/progress") {
+        return None;
+    }
+    m.pointer("/params/progressToken")?.as_u64()
 }
 
 /// The front's shared state.
@@ -341,23 +534,44 @@ async fn accept_loop_with(
     }
 }
 
+/// The name in a Host value (`name`, `name:port`, `[v6]`, `[v6]:port`);
+/// `None` when it is none of these (nothing but `:port` may follow `]`,
+/// and a port is digits).
+fn host_name(host: &str) -> Option<&str> {
+    let is_port = |p: &str| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = host.strip_prefix('[') {
+        let (name, after) = rest.split_once(']')?;
+        let port_ok = after.is_empty() || after.strip_prefix(':').is_some_and(is_port);
+        return port_ok.then_some(name);
+    }
+    match host.split_once(':') {
+        None => Some(host),
+        Some((name, port)) if is_port(port) => Some(name),
+        Some(_) => None,
+    }
+}
+
 fn is_loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        // [::1]:port
-        rest.split(']').next().unwrap_or("")
-    } else {
-        host.rsplit_once(':').map_or(host, |(h, p)| {
-            if p.chars().all(|c| c.is_ascii_digit()) {
-                h
-            } else {
-                host
-            }
-        })
-    };
-    matches!(
-        name.to_ascii_lowercase().as_str(),
-        "localhost" | "127.0.0.1" | "::1"
-    )
+    host_name(host).is_some_and(|name| {
+        matches!(
+            name.to_ascii_lowercase().as_str(),
+            "localhost" | "127.0.0.1" | "::1"
+        )
+    })
+}
+
+/// Requests that cannot be checked for where they were sent: more than
+/// one Host header, or an absolute-form target (whose authority, not the
+/// Host header, would name the host; RFC 9112 section 3.2). 400 for
+/// either.
+fn malformed_target(req: &Request<Incoming>) -> Option<&'static str> {
+    if req.headers().get_all(HOST).iter().nth(1).is_some() {
+        return Some("bad request: more than one Host header");
+    }
+    if req.uri().scheme().is_some() || req.uri().authority().is_some() {
+        return Some("bad request: send the path only (origin-form), not an absolute URI");
+    }
+    None
 }
 
 impl Front {
@@ -369,13 +583,14 @@ impl Front {
             .get(HOST)
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
-        let host_ok = is_loopback_host(host)
-            || self.options.allow_hosts.iter().any(|a| {
-                a.eq_ignore_ascii_case(host)
-                    || host
-                        .rsplit_once(':')
-                        .is_some_and(|(h, _)| a.eq_ignore_ascii_case(h))
-            });
+        let host_ok = host_name(host).is_some_and(|name| {
+            is_loopback_host(host)
+                || self
+                    .options
+                    .allow_hosts
+                    .iter()
+                    .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(name))
+        });
         if !host_ok {
             return Err(
                 "forbidden: Host header not allowed (DNS-rebinding protection; see --allow-host)",
@@ -415,6 +630,9 @@ impl Front {
 }
 
 async fn handle(front: Arc<Front>, req: Request<Incoming>, metrics_only: bool) -> Reply {
+    if let Some(why) = malformed_target(&req) {
+        return plain(StatusCode::BAD_REQUEST, why);
+    }
     if let Err(why) = front.host_allowed(&req) {
         front
             .proxy
@@ -474,11 +692,20 @@ fn get(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         }
         streams.get = Some(tx);
     }
-    sse_response(rx)
+    sse_response(rx, None)
 }
 
-fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>) -> Reply {
-    let mut r = Response::new(http_body_util::Either::Right(ChannelBody { rx }));
+fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>, abandon: Option<Abandon>) -> Reply {
+    let heartbeat = abandon.as_ref().map(|_| {
+        let mut h = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+        h.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        h
+    });
+    let mut r = Response::new(http_body_util::Either::Right(ChannelBody {
+        rx,
+        heartbeat,
+        _abandon: abandon,
+    }));
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     r.headers_mut()
@@ -492,6 +719,76 @@ fn new_session_id() -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// Why a message cannot be handled, as the JSON-RPC error that answers
+/// it: anything but an object, or an object whose `method` is not a
+/// string.
+fn invalid(message: &Value) -> Option<Value> {
+    let why = match message {
+        Value::Object(m) => match m.get("method") {
+            Some(Value::String(_)) | None => return None,
+            Some(_) => "invalid request: method is not a string",
+        },
+        _ => "invalid request: not a JSON-RPC object",
+    };
+    let id = message.get("id").cloned().unwrap_or(Value::Null);
+    Some(error_response(&id, INVALID_REQUEST, why, None))
+}
+
+const INVALID_REQUEST: i64 = -32600;
+
+/// The body's messages that can be handled (a batch keeps its shape), and
+/// the answers to those that cannot. `Err` when nothing can be: the
+/// JSON-RPC answer to the whole body (HTTP 400).
+fn sort_out(message: Value) -> Result<(Value, Vec<Value>), Value> {
+    match message {
+        Value::Array(batch) if !batch.is_empty() => {
+            let mut rejected = Vec::new();
+            let valid: Vec<Value> = batch
+                .into_iter()
+                .filter(|m| match invalid(m) {
+                    Some(e) => {
+                        rejected.push(e);
+                        false
+                    }
+                    None => true,
+                })
+                .collect();
+            if valid.is_empty() {
+                return Err(Value::Array(rejected));
+            }
+            Ok((Value::Array(valid), rejected))
+        }
+        Value::Array(_) => Err(error_response(
+            &Value::Null,
+            INVALID_REQUEST,
+            "invalid request: an empty batch",
+            None,
+        )),
+        other => match invalid(&other) {
+            Some(e) => Err(e),
+            None => Ok((other, Vec::new())),
+        },
+    }
+}
+
+/// Whether a body holds only answers (to the servers' requests).
+fn answers_only(message: &Value) -> bool {
+    let answer = |m: &Value| m.get("method").is_none() && m.get("id").is_some();
+    match message {
+        Value::Array(batch) => batch.iter().all(answer),
+        single => answer(single),
+    }
+}
+
+fn is_request(m: &Value) -> bool {
+    m.get("method").is_some() && m.get("id").is_some()
+}
+
+fn is_cancellation(m: &Value) -> bool {
+    m.get("id").is_none()
+        && m.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
 }
 
 async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
@@ -520,6 +817,11 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
             )
         }
     };
+    let is_batch = message.is_array();
+    let (mut message, rejected) = match sort_out(message) {
+        Ok(sorted) => sorted,
+        Err(answer) => return json_reply(StatusCode::BAD_REQUEST, &answer),
+    };
     let first = match &message {
         Value::Array(a) => a.first().cloned().unwrap_or(Value::Null),
         other => other.clone(),
@@ -533,7 +835,7 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
             .is_some();
     let (session_id, session) = if opens {
         let id = new_session_id();
-        let s = HttpSession::new(&front.proxy);
+        let s = HttpSession::new(&front.proxy, false);
         if let Ok(mut m) = front.sessions.lock() {
             m.insert(id.clone(), Arc::clone(&s));
         }
@@ -544,8 +846,16 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         let proxy = Arc::clone(&front.proxy);
         let s = front
             .stateless
-            .get_or_init(|| async move { HttpSession::new(&proxy) })
+            .get_or_init(|| async move { HttpSession::new(&proxy, true) })
             .await;
+        (None, Arc::clone(s))
+    } else if let Some(s) = front
+        .stateless
+        .get()
+        .filter(|_| !has_session_header && answers_only(&message))
+    {
+        // A stateless client's answer to a server's request (sampling,
+        // elicitation): the ids are the session's own.
         (None, Arc::clone(s))
     } else if has_session_header {
         return plain(StatusCode::NOT_FOUND, "no such session; initialize again");
@@ -554,55 +864,74 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
             StatusCode::BAD_REQUEST,
             &error_response(
                 &Value::Null,
-                -32600,
+                INVALID_REQUEST,
                 "no Mcp-Session-Id: send initialize first",
                 None,
             ),
         );
     };
 
-    // Requests in the message: their answers are awaited on this POST.
-    let requests: Vec<&Value> = match &message {
-        Value::Array(a) => a
-            .iter()
-            .filter(|m| m.get("method").is_some() && m.get("id").is_some())
-            .collect(),
-        m if m.get("method").is_some() && m.get("id").is_some() => vec![m],
-        _ => Vec::new(),
-    };
-    if requests.is_empty() {
-        session.session.handle(message).await;
-        return plain(StatusCode::ACCEPTED, "");
-    }
+    // Requests in the message: their answers are awaited on this POST,
+    // under ids of the front's; cancellations name those ids, or go
+    // nowhere.
     let (tx, rx) = mpsc::unbounded_channel();
+    let mut expected = rejected.len();
+    let mut ids = Vec::new();
     if let Ok(mut streams) = session.streams.lock() {
-        for r in &requests {
-            let n = streams.next;
-            streams.next += 1;
-            let key = r.get("id").map(Value::to_string).unwrap_or_default();
-            if let Some(token) = r.pointer("/params/_meta/progressToken") {
-                streams.progress.insert(token.to_string(), n);
+        let mut admit = |m: &mut Value| {
+            if is_request(m) {
+                ids.push(streams.register(m, &tx, accepts_sse));
+                expected += 1;
+                true
+            } else if is_cancellation(m) {
+                streams.cancel(m)
+            } else {
+                true
             }
-            streams.posts.insert(n, (key, tx.clone(), accepts_sse));
+        };
+        match &mut message {
+            Value::Array(batch) => batch.retain_mut(|m| admit(m)),
+            single => {
+                if !admit(single) {
+                    *single = Value::Null;
+                }
+            }
         }
+    }
+    for e in &rejected {
+        let line = Outgoing::Json(e.clone());
+        let _ = tx.send(if accepts_sse {
+            sse_event(&line)
+        } else {
+            Bytes::from(line.to_line())
+        });
     }
     drop(tx);
-    let handling = Arc::clone(&session.session);
-    tokio::spawn(async move { handling.handle(message).await });
-    let mut reply = if accepts_sse {
-        sse_response(rx)
-    } else {
-        // Plain JSON: wait for the one answer.
-        let mut rx = rx;
-        match rx.recv().await {
-            Some(bytes) => {
-                let mut r = Response::new(http_body_util::Either::Left(Full::new(bytes)));
-                r.headers_mut()
-                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                r
-            }
-            None => plain(StatusCode::INTERNAL_SERVER_ERROR, "the request was dropped"),
+    let relay = match &message {
+        Value::Array(batch) => !batch.is_empty(),
+        single => !single.is_null(),
+    };
+    if expected == 0 {
+        if relay {
+            session.session.handle(message).await;
         }
+        return plain(StatusCode::ACCEPTED, "");
+    }
+    if relay {
+        let handling = Arc::clone(&session.session);
+        tokio::spawn(async move { handling.handle(message).await });
+    }
+    let shared = session_id.is_none();
+    let abandon = shared.then(|| Abandon {
+        session: Arc::downgrade(&session),
+        ids,
+    });
+    let mut reply = if accepts_sse {
+        sse_response(rx, abandon)
+    } else {
+        let reply = json_answers(rx, expected, is_batch).await;
+        drop(abandon);
+        reply
     };
     if let Some(id) = session_id.filter(|_| opens) {
         if let Ok(v) = HeaderValue::from_str(&id) {
@@ -610,6 +939,44 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         }
     }
     reply
+}
+
+/// Plain JSON: waits for every answer (none owed for a request that was
+/// cancelled), then one document, or an array for a batch.
+async fn json_answers(
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    expected: usize,
+    is_batch: bool,
+) -> Reply {
+    let mut answers = Vec::with_capacity(expected);
+    while answers.len() < expected {
+        match rx.recv().await {
+            Some(bytes) => answers.push(bytes),
+            None => break,
+        }
+    }
+    let body = match (is_batch, answers.len()) {
+        (_, 0) => return plain(StatusCode::ACCEPTED, ""),
+        (false, _) => answers.swap_remove(0),
+        (true, _) => {
+            let mut joined = Vec::with_capacity(
+                answers.iter().map(Bytes::len).sum::<usize>() + answers.len() + 1,
+            );
+            joined.push(b'[');
+            for (i, a) in answers.iter().enumerate() {
+                if i > 0 {
+                    joined.push(b',');
+                }
+                joined.extend_from_slice(a);
+            }
+            joined.push(b']');
+            Bytes::from(joined)
+        }
+    };
+    let mut r = Response::new(http_body_util::Either::Left(Full::new(body)));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
 }
 
 #[cfg(test)]
@@ -633,9 +1000,80 @@ mod tests {
             "127.0.0.1.evil.example",
             "",
             "localhost.evil",
+            "[::1]evil.com",
+            "[::1]evil.com:80",
+            "[::1]:80evil",
+            "[::1]:",
+            "[::1",
+            "localhost:",
+            "localhost:80x",
+            "localhost:80:80",
+            "::1",
         ] {
             assert!(!is_loopback_host(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn host_names() {
+        assert_eq!(host_name("[::1]:8080"), Some("::1"));
+        assert_eq!(host_name("[::1]"), Some("::1"));
+        assert_eq!(host_name("example.test:443"), Some("example.test"));
+        assert_eq!(host_name("example.test"), Some("example.test"));
+        assert_eq!(host_name("[::1]x"), None);
+        assert_eq!(host_name("example.test:123456"), None);
+    }
+
+    /// Every request of a POST gets an id of the front's; the answer goes
+    /// back under the agent's id, to that POST only.
+    #[test]
+    fn answers_find_their_own_post_whatever_the_agents_ids() {
+        let streams = Mutex::new(Streams::default());
+        let (tx_a, mut rx_a) = mpsc::unbounded_channel();
+        let (tx_b, mut rx_b) = mpsc::unbounded_channel();
+        let mut a = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"});
+        let mut b = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"_meta": {"progressToken": "t"}}});
+        {
+            let mut s = streams.lock().expect("lock");
+            s.register(&mut a, &tx_a, false);
+            s.register(&mut b, &tx_b, true);
+        }
+        assert_eq!(a["id"], 1);
+        assert_eq!(b["id"], 2);
+        assert_eq!(b["params"]["_meta"]["progressToken"], 2);
+        route(
+            &streams,
+            Outgoing::Json(
+                json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 2, "progress": 1}}),
+            ),
+        );
+        route(
+            &streams,
+            Outgoing::Json(json!({"jsonrpc": "2.0", "id": 2, "result": {"b": true}})),
+        );
+        route(
+            &streams,
+            Outgoing::Json(json!({"jsonrpc": "2.0", "id": 1, "result": {"a": true}})),
+        );
+        let got = |rx: &mut mpsc::UnboundedReceiver<Bytes>| {
+            let mut out = Vec::new();
+            while let Ok(b) = rx.try_recv() {
+                out.push(String::from_utf8_lossy(&b).into_owned());
+            }
+            out
+        };
+        assert_eq!(
+            got(&mut rx_a),
+            vec![r#"{"id":1,"jsonrpc":"2.0","result":{"a":true}}"#]
+        );
+        assert_eq!(
+            got(&mut rx_b),
+            vec![
+                "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1,\"progressToken\":\"t\"}}\n\n".to_string(),
+                "event: message\ndata: {\"id\":1,\"jsonrpc\":\"2.0\",\"result\":{\"b\":true}}\n\n".to_string(),
+            ]
+        );
+        assert!(streams.lock().expect("lock").posts.is_empty());
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub struct Spans {
     pub error: Option<Range<usize>>,
     pub params_name: Option<Range<usize>>,
     pub params_arguments: Option<Range<usize>>,
+    pub params_meta: Option<Range<usize>>,
     pub result_is_error: Option<Range<usize>>,
     pub result_structured: Option<Range<usize>>,
     pub result_content: Option<Range<usize>>,
@@ -163,6 +164,7 @@ impl Scanner<'_> {
                 (Role::Message, b"error") => &mut self.spans.error,
                 (Role::Params, b"name") => &mut self.spans.params_name,
                 (Role::Params, b"arguments") => &mut self.spans.params_arguments,
+                (Role::Params, b"_meta") => &mut self.spans.params_meta,
                 (Role::Result, b"isError") => &mut self.spans.result_is_error,
                 (Role::Result, b"structuredContent") => &mut self.spans.result_structured,
                 (Role::Result, b"content") => &mut self.spans.result_content,
@@ -459,6 +461,7 @@ mod tests {
             prop_assert_eq!(read(&s.params), message.get("params").cloned());
             prop_assert_eq!(read(&s.params_name), message.pointer("/params/name").cloned());
             prop_assert_eq!(read(&s.params_arguments), message.pointer("/params/arguments").cloned());
+            prop_assert_eq!(read(&s.params_meta), message.pointer("/params/_meta").cloned());
             prop_assert_eq!(read(&s.result_content), message.pointer("/result/content").cloned());
         }
     }

@@ -32,6 +32,7 @@ use crate::Proxy;
 const TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// JSON-RPC error codes.
+const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -188,7 +189,21 @@ impl Session {
                 }
             }
             Value::Object(_) => {
-                let has_method = message.get("method").and_then(Value::as_str).is_some();
+                let has_method = match message.get("method") {
+                    None => false,
+                    Some(Value::String(_)) => true,
+                    // Neither a request nor an answer: said so, not
+                    // mistaken for an answer nobody waits for.
+                    Some(_) => {
+                        let id = message.get("id").cloned().unwrap_or(Value::Null);
+                        return self.send(error_response(
+                            &id,
+                            INVALID_REQUEST,
+                            "invalid request: method is not a string",
+                            None,
+                        ));
+                    }
+                };
                 let id = message.get("id").cloned();
                 match (has_method, id) {
                     (true, Some(id)) => self.on_request(id, message).await,
@@ -199,7 +214,7 @@ impl Session {
             }
             _ => self.send(error_response(
                 &Value::Null,
-                -32600,
+                INVALID_REQUEST,
                 "invalid request: not a JSON-RPC object",
                 None,
             )),
@@ -687,10 +702,13 @@ impl Session {
         };
         let started = Instant::now();
         // A call goes as text unless something is added to it (a trace
-        // context, the stateless `_meta`).
+        // context, the stateless `_meta`) or taken out (the agent's own
+        // protocol version: the upstream gets the one it negotiated).
         let message = match (outbound, &tool) {
             (Outbound::Call(call), Some((_, route)))
-                if !upstream.adds_meta() && !self.proxy.telemetry.enabled() =>
+                if !upstream.adds_meta()
+                    && !self.proxy.telemetry.enabled()
+                    && !call.names_protocol_version() =>
             {
                 let name = route.upstream_name.as_str();
                 let waiter = Waiter::Front(Box::new(FrontCall {
@@ -1083,7 +1101,9 @@ impl Session {
                     reply,
                 });
             }
-            Event::Message(server, message) => self.on_upstream_message(server, message),
+            Event::Message(server, message, related) => {
+                self.on_upstream_message(server, message, related)
+            }
             Event::Closed(server, reason, calls) => {
                 self.proxy.events.emit(
                     "upstream-closed",
@@ -1109,7 +1129,22 @@ impl Session {
         }
     }
 
-    fn on_upstream_message(self: &Arc<Self>, server: String, mut message: Value) {
+    /// Sends a server's message to the agent, with the request it belongs
+    /// with when one is known.
+    fn send_related(&self, message: Value, related: Option<Value>) {
+        let out = match related {
+            Some(to) => Outgoing::Related { to, message },
+            None => Outgoing::Json(message),
+        };
+        let _ = self.to_client.send(out);
+    }
+
+    fn on_upstream_message(
+        self: &Arc<Self>,
+        server: String,
+        mut message: Value,
+        related: Option<Value>,
+    ) {
         let method = message
             .get("method")
             .and_then(Value::as_str)
@@ -1125,7 +1160,7 @@ impl Session {
                 m.insert(id_key(&front_id), (server, original));
             }
             message["id"] = front_id;
-            self.send(message);
+            self.send_related(message, related);
             return;
         }
         match method.as_str() {
@@ -1184,7 +1219,7 @@ impl Session {
                     self.send(message);
                 }
             }
-            _ => self.send(message),
+            _ => self.send_related(message, related),
         }
     }
 

@@ -87,11 +87,23 @@ pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
             )));
             continue;
         }
-        // Bytes that are not UTF-8 are replaced, as before; the parser
-        // decides.
+        // A line that is not UTF-8 is no JSON: refused as the HTTP front
+        // refuses such a body (the same parse error), never forwarded with
+        // the bytes replaced.
         let text = match std::str::from_utf8(&buf) {
             Ok(t) => t.trim().to_string(),
-            Err(_) => String::from_utf8_lossy(&buf).trim().to_string(),
+            Err(_) => {
+                let why = serde_json::from_slice::<Value>(buf.trim_ascii())
+                    .err()
+                    .map_or_else(|| "invalid UTF-8".to_string(), |e| e.to_string());
+                let _ = to_client.send(Outgoing::Json(error_response(
+                    &Value::Null,
+                    -32700,
+                    format!("parse error: {why}"),
+                    None,
+                )));
+                continue;
+            }
         };
         if text.is_empty() {
             continue;

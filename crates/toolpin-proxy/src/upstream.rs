@@ -17,6 +17,9 @@ use toolpin_manifest::Transform;
 use crate::served::Route;
 use crate::wire::{Call, Reply};
 
+/// Where the stateless revision carries the protocol version.
+pub(crate) const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// How to reach one configured upstream.
 #[derive(Clone, Debug)]
 pub struct UpstreamSpec {
@@ -56,8 +59,10 @@ pub type Events = Arc<dyn Fn(Event) + Send + Sync>;
 pub enum Event {
     /// A response to a request of the agent's, as the server wrote it.
     Response(Box<FrontCall>, Reply),
-    /// A request or notification from the server (named).
-    Message(String, Value),
+    /// A request or notification from the server (named), and the agent's
+    /// id of the one request in flight on that server, if only one is (what
+    /// the server sends meanwhile belongs with it).
+    Message(String, Value, Option<Value>),
     /// The connection to the server (named) ended: why, and the calls that
     /// were in flight.
     Closed(String, String, Vec<Box<FrontCall>>),
@@ -191,7 +196,7 @@ impl Upstream {
             }
         });
         for message in early {
-            events(Event::Message(spec.name.clone(), message));
+            events(Event::Message(spec.name.clone(), message, None));
         }
         let reader = Arc::downgrade(&upstream);
         let name = spec.name.clone();
@@ -251,13 +256,32 @@ impl Upstream {
         let is_response = message.get("method").is_none()
             && (message.get("result").is_some() || message.get("error").is_some());
         if !is_response {
-            events(Event::Message(name.to_string(), message));
+            // Progress finds its request by token.
+            let progress =
+                message.get("method").and_then(Value::as_str) == Some("notifications/progress");
+            let related = if progress {
+                None
+            } else {
+                self.sole_front_call()
+            };
+            events(Event::Message(name.to_string(), message, related));
             return;
         }
         // A response whose id is not one of the proxy's is nobody's.
         if let Some(reply) = Reply::from_value(&message) {
             self.answer(reply, events);
         }
+    }
+
+    /// The agent's id of the one request in flight here, if exactly one is.
+    fn sole_front_call(&self) -> Option<Value> {
+        let pending = self.pending.lock().ok()?;
+        let mut calls = pending.values().filter_map(|w| match w {
+            Waiter::Front(call) => Some(&call.front_id),
+            Waiter::Internal(_) => None,
+        });
+        let first = calls.next()?.clone();
+        calls.next().is_none().then_some(first)
     }
 
     /// Hands a response to whoever waits for it.
@@ -486,11 +510,22 @@ impl Upstream {
         self.queue(Frame::Json(message))
     }
 
+    /// The protocol revision in `_meta` is the one negotiated with this
+    /// server, never the agent's (the HTTP transport repeats it in
+    /// `MCP-Protocol-Version`): the stateless revision's `_meta` is added,
+    /// or the agent's protocol version removed.
     fn add_meta(&self, message: &mut Value) {
-        let Some(meta) = &self.stateless_meta else {
+        let Some(obj) = message.as_object_mut() else {
             return;
         };
-        let Some(obj) = message.as_object_mut() else {
+        let Some(meta) = &self.stateless_meta else {
+            let agents = obj
+                .get_mut("params")
+                .and_then(|p| p.get_mut("_meta"))
+                .and_then(Value::as_object_mut);
+            if let Some(m) = agents {
+                m.remove(PROTOCOL_VERSION_META);
+            }
             return;
         };
         let params = obj.entry("params").or_insert_with(|| json!({}));
@@ -498,7 +533,11 @@ impl Upstream {
             let m = p.entry("_meta").or_insert_with(|| json!({}));
             if let (Some(m), Some(meta)) = (m.as_object_mut(), meta.as_object()) {
                 for (k, v) in meta {
-                    m.entry(k.clone()).or_insert_with(|| v.clone());
+                    if k == PROTOCOL_VERSION_META {
+                        m.insert(k.clone(), v.clone());
+                    } else {
+                        m.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
                 }
             }
         }

@@ -25,6 +25,7 @@ pub struct Call {
     name: String,
     name_at: Range<usize>,
     arguments: Option<Range<usize>>,
+    meta: Option<Range<usize>>,
 }
 
 impl Call {
@@ -57,6 +58,7 @@ impl Call {
             name,
             name_at,
             arguments,
+            meta: s.params_meta,
         })
     }
 
@@ -72,6 +74,15 @@ impl Call {
     /// The `arguments` member's text, if there is one.
     pub fn arguments(&self) -> Option<&str> {
         self.arguments.clone().map(|r| &self.text[r])
+    }
+
+    /// Whether `params._meta` names a protocol version (the stateless
+    /// revision's): then the call cannot go upstream as written. Only the
+    /// `_meta` member is searched, and only when there is one.
+    pub fn names_protocol_version(&self) -> bool {
+        self.meta
+            .clone()
+            .is_some_and(|r| self.text[r].contains("io.modelcontextprotocol/protocolVersion"))
     }
 
     /// The whole call as a tree.
@@ -255,14 +266,24 @@ impl Reply {
 #[derive(Debug)]
 pub enum Outgoing {
     Json(Value),
-    Reply { id: Value, reply: Reply },
+    Reply {
+        id: Value,
+        reply: Reply,
+    },
+    /// A server's request or notification that belongs with one of the
+    /// agent's requests (`to`, the agent's id for it as the session saw
+    /// it): the HTTP front sends it on that request's stream.
+    Related {
+        to: Value,
+        message: Value,
+    },
 }
 
 impl Outgoing {
     /// Appends the message as one line of JSON (no newline).
     pub fn write_to(&self, out: &mut Vec<u8>) {
         match self {
-            Outgoing::Json(v) => {
+            Outgoing::Json(v) | Outgoing::Related { message: v, .. } => {
                 let _ = serde_json::to_writer(&mut *out, v);
             }
             Outgoing::Reply { id, reply } => reply.write_with_id(id, out),
@@ -274,7 +295,7 @@ impl Outgoing {
     /// it would end an SSE line, so it becomes a space.
     pub fn to_line(&self) -> String {
         match self {
-            Outgoing::Json(v) => v.to_string(),
+            Outgoing::Json(v) | Outgoing::Related { message: v, .. } => v.to_string(),
             Outgoing::Reply { id, reply } => {
                 let text = reply.with_id(id);
                 if text.contains('\r') {
@@ -290,15 +311,45 @@ impl Outgoing {
     pub fn response_id(&self) -> Option<&Value> {
         match self {
             Outgoing::Json(v) if v.get("method").is_none() => v.get("id"),
-            Outgoing::Json(_) => None,
+            Outgoing::Json(_) | Outgoing::Related { .. } => None,
             Outgoing::Reply { id, .. } => Some(id),
+        }
+    }
+
+    /// Gives a response another id (the HTTP front's id back to the
+    /// agent's); anything else is left alone.
+    pub fn set_response_id(&mut self, new: Value) {
+        match self {
+            Outgoing::Json(v) if v.get("method").is_none() => {
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("id".into(), new);
+                }
+            }
+            Outgoing::Reply { id, .. } => *id = new,
+            Outgoing::Json(_) | Outgoing::Related { .. } => {}
+        }
+    }
+
+    /// The agent's request this message belongs with, if the session knows.
+    pub fn related_to(&self) -> Option<&Value> {
+        match self {
+            Outgoing::Related { to, .. } => Some(to),
+            _ => None,
         }
     }
 
     /// The tree, for messages the proxy built (`None` for a relayed reply).
     pub fn json(&self) -> Option<&Value> {
         match self {
-            Outgoing::Json(v) => Some(v),
+            Outgoing::Json(v) | Outgoing::Related { message: v, .. } => Some(v),
+            Outgoing::Reply { .. } => None,
+        }
+    }
+
+    /// The tree, to change (`None` for a relayed reply).
+    pub fn json_mut(&mut self) -> Option<&mut Value> {
+        match self {
+            Outgoing::Json(v) | Outgoing::Related { message: v, .. } => Some(v),
             Outgoing::Reply { .. } => None,
         }
     }
