@@ -47,16 +47,10 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Exp
 }
 
 /// Replaces every secret value in `text` with its stand-in (`${NAME}` for a
-/// value from the environment, `<redacted>` for a literal).
+/// value from the environment, `<redacted>` for a literal), in every form
+/// a server may echo it: as is, JSON-escaped or percent-encoded.
 pub fn redact(text: &str, secrets: &[(String, String)]) -> String {
-    let mut out = text.to_string();
-    // Longest first, so a secret containing another is replaced whole.
-    let mut sorted: Vec<&(String, String)> = secrets.iter().filter(|(_, v)| v.len() >= 4).collect();
-    sorted.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
-    for (name, value) in sorted {
-        out = out.replace(value.as_str(), name);
-    }
-    out
+    toolpin_manifest::Redactor::new(secrets).redact(text)
 }
 
 #[cfg(test)]
