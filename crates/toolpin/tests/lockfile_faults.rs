@@ -56,16 +56,16 @@ fn duplicate_keys_in_a_lockfile_are_refused_at_every_level() {
     // serde would drop; the second is the original, so that every
     // fingerprint still matches and only the duplicate is wrong.
     let cases = [
-        // the top level
-        ("\"environment\"", "\"environment\"", "\"environment\": \"evil\",\n  "),
         // a tool entry of a server
         (
             "\"a\"",
             "\"a\": {",
-            "\"a\": {\"fingerprint\": \"00\", \"tool\": {\"name\": \"a\", \"description\": \"EVIL\"}},\n        ",
+            "\"a\": {\"fingerprint\": \"0000000000000000000000000000000000000000000000000000000000000000\", \"tool\": {\"name\": \"a\", \"description\": \"EVIL\"}},\n        ",
         ),
         // a member inside a pinned tool
         ("\"description\"", "\"description\": \"A\"", "\"description\": \"EVIL\",\n            "),
+        // the top level (serde refused this one already, without the first)
+        ("\"environment\"", "\"environment\"", "\"environment\": \"evil\",\n  "),
     ];
     for (key, at, insert) in cases {
         let (text, offset) = insert_before(&good, at, 0, insert);
