@@ -209,7 +209,10 @@ mod tests {
         std::os::unix::fs::symlink("b.lock", dir.join("work/a.lock")).expect("link");
         let link = dir.join("work/a.lock");
         assert_eq!(write_atomic_replaced(&link, b"new"), Replaced::Written);
-        assert!(fs::symlink_metadata(&link).expect("meta").file_type().is_symlink());
+        assert!(fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read(dir.join("real/a.lock")).expect("read"), b"new");
         assert_eq!(write_atomic_replaced(&link, b"new"), Replaced::Unchanged);
         let names = |d: &str| {

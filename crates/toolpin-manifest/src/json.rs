@@ -125,7 +125,9 @@ pub fn reject_duplicate_keys(text: &str, origin: &str) -> Result<(), JsonError> 
                                 Err(_) => return Ok(()),
                             }
                         } else {
-                            std::borrow::Cow::Borrowed(&text[start + 1..end.saturating_sub(1).max(start + 1)])
+                            std::borrow::Cow::Borrowed(
+                                &text[start + 1..end.saturating_sub(1).max(start + 1)],
+                            )
                         };
                         if let Some(&first) = names.get(&name) {
                             let (line, column) = line_col(bytes, start);
@@ -229,7 +231,10 @@ mod tests {
         let located = from_serde(&e, "n.json");
         assert!((located.line, located.column) >= (1, 1), "{located}");
         let e = <serde_json::Error as serde::de::Error>::custom("no position");
-        assert_eq!(from_serde(&e, "n.json").to_string(), "n.json:1:1: no position");
+        assert_eq!(
+            from_serde(&e, "n.json").to_string(),
+            "n.json:1:1: no position"
+        );
     }
 
     #[test]

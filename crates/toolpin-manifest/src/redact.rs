@@ -250,7 +250,10 @@ mod tests {
             r.redact(r#"said: {"got": "tok_SECRET\"\\12…"#),
             r#"said: {"got": "${TOKEN}…"#
         );
-        assert_eq!(r.redact("key lit-k… and lit-key-42"), "key <redacted>… and <redacted>");
+        assert_eq!(
+            r.redact("key lit-k… and lit-key-42"),
+            "key <redacted>… and <redacted>"
+        );
         assert_eq!(r.redact("nothing cut here…"), "nothing cut here…");
     }
 

@@ -21,10 +21,7 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Exp
 /// `/` a path segment. A reference that starts the URL or stands in its
 /// host or port is taken as written (it is URL text: `${BASE_URL}/mcp`,
 /// `http://${HOST}:${PORT}`). Defaults are URL text as written too.
-pub fn expand_url(
-    text: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Expanded, String> {
+pub fn expand_url(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
     expand_with(text, lookup, &|before, v, after| {
         if url_component_is_text(before, after) {
             v.to_string()
@@ -160,11 +157,26 @@ mod tests {
             _ => None,
         };
         let url = |t: &str| expand_url(t, &env).expect("expands").value;
-        assert_eq!(url("http://h/mcp?key=${Q}&v=1"), "http://h/mcp?key=a%26b%3Dc%23d&v=1");
-        assert_eq!(url("http://h/api/${SEG}/mcp"), "http://h/api/x%2F..%2Fy%3Fz/mcp");
-        assert_eq!(url("http://u:${PASS}@h/mcp"), "http://u:p%40ss%3Aw%2Frd@h/mcp");
-        assert_eq!(url("http://${HOST}/mcp#${SEG}"), "http://127.0.0.1:8080/mcp#x%2F..%2Fy%3Fz");
-        assert_eq!(url("${BASE}?t=${Q}"), "http://127.0.0.1:9/mcp?t=a%26b%3Dc%23d");
+        assert_eq!(
+            url("http://h/mcp?key=${Q}&v=1"),
+            "http://h/mcp?key=a%26b%3Dc%23d&v=1"
+        );
+        assert_eq!(
+            url("http://h/api/${SEG}/mcp"),
+            "http://h/api/x%2F..%2Fy%3Fz/mcp"
+        );
+        assert_eq!(
+            url("http://u:${PASS}@h/mcp"),
+            "http://u:p%40ss%3Aw%2Frd@h/mcp"
+        );
+        assert_eq!(
+            url("http://${HOST}/mcp#${SEG}"),
+            "http://127.0.0.1:8080/mcp#x%2F..%2Fy%3Fz"
+        );
+        assert_eq!(
+            url("${BASE}?t=${Q}"),
+            "http://127.0.0.1:9/mcp?t=a%26b%3Dc%23d"
+        );
         assert_eq!(url("http://h/${MISSING:-a/b}"), "http://h/a/b");
         let e = expand_url("http://h/?k=${Q}", &env).expect("expands");
         assert_eq!(e.secrets, vec![("${Q}".into(), "a&b=c#d".into())]);
@@ -176,7 +188,10 @@ mod tests {
         assert_eq!(redact("401 for s3cret-value", &s), "401 for ${TOKEN}");
         let s = vec![("${TOKEN}".to_string(), "tok\"x\\y&z".to_string())];
         assert_eq!(
-            redact(r#"401 {"got":"tok\"x\\y&z"} ?t=tok%22x%5Cy%26z tok"x\y&z"#, &s),
+            redact(
+                r#"401 {"got":"tok\"x\\y&z"} ?t=tok%22x%5Cy%26z tok"x\y&z"#,
+                &s
+            ),
             r#"401 {"got":"${TOKEN}"} ?t=${TOKEN} ${TOKEN}"#
         );
     }

@@ -168,7 +168,11 @@ fn a_lockfile_with_a_bom_is_read_the_same_everywhere() {
     assert_eq!(got.stdout, expect.stdout);
     let run = sb.run(&["diff", "bom.lock", "toolpin.lock"]);
     run.ok();
-    assert!(run.stdout.starts_with("ok: the two catalogs match (2 tools"), "{run:#?}");
+    assert!(
+        run.stdout
+            .starts_with("ok: the two catalogs match (2 tools"),
+        "{run:#?}"
+    );
     sb.run(&["diff", "toolpin.lock", "bom.lock"]).ok();
     sb.run(&["check", "--lockfile", "bom.lock"]).ok();
 
@@ -186,13 +190,19 @@ fn a_lockfile_with_a_bom_is_read_the_same_everywhere() {
         &["check", "--lockfile", "bom.lock"],
     ] {
         let message = sb.run(args).error(&[]);
-        assert_eq!(located(&message, "bom.lock"), (line, column), "{args:?}: {message}");
+        assert_eq!(
+            located(&message, "bom.lock"),
+            (line, column),
+            "{args:?}: {message}"
+        );
     }
 
     // A document that is not tool definitions, with a BOM: located at its
     // start, never at line 0.
     sb.write("other.json", b"\xEF\xBB\xBF{\"foo\": 1}");
-    let message = sb.run(&["fingerprint", "other.json"]).error(&["cannot detect the format"]);
+    let message = sb
+        .run(&["fingerprint", "other.json"])
+        .error(&["cannot detect the format"]);
     assert_eq!(located(&message, "other.json"), (1, 1), "{message}");
 }
 
@@ -209,9 +219,16 @@ fn lock_through_a_symbolic_link_writes_the_target() {
     sb.write("tools.json", TOOLS.replace("\"B\"", "\"B2\""));
     let run = sb.run(&["lock"]);
     run.ok();
-    assert!(run.stderr.starts_with("Pinned 2 tools from 1 server in toolpin.lock"), "{run:#?}");
+    assert!(
+        run.stderr
+            .starts_with("Pinned 2 tools from 1 server in toolpin.lock"),
+        "{run:#?}"
+    );
     let meta = fs::symlink_metadata(sb.join("toolpin.lock")).expect("meta");
-    assert!(meta.file_type().is_symlink(), "the link was replaced by a file");
+    assert!(
+        meta.file_type().is_symlink(),
+        "the link was replaced by a file"
+    );
     assert_eq!(
         fs::read_link(sb.join("toolpin.lock")).expect("link"),
         Path::new("pins/real.lock")

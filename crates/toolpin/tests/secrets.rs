@@ -234,7 +234,9 @@ fn http_upstream_echoing_credentials_through_proxy_and_check() {
     sb.run_env(&["lock"], &[("MY_TOKEN", RIGHT)]).ok();
     let lock = sb.read_string("toolpin.lock");
     assert!(
-        lock.contains(&format!("\"url\": \"http://127.0.0.1:{port}/mcp?k=${{MY_TOKEN}}\"")),
+        lock.contains(&format!(
+            "\"url\": \"http://127.0.0.1:{port}/mcp?k=${{MY_TOKEN}}\""
+        )),
         "{lock}"
     );
 
@@ -264,7 +266,10 @@ fn http_upstream_echoing_credentials_through_proxy_and_check() {
     assert_clean("lock (stderr)", &run.stderr);
     // The proxy's own capture at start refuses to start, quoting the body.
     let run = sb.run_env(&["proxy"], &env);
-    run.error(&["server \"s\": initialize: HTTP 401", "quoted=Bearer%20${MY_TOKEN}"]);
+    run.error(&[
+        "server \"s\": initialize: HTTP 401",
+        "quoted=Bearer%20${MY_TOKEN}",
+    ]);
     assert_clean("proxy at start (stderr)", &run.stderr);
     drop(daemon);
     finish(&sb);
@@ -310,7 +315,10 @@ fn stdio_upstream_echoing_its_token_through_proxy_and_check() {
     );
     for format in ["text", "json", "markdown", "sarif", "junit", "github"] {
         let run = sb.run_env(&["check", "--format", format], &env);
-        let msg = run.error(&["server \"s\": initialize: ", "json={\"got\": \"${MY_TOKEN}\"}"]);
+        let msg = run.error(&[
+            "server \"s\": initialize: ",
+            "json={\"got\": \"${MY_TOKEN}\"}",
+        ]);
         assert_clean(&format!("check --format {format} (stdout)"), &run.stdout);
         assert_clean(&format!("check --format {format} (stderr)"), &msg);
     }
