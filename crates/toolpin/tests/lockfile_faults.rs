@@ -243,3 +243,63 @@ fn lock_through_a_symbolic_link_writes_the_target() {
     run.ok();
     assert!(run.stderr.starts_with("Unchanged: "), "{run:#?}");
 }
+
+#[test]
+fn lock_on_an_unchanged_catalog_succeeds_on_a_full_disk() {
+    let sb = locked();
+    fs::create_dir_all(sb.join("full")).expect("dir");
+    // A 64 KiB tmpfs in a private mount namespace (gone when the shell
+    // exits), filled up, holding a copy of the project: lock unchanged,
+    // then changed.
+    let script = r#"
+        set -u
+        mount -t tmpfs -o size=64k tmpfs full || exit 90
+        cp toolpin.toml tools.json toolpin.lock full/
+        dd if=/dev/zero of=full/fill bs=4k 2>/dev/null
+        cd full
+        "$BIN" lock 2>&1; echo "rc=$?"
+        cmp -s toolpin.lock ../toolpin.lock && echo same
+        printf '{"tools": [{"name": "a", "description": "A", "inputSchema": {"type": "object"}}, {"name": "b", "description": "B2", "inputSchema": {"type": "object"}}]}' > tools.json
+        "$BIN" lock 2>&1; echo "rc=$?"
+        cmp -s toolpin.lock ../toolpin.lock && echo same
+        ls -a
+    "#;
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", script])
+        .env("BIN", BIN)
+        .current_dir(sb.path())
+        .output()
+        .expect("run unshare");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.code() == Some(90) || !out.status.success() && text.is_empty() {
+        eprintln!(
+            "skipped: cannot mount a tmpfs here: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("Unchanged: 2 tools from 1 server in toolpin.lock (tools "),
+        "{text}"
+    );
+    assert_eq!(lines[1..3], ["rc=0", "same"], "{text}");
+    assert!(
+        lines[3].starts_with("error: cannot write toolpin.lock: No space left on device"),
+        "{text}"
+    );
+    assert_eq!(
+        lines[4..],
+        [
+            "rc=2",
+            "same",
+            ".",
+            "..",
+            "fill",
+            "toolpin.lock",
+            "toolpin.toml",
+            "tools.json"
+        ],
+        "{text}"
+    );
+}
