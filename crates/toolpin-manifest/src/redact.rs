@@ -36,9 +36,13 @@ impl Redactor {
             }
             let once = json_escaped(value);
             let twice = json_escaped(&once);
+            // Other encoders' JSON: `/` as `\/` (PHP), everything past
+            // ASCII as `\uXXXX` (Python's default).
+            let slashes = once.replace('/', "\\/");
+            let ascii = ascii_escaped(&once);
             let upper = percent_encoded(value, false);
             let lower = percent_encoded(value, true);
-            for form in [value.clone(), once, twice, upper, lower] {
+            for form in [value.clone(), once, twice, slashes, ascii, upper, lower] {
                 if !forms.iter().any(|(f, _)| *f == form) {
                     forms.push((form, stand_in.clone()));
                 }
@@ -176,6 +180,23 @@ fn json_escaped(value: &str) -> String {
         .to_string()
 }
 
+/// JSON string content with every character past ASCII as `\uXXXX` (a
+/// surrogate pair past the BMP), as Python's `json.dumps` writes it.
+fn ascii_escaped(escaped: &str) -> String {
+    let mut out = String::with_capacity(escaped.len());
+    for c in escaped.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
 /// Every byte but RFC 3986's unreserved characters as `%XX`: the form of a
 /// value inside one URL component.
 pub fn percent_encoded(value: &str, lower: bool) -> String {
@@ -255,6 +276,17 @@ mod tests {
             "key <redacted>… and <redacted>"
         );
         assert_eq!(r.redact("nothing cut here…"), "nothing cut here…");
+    }
+
+    #[test]
+    fn other_encoders_json_is_redacted_too() {
+        let r = Redactor::new(&[("${K}".to_string(), "a/b-é😀".to_string())]);
+        assert_eq!(r.redact(r#"{"k":"a\/b-é😀"}"#), r#"{"k":"${K}"}"#);
+        assert_eq!(
+            r.redact(r#"{"k":"a/b-\u00e9\ud83d\ude00"}"#),
+            r#"{"k":"${K}"}"#
+        );
+        assert_eq!(r.redact("k=a%2Fb-%C3%A9%F0%9F%98%80"), "k=${K}");
     }
 
     #[test]
