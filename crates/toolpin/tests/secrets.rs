@@ -291,8 +291,14 @@ fn stdio_upstream_echoing_its_token_through_proxy_and_check() {
     sb.run_env(&["lock"], &env).ok();
     assert_clean("the lockfile", &sb.read_string("toolpin.lock"));
 
-    // A JSON-RPC error whose message and data echo the token.
-    let (answers, raw, stderr) = agent(&sb, &env, &[initialize(), initialized(), call_whoami()]);
+    // A JSON-RPC error whose message and data echo the token, a result that
+    // shows it, and a log notification that holds it.
+    let call_token = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "token", "arguments": {}}});
+    let (answers, raw, stderr) = agent(
+        &sb,
+        &env,
+        &[initialize(), initialized(), call_whoami(), call_token],
+    );
     assert_clean("what the agent received", &raw);
     assert_clean("the proxy's stderr", &stderr);
     assert_clean("the events log", &sb.read_string("events.jsonl"));
@@ -301,6 +307,18 @@ fn stdio_upstream_echoing_its_token_through_proxy_and_check() {
         json!({"code": -32000, "message": "denied for token ${MY_TOKEN}",
                "data": {"request": "{\"token\": \"${MY_TOKEN}\"}", "url": "/x?t=${MY_TOKEN}"}})
     );
+    let shown = r#"token: ${MY_TOKEN} json={"got": "${MY_TOKEN}"} quoted=${MY_TOKEN}"#;
+    assert_eq!(
+        answers[2]["result"],
+        json!({"content": [{"type": "text", "text": shown}], "structuredContent": {"token": "${MY_TOKEN}"}})
+    );
+    let logs: Vec<Value> = raw
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["method"] == "notifications/message")
+        .map(|m| m["params"]["data"].clone())
+        .collect();
+    assert_eq!(logs, vec![json!(shown), json!(shown)]);
 
     // A server that prints the token on stderr and exits.
     sb.write("toolpin.toml", server("stderr-exit"));

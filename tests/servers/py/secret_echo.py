@@ -11,10 +11,12 @@ quotes the request's path and query, then the `Authorization` and
 `X-Api-Key` received three ways: as is,
 inside a JSON document (JSON-escaped) and percent-encoded.
 
-stdio: MODE `error` answers `initialize` and `tools/list` (one tool,
-`whoami`), and every `tools/call` with a JSON-RPC error whose message holds
+stdio: MODE `error` answers `initialize` and `tools/list` (tools `whoami`
+and `token`). A call of `whoami` gets a JSON-RPC error whose message holds
 SECRET_TOKEN as is and whose data holds it JSON-escaped (a JSON text) and
-percent-encoded; it also logs it on stderr. MODE `stderr-exit` writes
+percent-encoded; a call of `token` gets a result showing it as text and as
+structured content. Before answering a call it sends the agent a log
+notification holding the token, and writes it to stderr. MODE `stderr-exit` writes
 SECRET_TOKEN to stderr, JSON-escaped and percent-encoded too, and exits 3
 before answering anything.
 """
@@ -28,6 +30,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 TOOL = {
     "name": "whoami",
     "description": "Says who the server thinks you are.",
+    "inputSchema": {"type": "object", "properties": {}},
+}
+ENV_TOOL = {
+    "name": "token",
+    "description": "Shows the token the server was given.",
     "inputSchema": {"type": "object", "properties": {}},
 }
 
@@ -47,7 +54,7 @@ def answer(method, msg_id):
             "serverInfo": {"name": "secret-echo", "version": "1.0.0"},
         }
     if method == "tools/list":
-        return {"tools": [TOOL]}
+        return {"tools": [TOOL, ENV_TOOL]}
     if method == "ping":
         return {}
     return None
@@ -107,9 +114,17 @@ def stdio(mode):
         method, msg_id = msg.get("method"), msg.get("id")
         if msg_id is None:
             continue
-        if method == "tools/call":
+        if method == "tools/call" and mode == "error":
             sys.stderr.write("secret_echo: refusing " + forms("token", token) + "\n")
             sys.stderr.flush()
+            log = {"level": "warning", "logger": "secret_echo", "data": forms("token", token)}
+            note = {"jsonrpc": "2.0", "method": "notifications/message", "params": log}
+            sys.stdout.write(json.dumps(note) + "\n")
+        if method == "tools/call" and (msg.get("params") or {}).get("name") == "token":
+            text = forms("token", token)
+            res = {"content": [{"type": "text", "text": text}], "structuredContent": {"token": token}}
+            out = {"jsonrpc": "2.0", "id": msg_id, "result": res}
+        elif method == "tools/call":
             error = {
                 "code": -32000,
                 "message": "denied for token " + token,
