@@ -342,3 +342,127 @@ fn stdio_upstream_echoing_its_token_through_proxy_and_check() {
     }
     finish(&sb);
 }
+
+/// One HTTP/1.1 request to the proxy's front; the whole response as text.
+fn post(addr: &str, session: Option<&str>, body: &Value) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let body = body.to_string();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2025-06-18\r\n"
+    );
+    if let Some(id) = session {
+        request.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// The JSON-RPC messages in a response (a JSON body or `data:` lines).
+fn messages(response: &str) -> Vec<Value> {
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    body.lines()
+        .filter_map(|l| {
+            let l = l.strip_prefix("data:").unwrap_or(l).trim();
+            serde_json::from_str::<Value>(l).ok()
+        })
+        .filter(Value::is_object)
+        .collect()
+}
+
+#[test]
+fn stdio_upstream_echoing_its_token_through_the_http_front() {
+    let sb = Sandbox::new();
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.s]\ncommand = [{:?}, {:?}, \"stdio\", \"error\"]\n\
+             env = {{ SECRET_TOKEN = \"${{MY_TOKEN}}\" }}\n",
+            python().display().to_string(),
+            echo_server(),
+        ),
+    );
+    sb.run_env(&["lock"], &[("MY_TOKEN", SECRET)]).ok();
+    let mut proxy = Daemon(
+        Command::new(BIN)
+            .args(["proxy", "--listen", "127.0.0.1:0", "--no-start-check"])
+            .args(["--events", "events.jsonl"])
+            .env("MY_TOKEN", SECRET)
+            .current_dir(sb.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start toolpin proxy --listen"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let endpoint = loop {
+        let events = std::fs::read_to_string(sb.join("events.jsonl")).unwrap_or_default();
+        let listening = events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "listening");
+        if let Some(e) = listening {
+            break e["endpoint"].as_str().expect("endpoint").to_string();
+        }
+        assert!(Instant::now() < deadline, "the proxy did not listen");
+        thread::sleep(Duration::from_millis(50));
+    };
+    let addr = endpoint
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+
+    let init = post(&addr, None, &initialize());
+    let session = init
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("no session id: {init}"));
+    let mut all = init.clone();
+    all.push_str(&post(&addr, Some(&session), &initialized()));
+    let refused = post(&addr, Some(&session), &call_whoami());
+    let shown = post(
+        &addr,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "token", "arguments": {}}}),
+    );
+    all.push_str(&refused);
+    all.push_str(&shown);
+    assert_clean("what the agent received over HTTP", &all);
+    let answer = |response: &str, id: i64| {
+        messages(response)
+            .into_iter()
+            .find(|m| m["id"] == json!(id))
+            .unwrap_or_else(|| panic!("no answer {id} in {response}"))
+    };
+    assert_eq!(
+        answer(&refused, 2)["error"]["message"],
+        json!("denied for token ${MY_TOKEN}")
+    );
+    assert_eq!(
+        answer(&shown, 3)["result"]["structuredContent"],
+        json!({"token": "${MY_TOKEN}"})
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &proxy.0.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.0.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "the proxy did not stop on SIGTERM");
+        thread::sleep(Duration::from_millis(20));
+    }
+    drop(proxy);
+    assert_clean("the events log", &sb.read_string("events.jsonl"));
+    finish(&sb);
+}
