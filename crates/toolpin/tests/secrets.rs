@@ -459,7 +459,10 @@ fn stdio_upstream_echoing_its_token_through_the_http_front() {
         .status();
     let deadline = Instant::now() + Duration::from_secs(10);
     while proxy.0.try_wait().expect("wait").is_none() {
-        assert!(Instant::now() < deadline, "the proxy did not stop on SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "the proxy did not stop on SIGTERM"
+        );
         thread::sleep(Duration::from_millis(20));
     }
     drop(proxy);
