@@ -84,7 +84,9 @@ impl Redactor {
     }
 
     /// Replaces the start of a secret just before an ellipsis. Over-eager
-    /// by design: any text cut there that a secret starts with goes.
+    /// by design: any text cut there that a secret starts with goes, if it
+    /// is 4 characters or more, or starts a word (so that `refus…` stays
+    /// when a secret starts with `s`, but `"s…` goes).
     fn redact_cuts(&self, text: &str) -> String {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
@@ -94,9 +96,11 @@ impl Redactor {
             for (form, stand_in) in &self.forms {
                 // The longest proper prefix of the form that `before` ends
                 // with (the whole form was replaced already).
-                let longest = (1..form.len().min(before.len() + 1))
-                    .rev()
-                    .find(|&n| form.is_char_boundary(n) && before.ends_with(&form[..n]));
+                let longest = (1..form.len().min(before.len() + 1)).rev().find(|&n| {
+                    form.is_char_boundary(n)
+                        && before.ends_with(&form[..n])
+                        && (n >= MIN_SECRET_LEN || starts_a_word(before, n))
+                });
                 if let Some(n) = longest {
                     if best.is_none_or(|(b, _)| n > b) {
                         best = Some((n, stand_in.as_str()));
@@ -178,6 +182,15 @@ fn json_escaped(value: &str) -> String {
         .and_then(|q| q.strip_suffix('"'))
         .unwrap_or(&quoted)
         .to_string()
+}
+
+/// Whether the last `n` bytes of `text` start a word: nothing, or no
+/// letter or digit, comes before them.
+fn starts_a_word(text: &str, n: usize) -> bool {
+    text[..text.len() - n]
+        .chars()
+        .next_back()
+        .is_none_or(|c| !c.is_alphanumeric())
 }
 
 /// JSON string content with every character past ASCII as `\uXXXX` (a
@@ -276,6 +289,10 @@ mod tests {
             "key <redacted>… and <redacted>"
         );
         assert_eq!(r.redact("nothing cut here…"), "nothing cut here…");
+        // A short start of a secret goes only where a word starts.
+        assert_eq!(r.redact("connection refusel…"), "connection refusel…");
+        assert_eq!(r.redact("got \"l…"), "got \"<redacted>…");
+        assert_eq!(r.redact("gotlit-…"), "got<redacted>…");
     }
 
     #[test]
