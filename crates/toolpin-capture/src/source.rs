@@ -277,7 +277,11 @@ pub fn parse_tools(
         }
         .into());
     }
-    format::stream(text, forced, sink).map_err(|e| json::from_serde(&e, origin).into())
+    let format = format::stream(text, forced, sink).map_err(|e| json::from_serde(&e, origin))?;
+    // A member given twice (two `inputSchema`s, a property defined twice)
+    // would be read as the last one without a word.
+    json::reject_duplicate_keys(text, origin)?;
+    Ok(format)
 }
 
 /// Reads a file, refusing directories and anything over [`MAX_FILE_BYTES`].

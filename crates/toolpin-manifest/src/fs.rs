@@ -1,5 +1,5 @@
 //! Atomic file replacement: a temporary file in the same directory, written,
-//! flushed to disk, then renamed over the target. Readers see the old file or
+//! flushed to disk, then renamed over the target (through symbolic links). Readers see the old file or
 //! the new one, never a mix; a failure leaves the old file byte-identical.
 
 use std::fs::{self, File, OpenOptions};
@@ -25,31 +25,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Replaces `path` atomically with what `write` produces, streamed to the
 /// temporary file so that a large document is never held in memory whole.
-/// A file that already has the same bytes is not touched.
+///
+/// A file that already has the same bytes is not touched, and nothing is
+/// written to find that out: the new content is compared with the old as
+/// it is produced, so an unchanged file on a read-only or full disk is no
+/// error. When `path` is a symbolic link, the file it points to is
+/// replaced (the temporary file goes in that file's directory), and the
+/// link stays.
 pub fn replace_with(
     path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    mut write: impl FnMut(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<Replaced> {
-    let dir = match path.parent() {
+    let target = through_links(path)?;
+    if holds_already(&target, &mut write) {
+        return Ok(Replaced::Unchanged);
+    }
+    let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let (tmp, file) = create_temp(&dir, path)?;
+    let (tmp, file) = create_temp(&dir, &target)?;
     let mut out = BufWriter::with_capacity(256 << 10, file);
     let written = write(&mut out)
         .and_then(|()| out.into_inner().map_err(|e| e.into_error()))
-        .and_then(|file| file.sync_all());
-    let outcome = written.and_then(|()| {
-        if same_content(&tmp, path)? {
-            fs::remove_file(&tmp)?;
-            Ok(Replaced::Unchanged)
-        } else {
-            fs::rename(&tmp, path)?;
-            Ok(Replaced::Written)
-        }
-    });
-    match outcome {
-        Ok(Replaced::Written) => {
+        .and_then(|file| file.sync_all())
+        .and_then(|()| fs::rename(&tmp, &target));
+    match written {
+        Ok(()) => {
             // Make the rename itself durable; not every platform can open a
             // directory, so this is best effort.
             if let Ok(d) = File::open(&dir) {
@@ -57,7 +59,6 @@ pub fn replace_with(
             }
             Ok(Replaced::Written)
         }
-        Ok(Replaced::Unchanged) => Ok(Replaced::Unchanged),
         Err(e) => {
             let _ = fs::remove_file(&tmp);
             Err(e)
@@ -65,37 +66,73 @@ pub fn replace_with(
     }
 }
 
-/// Whether two files hold the same bytes (a missing `b` differs).
-fn same_content(a: &Path, b: &Path) -> io::Result<bool> {
-    let (Ok(ma), Ok(mb)) = (fs::metadata(a), fs::metadata(b)) else {
-        return Ok(false);
-    };
-    if ma.len() != mb.len() || !mb.is_file() {
-        return Ok(false);
-    }
-    let (mut fa, mut fb) = (File::open(a)?, File::open(b)?);
-    let (mut ba, mut bb) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
-    loop {
-        let n = read_full(&mut fa, &mut ba)?;
-        let m = read_full(&mut fb, &mut bb)?;
-        if n != m || ba[..n] != bb[..m] {
-            return Ok(false);
+/// How many symbolic links are followed before giving up (Linux's limit).
+const MAX_LINKS: usize = 40;
+
+/// The file `path` names once every symbolic link is followed (the last
+/// one may dangle: the file it names is then created).
+fn through_links(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(current),
         }
-        if n == 0 {
-            return Ok(true);
-        }
     }
+    Err(io::Error::other(format!(
+        "more than {MAX_LINKS} symbolic links to follow"
+    )))
 }
 
-fn read_full(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match f.read(&mut buf[filled..])? {
-            0 => break,
-            n => filled += n,
-        }
+/// Whether the regular file `target` already holds exactly what `write`
+/// produces; reads only, and stops producing at the first difference.
+fn holds_already(target: &Path, write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>) -> bool {
+    let Ok(meta) = fs::metadata(target) else {
+        return false;
+    };
+    let Ok(file) = File::open(target) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
     }
-    Ok(filled)
+    let mut cmp = Compare {
+        old: io::BufReader::with_capacity(64 << 10, file),
+        buf: vec![0u8; 64 << 10],
+    };
+    // A difference ends `write` early with an error; so does a failed read.
+    if write(&mut cmp).is_err() {
+        return false;
+    }
+    // Equal so far: the old file must end here too.
+    matches!(cmp.old.read(&mut [0u8; 1]), Ok(0))
+}
+
+/// A writer that compares what it is given with a file's next bytes.
+struct Compare {
+    old: io::BufReader<File>,
+    buf: Vec<u8>,
+}
+
+impl Write for Compare {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = bytes.len().min(self.buf.len());
+        self.old.read_exact(&mut self.buf[..n])?;
+        if self.buf[..n] != bytes[..n] {
+            return Err(io::Error::other("differs"));
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 fn create_temp(dir: &Path, target: &Path) -> io::Result<(PathBuf, File)> {
@@ -157,6 +194,60 @@ mod tests {
         assert!(failed.is_err());
         assert_eq!(fs::read(&path).expect("read"), b"y");
         assert_eq!(fs::read_dir(&dir).expect("list").count(), 1);
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn writes_through_symbolic_links_into_the_targets_directory() {
+        let dir = std::env::temp_dir().join(format!("toolpin-fs-link-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("real")).expect("dir");
+        fs::create_dir_all(dir.join("work")).expect("dir");
+        fs::write(dir.join("real/a.lock"), b"old").expect("write");
+        // work/a.lock -> b.lock -> ../real/a.lock (relative links, chained)
+        std::os::unix::fs::symlink("../real/a.lock", dir.join("work/b.lock")).expect("link");
+        std::os::unix::fs::symlink("b.lock", dir.join("work/a.lock")).expect("link");
+        let link = dir.join("work/a.lock");
+        assert_eq!(write_atomic_replaced(&link, b"new"), Replaced::Written);
+        assert!(fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(dir.join("real/a.lock")).expect("read"), b"new");
+        assert_eq!(write_atomic_replaced(&link, b"new"), Replaced::Unchanged);
+        let names = |d: &str| {
+            let mut n: Vec<String> = fs::read_dir(dir.join(d))
+                .expect("list")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names("work"), vec!["a.lock", "b.lock"]);
+        assert_eq!(names("real"), vec!["a.lock"]);
+        // A link loop is an error, not a hang.
+        std::os::unix::fs::symlink("loop", dir.join("work/loop")).expect("link");
+        let err = write_atomic(&dir.join("work/loop"), b"x").expect_err("loop");
+        assert_eq!(err.to_string(), "more than 40 symbolic links to follow");
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    fn write_atomic_replaced(path: &Path, bytes: &[u8]) -> Replaced {
+        replace_with(path, |w| w.write_all(bytes)).expect("write")
+    }
+
+    #[test]
+    fn a_longer_or_shorter_old_file_differs() {
+        let dir = std::env::temp_dir().join(format!("toolpin-fs-len-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("a.lock");
+        fs::write(&path, b"abc").expect("write");
+        assert_eq!(write_atomic_replaced(&path, b"ab"), Replaced::Written);
+        assert_eq!(write_atomic_replaced(&path, b"abc"), Replaced::Written);
+        assert_eq!(write_atomic_replaced(&path, b"abc"), Replaced::Unchanged);
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(write_atomic_replaced(&path, &big), Replaced::Written);
+        assert_eq!(write_atomic_replaced(&path, &big), Replaced::Unchanged);
         fs::remove_dir_all(&dir).expect("cleanup");
     }
 

@@ -15,6 +15,7 @@ pub mod lockfile;
 pub mod normalize;
 pub mod pointer;
 pub mod pretty;
+pub mod redact;
 pub mod time;
 
 pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};
@@ -23,3 +24,4 @@ pub use fingerprint::Fingerprint;
 pub use glob::Glob;
 pub use normalize::{ToolError, Transform};
 pub use pointer::Pointer;
+pub use redact::Redactor;

@@ -47,10 +47,9 @@ pub fn looks_like_lockfile(bytes: &[u8]) -> bool {
     struct Probe {
         toolpin: Option<serde::de::IgnoredAny>,
     }
-    let starts_object = bytes
-        .iter()
-        .find(|b| !b.is_ascii_whitespace() && **b != 0xEF && **b != 0xBB && **b != 0xBF)
-        == Some(&b'{');
+    // A leading BOM is skipped, as every reader of a lockfile skips it.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     starts_object && serde_json::from_slice::<Probe>(bytes).is_ok_and(|p| p.toolpin.is_some())
 }
 
@@ -192,7 +191,13 @@ pub fn write(catalog: &Catalog, path: &Path) -> Result<Replaced, LockfileError> 
 /// it covers, so a hand edit is caught rather than trusted.
 pub fn parse(bytes: &[u8], origin: &str) -> Result<Catalog, LockfileError> {
     let text = json::as_text(bytes, origin)?;
-    let doc: LockfileIn = match serde_json::from_str(text) {
+    let parsed = serde_json::from_str::<LockfileIn>(text);
+    // Two entries for one tool (or server, or member): serde would keep the
+    // last without a word. A syntax error is reported as such instead.
+    if !matches!(&parsed, Err(e) if e.is_syntax() || e.is_eof()) {
+        json::reject_duplicate_keys(text, origin)?;
+    }
+    let doc: LockfileIn = match parsed {
         Ok(doc) => doc,
         Err(e) => {
             // A lockfile from a newer toolpin fails on its new fields; say

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
+use toolpin_manifest::Redactor;
 
 /// Where events go.
 pub enum Sink {
@@ -74,5 +75,29 @@ impl Sink {
             Sink::Memory(m) => m.lock().map(|m| m.clone()).unwrap_or_default(),
             _ => Vec::new(),
         }
+    }
+}
+
+/// The proxy's event log: a sink, and the upstreams' secrets, which no
+/// event may carry (an upstream's error text can quote its credentials).
+pub struct Log {
+    sink: Sink,
+    redactor: Redactor,
+}
+
+impl Log {
+    pub fn new(sink: Sink, redactor: Redactor) -> Self {
+        Self { sink, redactor }
+    }
+
+    /// Writes one event, every secret in its fields redacted.
+    pub fn emit(&self, event: &str, mut fields: Value) {
+        self.redactor.redact_value(&mut fields);
+        self.sink.emit(event, fields);
+    }
+
+    /// Events kept by a memory sink.
+    pub fn recorded(&self) -> Vec<Value> {
+        self.sink.recorded()
     }
 }

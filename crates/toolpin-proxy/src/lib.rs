@@ -113,6 +113,10 @@ pub struct Settings {
     /// not the main runtime: the stdio front runs them on a second thread,
     /// so that the two directions of a call use two cores.
     pub reply_runtime: Option<tokio::runtime::Handle>,
+    /// Every secret the upstreams were configured with (expanded `${VAR}`
+    /// values, literal credentials): redacted from everything the proxy
+    /// sends the agent, logs or exports.
+    pub redactor: toolpin_manifest::Redactor,
 }
 
 /// Shared by every session: settings, the served catalog, the logs.
@@ -127,7 +131,7 @@ pub struct Proxy {
     drift_withdrawn: Mutex<BTreeMap<String, String>>,
     /// Listed, but calls are refused because of drift.
     blocked: Mutex<BTreeMap<String, Blocked>>,
-    pub events: events::Sink,
+    pub events: events::Log,
     pub metrics: metrics::Metrics,
     pub telemetry: telemetry::Telemetry,
     list_changed: broadcast::Sender<()>,
@@ -167,7 +171,7 @@ impl Proxy {
             blocked: Mutex::new(BTreeMap::new()),
             metrics: metrics::Metrics::default(),
             telemetry,
-            events,
+            events: events::Log::new(events, settings.redactor.clone()),
             list_changed,
             upstream_pids: Mutex::new(std::collections::BTreeSet::new()),
             catalog_hex: settings.catalog.fingerprint.to_hex(),

@@ -176,7 +176,10 @@ impl Session {
         session
     }
 
-    fn send(&self, message: Value) {
+    /// Sends a message to the agent, with the upstreams' secrets redacted
+    /// (the proxy's own errors quote what a server said).
+    fn send(&self, mut message: Value) {
+        self.proxy.settings.redactor.redact_value(&mut message);
         let _ = self.to_client.send(Outgoing::Json(message));
     }
 
@@ -844,7 +847,8 @@ impl Session {
         message: String,
     ) {
         if let Some(span) = span {
-            span.finish(Some((class.name(), &message)));
+            let text = self.proxy.settings.redactor.redact(&message);
+            span.finish(Some((class.name(), &text)));
         }
         if let Some((name, route)) = tool {
             self.proxy.metrics.call(
@@ -1089,16 +1093,17 @@ impl Session {
                 if let Some((name, route)) = &call.tool {
                     error = self.check_result(name, route, &reply, call.started);
                 }
+                let redactor = &self.proxy.settings.redactor;
                 if let Some(span) = call.span.take() {
                     let text = error
                         .and_then(|_| reply.error_code_message())
-                        .map(|(_, m)| m)
+                        .map(|(_, m)| redactor.redact(&m))
                         .unwrap_or_default();
                     span.finish(error.map(|class| (class.name(), text.as_str())));
                 }
                 let _ = self.to_client.send(Outgoing::Reply {
                     id: call.front_id,
-                    reply,
+                    reply: reply.redacted(redactor),
                 });
             }
             Event::Message(server, message, related) => {

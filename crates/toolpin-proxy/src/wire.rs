@@ -180,6 +180,22 @@ impl Reply {
         })
     }
 
+    /// The response with every secret in its strings redacted (an error
+    /// or a result that echoes an upstream's credentials); itself when it
+    /// holds none.
+    pub fn redacted(self, redactor: &toolpin_manifest::Redactor) -> Reply {
+        let Some(text) = redactor.redact_json_text(&self.text) else {
+            return self;
+        };
+        let id = self.upstream_id;
+        // Redaction only rewrites strings, so the response still scans; the
+        // fallback keeps the secret out should it somehow not.
+        Reply::parse(text).unwrap_or_else(|_| {
+            let text = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "toolpin proxy: the server's answer could not be relayed"}}).to_string();
+            Reply::parse(text).unwrap_or(self)
+        })
+    }
+
     pub fn upstream_id(&self) -> i64 {
         self.upstream_id
     }

@@ -15,7 +15,7 @@ use toolpin_drift::policy::{check_rule_id, parse_severity, IgnoreEntry, Level, P
 use toolpin_manifest::{ExportFormat, Glob, Pointer, Transform};
 
 use crate::error::CliError;
-use crate::expand::expand;
+use crate::expand::{expand, expand_url};
 
 /// Default deadline for an `exec` source.
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -900,7 +900,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         }
         SourceKind::Url => {
             let written = cfg.url.clone().unwrap_or_default();
-            let url = expand(&written, lookup).map_err(|m| format!("`url`: {m}"))?;
+            let url = expand_url(&written, lookup).map_err(|m| format!("`url`: {m}"))?;
             secrets.extend(url.secrets);
             record.insert("url".into(), json!(written));
             let headers = http_headers(&cfg, lookup, &mut record, &mut secrets)?;
@@ -1037,7 +1037,11 @@ fn openapi_source(
     if written.trim().is_empty() {
         return Err("`openapi` must name a file or an http(s) URL".into());
     }
-    let expanded = expand(&written, lookup).map_err(|m| format!("`openapi`: {m}"))?;
+    let mut expanded = expand(&written, lookup).map_err(|m| format!("`openapi`: {m}"))?;
+    if is_http_url(&expanded.value) {
+        // A URL: each value percent-encoded into its component.
+        expanded = expand_url(&written, lookup).map_err(|m| format!("`openapi`: {m}"))?;
+    }
     secrets.extend(expanded.secrets);
     record.insert("openapi".into(), json!(written));
     let (location, timeout) = if is_http_url(&expanded.value) {

@@ -12,6 +12,54 @@ pub struct Expanded {
 
 /// Expands references in `text` using `lookup`.
 pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
+    expand_with(text, lookup, &|_, v, _| v.to_string())
+}
+
+/// Expands references in a URL: a value from the environment is
+/// percent-encoded into the component it stands in (userinfo, path, query
+/// or fragment), so that an `&` in it cannot add a query parameter nor a
+/// `/` a path segment. A reference that starts the URL or stands in its
+/// host or port is taken as written (it is URL text: `${BASE_URL}/mcp`,
+/// `http://${HOST}:${PORT}`). Defaults are URL text as written too.
+pub fn expand_url(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
+    expand_with(text, lookup, &|before, v, after| {
+        if url_component_is_text(before, after) {
+            v.to_string()
+        } else {
+            toolpin_manifest::redact::percent_encoded(v, false)
+        }
+    })
+}
+
+/// Whether a reference between `before` (expanded so far) and `after` (as
+/// written) stands in URL text itself: the scheme, the whole URL, the host
+/// or the port. Anything else is inside one component.
+fn url_component_is_text(before: &str, after: &str) -> bool {
+    if before.contains(['?', '#']) {
+        return false;
+    }
+    let Some((_, authority)) = before.split_once("://") else {
+        return true;
+    };
+    if authority.contains('/') {
+        return false;
+    }
+    if authority.contains('@') {
+        // Past the userinfo: the host or the port.
+        return true;
+    }
+    // Userinfo when an `@` follows before the authority ends.
+    let rest = after.split(['/', '?', '#']).next().unwrap_or("");
+    !rest.contains('@')
+}
+
+/// Expands references, each value from the environment passed through
+/// `encode(expanded so far, value, the rest as written)`.
+fn expand_with(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    encode: &dyn Fn(&str, &str, &str) -> String,
+) -> Result<Expanded, String> {
     let mut value = String::with_capacity(text.len());
     let mut secrets = Vec::new();
     let mut rest = text;
@@ -33,8 +81,9 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Exp
         }
         match (lookup(name), default) {
             (Some(v), _) if !v.is_empty() || default.is_none() => {
-                secrets.push((format!("${{{name}}}"), v.clone()));
-                value.push_str(&v);
+                let encoded = encode(&value, &v, &after[end + 1..]);
+                value.push_str(&encoded);
+                secrets.push((format!("${{{name}}}"), v));
             }
             (_, Some(d)) => value.push_str(d),
             (None, None) => return Err(format!("environment variable {name} is not set")),
@@ -47,16 +96,10 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Exp
 }
 
 /// Replaces every secret value in `text` with its stand-in (`${NAME}` for a
-/// value from the environment, `<redacted>` for a literal).
+/// value from the environment, `<redacted>` for a literal), in every form
+/// a server may echo it: as is, JSON-escaped or percent-encoded.
 pub fn redact(text: &str, secrets: &[(String, String)]) -> String {
-    let mut out = text.to_string();
-    // Longest first, so a secret containing another is replaced whole.
-    let mut sorted: Vec<&(String, String)> = secrets.iter().filter(|(_, v)| v.len() >= 4).collect();
-    sorted.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
-    for (name, value) in sorted {
-        out = out.replace(value.as_str(), name);
-    }
-    out
+    toolpin_manifest::Redactor::new(secrets).redact(text)
 }
 
 #[cfg(test)]
@@ -104,8 +147,52 @@ mod tests {
     }
 
     #[test]
+    fn url_references_are_encoded_into_their_component() {
+        let env = |name: &str| match name {
+            "Q" => Some("a&b=c#d".to_string()),
+            "SEG" => Some("x/../y?z".to_string()),
+            "PASS" => Some("p@ss:w/rd".to_string()),
+            "HOST" => Some("127.0.0.1:8080".to_string()),
+            "BASE" => Some("http://127.0.0.1:9/mcp".to_string()),
+            _ => None,
+        };
+        let url = |t: &str| expand_url(t, &env).expect("expands").value;
+        assert_eq!(
+            url("http://h/mcp?key=${Q}&v=1"),
+            "http://h/mcp?key=a%26b%3Dc%23d&v=1"
+        );
+        assert_eq!(
+            url("http://h/api/${SEG}/mcp"),
+            "http://h/api/x%2F..%2Fy%3Fz/mcp"
+        );
+        assert_eq!(
+            url("http://u:${PASS}@h/mcp"),
+            "http://u:p%40ss%3Aw%2Frd@h/mcp"
+        );
+        assert_eq!(
+            url("http://${HOST}/mcp#${SEG}"),
+            "http://127.0.0.1:8080/mcp#x%2F..%2Fy%3Fz"
+        );
+        assert_eq!(
+            url("${BASE}?t=${Q}"),
+            "http://127.0.0.1:9/mcp?t=a%26b%3Dc%23d"
+        );
+        assert_eq!(url("http://h/${MISSING:-a/b}"), "http://h/a/b");
+        let e = expand_url("http://h/?k=${Q}", &env).expect("expands");
+        assert_eq!(e.secrets, vec![("${Q}".into(), "a&b=c#d".into())]);
+    }
+
+    #[test]
     fn redacts_secret_values() {
         let s = vec![("${TOKEN}".to_string(), "s3cret-value".to_string())];
         assert_eq!(redact("401 for s3cret-value", &s), "401 for ${TOKEN}");
+        let s = vec![("${TOKEN}".to_string(), "tok\"x\\y&z".to_string())];
+        assert_eq!(
+            redact(
+                r#"401 {"got":"tok\"x\\y&z"} ?t=tok%22x%5Cy%26z tok"x\y&z"#,
+                &s
+            ),
+            r#"401 {"got":"${TOKEN}"} ?t=${TOKEN} ${TOKEN}"#
+        );
     }
 }

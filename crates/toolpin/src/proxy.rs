@@ -269,6 +269,9 @@ pub fn run(args: ProxyRun) -> Result<(), CliError> {
             None => Some(reply_runtime()?),
             Some(_) => None,
         },
+        // Every server's secrets, not only its own: no upstream's text may
+        // carry another's credentials either.
+        redactor: toolpin_manifest::Redactor::new(servers.iter().flat_map(|s| s.secrets.iter())),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
