@@ -1136,7 +1136,8 @@ impl Session {
 
     /// Sends a server's message to the agent, with the request it belongs
     /// with when one is known.
-    fn send_related(&self, message: Value, related: Option<Value>) {
+    fn send_related(&self, mut message: Value, related: Option<Value>) {
+        self.proxy.settings.redactor.redact_value(&mut message);
         let out = match related {
             Some(to) => Outgoing::Related { to, message },
             None => Outgoing::Json(message),
