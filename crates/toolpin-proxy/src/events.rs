@@ -120,7 +120,10 @@ mod tests {
         let e = &events[0];
         assert_eq!(
             e["tool"],
-            format!("{}... (truncated: 10485760 bytes)", "n".repeat(MAX_EVENT_STRING))
+            format!(
+                "{}... (truncated: 10485760 bytes)",
+                "n".repeat(MAX_EVENT_STRING)
+            )
         );
         assert_eq!(e["nested"]["list"][0], "short");
         assert_eq!(

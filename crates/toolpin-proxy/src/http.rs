@@ -324,11 +324,7 @@ pub async fn serve(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::
 
 /// Serves only `/metrics` on `addr`, in the background (stdio mode); of
 /// `options`, the connection timeouts apply.
-pub async fn serve_metrics(
-    proxy: Arc<Proxy>,
-    addr: &str,
-    options: Options,
-) -> std::io::Result<()> {
+pub async fn serve_metrics(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     let front = Arc::new(Front {
         proxy,
@@ -788,8 +784,10 @@ fn session_limit_reply(front: &Front, request: &Value, open: usize) -> Reply {
         StatusCode::SERVICE_UNAVAILABLE,
         &error_response(&id, SESSION_LIMIT_CODE, text, Some(data)),
     );
-    r.headers_mut()
-        .insert(hyper::header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+    r.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        HeaderValue::from(RETRY_AFTER_SECONDS),
+    );
     r
 }
 

@@ -216,7 +216,11 @@ impl Metrics {
                 Value::String(s) => bounded(s).into_owned(),
                 other => bounded(&other.to_string()).into_owned(),
             };
-            let key = (bounded(tool).into_owned(), bounded(name).into_owned(), label);
+            let key = (
+                bounded(tool).into_owned(),
+                bounded(name).into_owned(),
+                label,
+            );
             if !r.arguments.contains_key(&key) {
                 let distinct = r
                     .arguments
@@ -362,7 +366,10 @@ impl Metrics {
         let _ = writeln!(out, "toolpin_sessions_refused_total {}", r.sessions_refused);
         let _ = writeln!(out, "# HELP toolpin_connections_closed_total HTTP connections the proxy closed, by reason.\n# TYPE toolpin_connections_closed_total counter");
         for (reason, n) in &r.connections_closed {
-            let _ = writeln!(out, "toolpin_connections_closed_total{{reason=\"{reason}\"}} {n}");
+            let _ = writeln!(
+                out,
+                "toolpin_connections_closed_total{{reason=\"{reason}\"}} {n}"
+            );
         }
         out
     }
