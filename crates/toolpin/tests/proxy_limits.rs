@@ -52,9 +52,9 @@ fn tools() -> Value {
         "tools": [
             {"name": "get", "description": "Get one item by its id.",
              "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
-            {"name": "wait", "description": "Answers after 3 s.", "inputSchema": n},
+            {"name": "wait", "description": "Answers after 5 s.", "inputSchema": n},
         ],
-        "behaviors": {"wait": "sleep:3"}
+        "behaviors": {"wait": "sleep:5"}
     })
 }
 
@@ -427,22 +427,14 @@ fn max_sessions_in_toolpin_toml_and_its_validation() {
     sc.finish();
     sc2.finish();
 
-    let sc = Scenario::new("");
-    sc.sb.write(
+    // Checked when toolpin.toml is read, before anything starts.
+    let sb = Sandbox::new();
+    sb.write(
         "toolpin.toml",
-        format!(
-            "{}\n[proxy]\nmax_sessions = 0\n",
-            sc.sb
-                .read_string("toolpin.toml")
-                .split("\n\n")
-                .next()
-                .unwrap_or("")
-        ),
+        "[servers.shop]\ncommand = [\"true\"]\n\n[proxy]\nmax_sessions = 0\n",
     );
-    sc.sb
-        .run(&["proxy", "--listen", "127.0.0.1:0"])
+    sb.run(&["proxy", "--listen", "127.0.0.1:0"])
         .error(&["proxy.max_sessions must be at least 1"]);
-    sc.finish();
 }
 
 // ---------------------------------------------------------------------------
@@ -450,7 +442,7 @@ fn max_sessions_in_toolpin_toml_and_its_validation() {
 
 #[test]
 fn unfinished_headers_and_silent_connections_are_closed_but_a_long_call_is_not() {
-    let mut sc = Scenario::new("[proxy]\nheader_read_timeout = \"1s\"\nconnection_idle = \"2s\"\n");
+    let mut sc = Scenario::new("[proxy]\nheader_read_timeout = \"1s\"\nconnection_idle = \"3s\"\n");
     let addr = sc.listen(&[], &[]);
 
     // Slowloris: headers trickled a byte at a time, never finished.
@@ -474,15 +466,15 @@ fn unfinished_headers_and_silent_connections_are_closed_but_a_long_call_is_not()
         }
     };
     assert!(
-        closed >= Duration::from_millis(900) && closed < Duration::from_millis(1900),
+        closed >= Duration::from_millis(900) && closed < Duration::from_millis(2800),
         "unfinished headers closed after {closed:?}, not at header_read_timeout (1 s)"
     );
 
     // A connection that never sends anything: closed at connection_idle.
     let silent = Conn::open(&addr, STEP).time_to_close();
     assert!(
-        silent >= Duration::from_millis(1900) && silent < Duration::from_millis(2900),
-        "a silent connection closed after {silent:?}, not at connection_idle (2 s)"
+        silent >= Duration::from_millis(2900) && silent < Duration::from_millis(4500),
+        "a silent connection closed after {silent:?}, not at connection_idle (3 s)"
     );
 
     // Kept alive after an answer: closed at connection_idle too.
@@ -495,7 +487,7 @@ fn unfinished_headers_and_silent_connections_are_closed_but_a_long_call_is_not()
     assert_eq!(answer.status, 200, "{answer:?}");
     let idle = kept.time_to_close();
     assert!(
-        idle >= Duration::from_millis(1900) && idle < Duration::from_millis(2900),
+        idle >= Duration::from_millis(2900) && idle < Duration::from_millis(4500),
         "an idle kept-alive connection closed after {idle:?}"
     );
 
@@ -511,7 +503,7 @@ fn unfinished_headers_and_silent_connections_are_closed_but_a_long_call_is_not()
     );
     assert_eq!(answer.status, 200, "{answer:?}");
     assert!(answer.body.contains(r#"\"tool\": \"wait\""#), "{answer:?}");
-    assert!(start.elapsed() >= Duration::from_secs(3));
+    assert!(start.elapsed() >= Duration::from_secs(5));
 
     let text = metrics(&addr);
     assert_eq!(
