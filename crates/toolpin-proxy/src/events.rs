@@ -7,6 +7,11 @@ use std::sync::Mutex;
 use serde_json::{json, Map, Value};
 use toolpin_manifest::Redactor;
 
+/// Longest string kept in an event, in bytes: the log keeps the detail the
+/// metrics drop (a whole made-up tool name), but one absurd name cannot make
+/// every line that quotes it megabytes long.
+pub const MAX_EVENT_STRING: usize = 4096;
+
 /// Where events go.
 pub enum Sink {
     /// Nowhere (tests, or `--events off`).
@@ -44,6 +49,9 @@ impl Sink {
         record.insert("event".into(), json!(event));
         if let Value::Object(f) = fields {
             record.extend(f);
+        }
+        for value in record.values_mut() {
+            cap_strings(value);
         }
         let record = Value::Object(record);
         // One write(2) per line: processes appending to one log (O_APPEND)
@@ -99,5 +107,54 @@ impl Log {
     /// Events kept by a memory sink.
     pub fn recorded(&self) -> Vec<Value> {
         self.sink.recorded()
+    }
+}
+
+/// Cuts every string in `value` longer than [`MAX_EVENT_STRING`] bytes, at
+/// a character boundary, and says so in the string.
+fn cap_strings(value: &mut Value) {
+    match value {
+        Value::String(s) if s.len() > MAX_EVENT_STRING => {
+            let total = s.len();
+            let mut end = MAX_EVENT_STRING;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            s.truncate(end);
+            s.push_str(&format!("... (truncated: {total} bytes)"));
+        }
+        Value::Array(items) => items.iter_mut().for_each(cap_strings),
+        Value::Object(members) => members.values_mut().for_each(cap_strings),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_strings_are_cut_and_say_so() {
+        let sink = Sink::Memory(Mutex::new(Vec::new()));
+        let name = "n".repeat(10 << 20);
+        sink.emit(
+            "refused",
+            json!({"tool": name, "nested": {"list": ["short", "é".repeat(3000)]}}),
+        );
+        let events = sink.recorded();
+        let e = &events[0];
+        assert_eq!(
+            e["tool"],
+            format!(
+                "{}... (truncated: 10485760 bytes)",
+                "n".repeat(MAX_EVENT_STRING)
+            )
+        );
+        assert_eq!(e["nested"]["list"][0], "short");
+        assert_eq!(
+            e["nested"]["list"][1],
+            format!("{}... (truncated: 6000 bytes)", "é".repeat(2048))
+        );
+        assert_eq!(e["event"], "refused");
     }
 }

@@ -15,6 +15,11 @@
 //!   in the session, and the agent's id is put back on the answer. In the
 //!   shared session, a server's message goes only to the POST it belongs
 //!   with, and a cancellation names no other client's request.
+//! - Limits: at most `max_sessions` sessions (then `initialize` gets 503
+//!   with `Retry-After`); a connection that does not finish a request's
+//!   headers within `header_read_timeout`, or has no request in flight for
+//!   `connection_idle`, is closed; a failing accept (out of descriptors)
+//!   backs off instead of spinning.
 //! - Host and Origin are checked on every request (DNS-rebinding
 //!   protection): loopback names, plus what `--allow-host` /
 //!   `--allow-origin` add. Anything else gets 403.
@@ -24,14 +29,16 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Body, Bytes, Frame, Incoming};
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 use crate::session::{error_response, Session};
 use crate::wire::Outgoing;
@@ -41,7 +48,8 @@ use crate::Proxy;
 const MAX_BODY: usize = 64 << 20;
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// What the HTTP front accepts besides loopback, and how long sessions live.
+/// What the HTTP front accepts besides loopback, how long sessions and
+/// connections live, and how many sessions it holds.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Extra Host header values (`host` or `host:port`).
@@ -50,11 +58,30 @@ pub struct Options {
     pub allow_origins: Vec<String>,
     /// A session with no request and no open stream for this long is
     /// closed with its upstream sessions (most clients never send DELETE).
-    pub session_idle: std::time::Duration,
+    pub session_idle: Duration,
+    /// Most sessions open at once: each starts its own upstream sessions
+    /// (a process per stdio server), so past this `initialize` gets 503.
+    pub max_sessions: usize,
+    /// A connection that has started a request but not finished its
+    /// headers within this is closed (slowloris).
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed, so
+    /// that silent connections cannot hold every descriptor.
+    pub connection_idle: Duration,
 }
 
 /// Default for [`Options::session_idle`].
-pub const DEFAULT_SESSION_IDLE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// Default for [`Options::max_sessions`].
+pub const DEFAULT_MAX_SESSIONS: usize = 32;
+/// Default for [`Options::header_read_timeout`].
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`Options::connection_idle`].
+pub const DEFAULT_CONNECTION_IDLE: Duration = Duration::from_secs(60);
+/// `Retry-After` of the refusal at the session cap, in seconds.
+const RETRY_AFTER_SECONDS: u64 = 10;
+/// JSON-RPC code of the refusal at the session cap (server error range).
+const SESSION_LIMIT_CODE: i64 = -32000;
 
 impl Default for Options {
     fn default() -> Self {
@@ -62,6 +89,9 @@ impl Default for Options {
             allow_hosts: Vec::new(),
             allow_origins: Vec::new(),
             session_idle: DEFAULT_SESSION_IDLE,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            connection_idle: DEFAULT_CONNECTION_IDLE,
         }
     }
 }
@@ -485,14 +515,15 @@ pub async fn serve(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::
     accept_loop(listener, front).await
 }
 
-/// Serves only `/metrics` on `addr`, in the background (stdio mode).
-pub async fn serve_metrics(proxy: Arc<Proxy>, addr: &str) -> std::io::Result<()> {
+/// Serves only `/metrics` on `addr`, in the background (stdio mode); of
+/// `options`, the connection timeouts apply.
+pub async fn serve_metrics(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     let front = Arc::new(Front {
         proxy,
         sessions: Mutex::new(HashMap::new()),
         stateless: tokio::sync::OnceCell::new(),
-        options: Options::default(),
+        options,
     });
     tokio::spawn(async move {
         let _ = accept_loop_with(listener, front, true).await;
@@ -509,28 +540,261 @@ async fn accept_loop_with(
     front: Arc<Front>,
     metrics_only: bool,
 ) -> std::io::Result<()> {
+    let mut backoff = Backoff::default();
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
-            // Out of descriptors and the like: keep serving the others.
-            Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            // Out of descriptors (EMFILE) and the like: the connections
+            // held now are closed by their timeouts, so wait and try again
+            // rather than spin or stop serving.
+            Err(e) => {
+                if let Some(pause) = backoff.failed() {
+                    front.proxy.events.emit(
+                        "accept-failed",
+                        json!({"message": e.to_string(), "retry_ms": pause.as_millis() as u64}),
+                    );
+                }
+                tokio::time::sleep(backoff.pause()).await;
                 continue;
             }
         };
+        backoff = Backoff::default();
         let _ = stream.set_nodelay(true);
         let front = Arc::clone(&front);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let front = Arc::clone(&front);
-                async move { Ok::<_, Infallible>(handle(front, req, metrics_only).await) }
-            });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            let _ = hyper::server::conn::http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(io, service)
-                .await;
-        });
+        tokio::spawn(serve_connection(front, stream, metrics_only));
+    }
+}
+
+/// How long the accept loop waits after a failed accept: 10 ms, doubling
+/// to 1 s while accepts keep failing.
+#[derive(Default)]
+struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    /// Records a failure; returns the pause when this is the first of a
+    /// run (the one worth an event).
+    fn failed(&mut self) -> Option<Duration> {
+        self.failures = self.failures.saturating_add(1);
+        (self.failures == 1).then(|| self.pause())
+    }
+
+    fn pause(&self) -> Duration {
+        let shift = self.failures.saturating_sub(1).min(7);
+        Duration::from_millis(10u64 << shift).min(Duration::from_secs(1))
+    }
+}
+
+/// One HTTP/1.1 connection, closed by the proxy when it has no request in
+/// flight for `connection_idle`, or has started a request whose headers
+/// are not complete within `header_read_timeout`.
+async fn serve_connection(front: Arc<Front>, stream: tokio::net::TcpStream, metrics_only: bool) {
+    let watch = Arc::new(Watch::new());
+    let io = hyper_util::rt::TokioIo::new(Watched {
+        inner: stream,
+        watch: Arc::clone(&watch),
+    });
+    let serving = Arc::clone(&front);
+    let watching = Arc::clone(&watch);
+    let service = hyper::service::service_fn(move |req| {
+        let front = Arc::clone(&serving);
+        let guard = InFlight::start(Arc::clone(&watching));
+        async move {
+            let reply = handle(front, req, metrics_only).await;
+            Ok::<_, Infallible>(reply.map(|body| Tracked {
+                inner: body,
+                _guard: guard,
+            }))
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.keep_alive(true);
+    let connection = builder.serve_connection(io, service);
+    let (header, idle) = (
+        front.options.header_read_timeout,
+        front.options.connection_idle,
+    );
+    tokio::select! {
+        _ = connection => {}
+        reason = watch.expired(header, idle) => front.proxy.metrics.connection_closed(reason),
+    }
+}
+
+/// What a connection is doing, for its timeouts.
+struct Watch {
+    state: Mutex<WatchState>,
+    /// Woken when a request ends or a new one starts arriving.
+    changed: Notify,
+}
+
+struct WatchState {
+    /// Requests whose answer is not yet fully written.
+    in_flight: usize,
+    /// Since when nothing has been in flight.
+    quiet_since: Instant,
+    /// When the first byte of the next request came, if it did.
+    head_started: Option<Instant>,
+}
+
+impl Watch {
+    fn new() -> Self {
+        Self {
+            state: Mutex::new(WatchState {
+                in_flight: 0,
+                quiet_since: Instant::now(),
+                head_started: None,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    /// Bytes arrived: with nothing in flight, a request is starting.
+    fn read(&self) {
+        let Ok(mut s) = self.state.lock() else { return };
+        if s.in_flight == 0 && s.head_started.is_none() {
+            s.head_started = Some(Instant::now());
+            drop(s);
+            self.changed.notify_one();
+        }
+    }
+
+    /// When the connection is to be closed, and why; `None` while a
+    /// request is in flight.
+    fn deadline(&self, header: Duration, idle: Duration) -> Option<(Instant, &'static str)> {
+        let s = self.state.lock().ok()?;
+        if s.in_flight > 0 {
+            return None;
+        }
+        let quiet = (s.quiet_since + idle, "idle");
+        Some(match s.head_started {
+            Some(t) if t + header < quiet.0 => (t + header, "header_timeout"),
+            _ => quiet,
+        })
+    }
+
+    /// Resolves when the connection has outlived a timeout, with the reason.
+    async fn expired(&self, header: Duration, idle: Duration) -> &'static str {
+        loop {
+            let changed = self.changed.notified();
+            match self.deadline(header, idle) {
+                None => changed.await,
+                Some((at, reason)) => {
+                    if Instant::now() >= at {
+                        return reason;
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(at.into()) => {}
+                        _ = changed => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Counts one request as in flight from its headers until its answer's
+/// body is dropped (written in full, or the connection gone).
+struct InFlight(Arc<Watch>);
+
+impl InFlight {
+    fn start(watch: Arc<Watch>) -> Self {
+        if let Ok(mut s) = watch.state.lock() {
+            s.in_flight += 1;
+            s.head_started = None;
+        }
+        watch.changed.notify_one();
+        Self(watch)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.0.state.lock() {
+            s.in_flight = s.in_flight.saturating_sub(1);
+            if s.in_flight == 0 {
+                s.quiet_since = Instant::now();
+                s.head_started = None;
+            }
+        }
+        self.0.changed.notify_one();
+    }
+}
+
+/// An answer's body, holding its request in flight.
+struct Tracked<B> {
+    inner: B,
+    _guard: InFlight,
+}
+
+impl<B: Body + Unpin> Body for Tracked<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A connection's stream, telling its [`Watch`] when bytes arrive.
+struct Watched<T> {
+    inner: T,
+    watch: Arc<Watch>,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.watch.read();
+        }
+        polled
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 }
 
@@ -614,6 +878,22 @@ impl Front {
             }
         }
         Ok(())
+    }
+
+    /// A new session for `initialize`, unless `max_sessions` are open
+    /// (then `Err` with how many are). The count and the insertion are one
+    /// step, so concurrent `initialize`s cannot pass the cap together.
+    fn open_session(&self) -> Result<(String, Arc<HttpSession>), usize> {
+        let Ok(mut m) = self.sessions.lock() else {
+            return Err(0);
+        };
+        if m.len() >= self.options.max_sessions {
+            return Err(m.len());
+        }
+        let id = new_session_id();
+        let s = HttpSession::new(&self.proxy, false);
+        m.insert(id.clone(), Arc::clone(&s));
+        Ok((id, s))
     }
 
     fn session(&self, req: &Request<Incoming>) -> Option<(String, Arc<HttpSession>)> {
@@ -710,6 +990,31 @@ fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>, abandon: Option<Abandon>) ->
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     r.headers_mut()
         .insert("cache-control", HeaderValue::from_static("no-cache"));
+    r
+}
+
+/// The refusal of an `initialize` at the session cap: 503 with
+/// `Retry-After`, a JSON-RPC error naming the cap, and an event.
+fn session_limit_reply(front: &Front, request: &Value, open: usize) -> Reply {
+    let max = front.options.max_sessions;
+    front.proxy.events.emit(
+        "session-refused",
+        json!({"reason": "max_sessions", "max_sessions": max, "open": open}),
+    );
+    front.proxy.metrics.session_refused();
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let text = format!(
+        "too many sessions: this proxy holds at most {max} ([proxy] max_sessions); retry later, or end an unused session with DELETE"
+    );
+    let data = json!({"toolpin": {"limit": "max_sessions", "max_sessions": max, "retry_after_seconds": RETRY_AFTER_SECONDS}});
+    let mut r = json_reply(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &error_response(&id, SESSION_LIMIT_CODE, text, Some(data)),
+    );
+    r.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        HeaderValue::from(RETRY_AFTER_SECONDS),
+    );
     r
 }
 
@@ -834,12 +1139,10 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
             .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
             .is_some();
     let (session_id, session) = if opens {
-        let id = new_session_id();
-        let s = HttpSession::new(&front.proxy, false);
-        if let Ok(mut m) = front.sessions.lock() {
-            m.insert(id.clone(), Arc::clone(&s));
+        match front.open_session() {
+            Ok((id, s)) => (Some(id), s),
+            Err(open) => return session_limit_reply(&front, &first, open),
         }
-        (Some(id), s)
     } else if let Some((id, s)) = existing {
         (Some(id), s)
     } else if stateless || method == "server/discover" {

@@ -2,7 +2,15 @@
 //! argument enum values per tool and parameter, errors by class, latency
 //! histograms and drift events. These are the selection rates and argument
 //! distributions in which description drift shows up in production.
+//!
+//! Every label set is bounded whatever the agent sends: tool names come
+//! from the served catalog, except those of refused calls to tools it does
+//! not serve, which get their own series only up to
+//! [`MAX_UNSERVED_TOOLS`] names (then `unknown`); enum argument values are
+//! kept up to [`MAX_VALUES_PER_PARAMETER`] per parameter; and every label
+//! value is cut to [`MAX_LABEL_BYTES`]. The events log keeps the detail.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
@@ -17,6 +25,20 @@ const BUCKETS: [f64; 14] = [
 /// Most distinct values kept per (tool, parameter), so a free-text
 /// parameter mistaken for an enum cannot grow the registry without bound.
 const MAX_VALUES_PER_PARAMETER: usize = 64;
+
+/// Most distinct names of tools the catalog does not serve (unknown or
+/// withdrawn names, refused with `server=""`) that get series of their own;
+/// the calls to any other such name are counted under [`UNKNOWN_TOOL`]. A
+/// few names show which tools a model invents; thousands are an attack on
+/// the scraper.
+pub const MAX_UNSERVED_TOOLS: usize = 16;
+
+/// The `tool` label of refused calls past [`MAX_UNSERVED_TOOLS`] names.
+pub const UNKNOWN_TOOL: &str = "unknown";
+
+/// Longest label value, in bytes before escaping; longer ones are cut at a
+/// character boundary and end in `...`.
+pub const MAX_LABEL_BYTES: usize = 128;
 
 /// Why a call failed, as the `class` label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -95,6 +117,10 @@ struct Registry {
     drift: BTreeMap<(String, String, String), u64>,
     /// (rule) → refusals and result findings.
     findings: BTreeMap<String, u64>,
+    /// `initialize` refused: the session cap was reached.
+    sessions_refused: u64,
+    /// HTTP connections closed by the proxy, by reason.
+    connections_closed: BTreeMap<&'static str, u64>,
 }
 
 /// The proxy's metrics.
@@ -109,12 +135,22 @@ impl Metrics {
         let Ok(mut r) = self.registry.lock() else {
             return;
         };
-        if !r.tools.contains_key(server) {
+        let server = bounded(server);
+        let mut tool = bounded(tool);
+        if !r.tools.contains_key(server.as_ref()) {
             r.tools.insert(server.to_string(), BTreeMap::new());
         }
-        let Some(per_server) = r.tools.get_mut(server) else {
+        let Some(per_server) = r.tools.get_mut(server.as_ref()) else {
             return;
         };
+        // `server=""`: a name the catalog does not serve, chosen by the agent.
+        if server.is_empty()
+            && !per_server.contains_key(tool.as_ref())
+            && per_server.keys().filter(|t| *t != UNKNOWN_TOOL).count() >= MAX_UNSERVED_TOOLS
+        {
+            tool = Cow::Borrowed(UNKNOWN_TOOL);
+        }
+        let tool = tool.as_ref();
         if !per_server.contains_key(tool) {
             per_server.insert(tool.to_string(), ToolStats::default());
         }
@@ -147,7 +183,7 @@ impl Metrics {
     /// A finding seen at run time (`result-nonconformant`, …).
     pub fn finding(&self, rule: &str) {
         if let Ok(mut r) = self.registry.lock() {
-            *r.findings.entry(rule.to_string()).or_default() += 1;
+            *r.findings.entry(bounded(rule).into_owned()).or_default() += 1;
         }
     }
 
@@ -177,15 +213,19 @@ impl Metrics {
             }
             let Some(r) = registry.as_mut() else { return };
             let label = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
+                Value::String(s) => bounded(s).into_owned(),
+                other => bounded(&other.to_string()).into_owned(),
             };
-            let key = (tool.to_string(), name.clone(), label);
+            let key = (
+                bounded(tool).into_owned(),
+                bounded(name).into_owned(),
+                label,
+            );
             if !r.arguments.contains_key(&key) {
                 let distinct = r
                     .arguments
                     .keys()
-                    .filter(|(t, p, _)| t == tool && p == name)
+                    .filter(|(t, p, _)| *t == key.0 && *p == key.1)
                     .count();
                 if distinct >= MAX_VALUES_PER_PARAMETER {
                     continue;
@@ -199,8 +239,26 @@ impl Metrics {
     pub fn drift_event(&self, server: &str, rule: &str, severity: &str) {
         if let Ok(mut r) = self.registry.lock() {
             *r.drift
-                .entry((server.into(), rule.into(), severity.into()))
+                .entry((
+                    bounded(server).into_owned(),
+                    bounded(rule).into_owned(),
+                    bounded(severity).into_owned(),
+                ))
                 .or_default() += 1;
+        }
+    }
+
+    /// An `initialize` refused because the session cap was reached.
+    pub fn session_refused(&self) {
+        if let Ok(mut r) = self.registry.lock() {
+            r.sessions_refused += 1;
+        }
+    }
+
+    /// An HTTP connection closed by the proxy (`header_timeout`, `idle`).
+    pub fn connection_closed(&self, reason: &'static str) {
+        if let Ok(mut r) = self.registry.lock() {
+            *r.connections_closed.entry(reason).or_default() += 1;
         }
     }
 
@@ -304,8 +362,29 @@ impl Metrics {
                 label(rule)
             );
         }
+        let _ = writeln!(out, "# HELP toolpin_sessions_refused_total initialize requests refused because the session cap was reached.\n# TYPE toolpin_sessions_refused_total counter");
+        let _ = writeln!(out, "toolpin_sessions_refused_total {}", r.sessions_refused);
+        let _ = writeln!(out, "# HELP toolpin_connections_closed_total HTTP connections the proxy closed, by reason.\n# TYPE toolpin_connections_closed_total counter");
+        for (reason, n) in &r.connections_closed {
+            let _ = writeln!(
+                out,
+                "toolpin_connections_closed_total{{reason=\"{reason}\"}} {n}"
+            );
+        }
         out
     }
+}
+
+/// A label value cut to [`MAX_LABEL_BYTES`] (ending in `...` when cut).
+fn bounded(s: &str) -> Cow<'_, str> {
+    if s.len() <= MAX_LABEL_BYTES {
+        return Cow::Borrowed(s);
+    }
+    let mut end = MAX_LABEL_BYTES - 3;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}...", &s[..end]))
 }
 
 /// A label value escaped as the exposition format requires.
@@ -351,5 +430,61 @@ mod tests {
         }
         assert!(!text.contains("free text"));
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    /// Refused calls to tools the catalog does not serve: the first
+    /// `MAX_UNSERVED_TOOLS` names have series of their own, every other
+    /// name is counted as `unknown`.
+    #[test]
+    fn unserved_tool_names_collapse_into_unknown_past_the_cap() {
+        let m = Metrics::default();
+        for i in 0..1000 {
+            m.refused("", &format!("made-up-{i}"), "unknown-tool-called");
+        }
+        m.refused("", "made-up-3", "unknown-tool-called");
+        m.call("orders", "search", 0.001, None);
+        let text = m.render("abc");
+        let calls: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("toolpin_tool_calls_total{server=\"\","))
+            .collect();
+        assert_eq!(calls.len(), MAX_UNSERVED_TOOLS + 1, "{calls:#?}");
+        assert!(calls.contains(
+            &"toolpin_tool_calls_total{server=\"\",tool=\"made-up-3\",outcome=\"error\"} 2"
+        ));
+        assert!(calls.contains(
+            &"toolpin_tool_calls_total{server=\"\",tool=\"unknown\",outcome=\"error\"} 984"
+        ));
+        // A served tool is never collapsed.
+        assert!(text.contains(
+            "toolpin_tool_calls_total{server=\"orders\",tool=\"search\",outcome=\"ok\"} 1"
+        ));
+        assert!(text.contains("toolpin_findings_total{rule=\"unknown-tool-called\"} 1001"));
+    }
+
+    #[test]
+    fn label_values_are_cut_to_a_fixed_length() {
+        let m = Metrics::default();
+        let long = "é".repeat(10_000);
+        m.refused("", &long, "unknown-tool-called");
+        m.arguments(
+            "search",
+            &json!({"properties": {"status": {"enum": ["open"]}}}),
+            &json!({"status": "x".repeat(1 << 20)}),
+        );
+        let text = m.render("abc");
+        assert!(text.len() < 8_000, "{} bytes", text.len());
+        let cut = format!("{}...", "é".repeat(62));
+        assert_eq!(cut.len(), 127);
+        assert!(text.contains(&format!(
+            "toolpin_tool_calls_total{{server=\"\",tool=\"{cut}\",outcome=\"error\"}} 1"
+        )));
+        assert!(text.contains(&format!(
+            "toolpin_tool_argument_values_total{{tool=\"search\",parameter=\"status\",value=\"{}...\"}} 1",
+            "x".repeat(125)
+        )));
+        assert_eq!(bounded("short"), "short");
+        assert_eq!(bounded(&"a".repeat(128)).len(), 128);
+        assert_eq!(bounded(&"a".repeat(129)).len(), 128);
     }
 }

@@ -172,6 +172,9 @@ struct ProxyArgs {
     /// Where drift events and refusals go, as JSON lines: a file, or - for stderr [default: [proxy] events, else stderr]
     #[arg(long, value_name = "PATH")]
     events: Option<String>,
+    /// With --listen, the most HTTP sessions open at once; past it initialize gets 503 [default: [proxy] max_sessions, else 32]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_sessions: Option<u64>,
     /// Skip the capture at start that compares upstream with the pin
     #[arg(long)]
     no_start_check: bool,
@@ -481,6 +484,9 @@ fn run(cli: &Cli) -> Result<Outcome, CliError> {
                 allow_hosts: &args.allow_hosts,
                 allow_origins: &args.allow_origins,
                 events: args.events.clone(),
+                max_sessions: args
+                    .max_sessions
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 start_check: !args.no_start_check,
                 // Progress spinners would draw on the agent's terminal.
                 capture: args.config.capture_options(true),

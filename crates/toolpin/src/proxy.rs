@@ -26,6 +26,9 @@ pub(crate) struct ProxyFileConfig {
     events: Option<String>,
     otlp_endpoint: Option<String>,
     session_idle: Option<TimeoutValue>,
+    max_sessions: Option<usize>,
+    header_read_timeout: Option<TimeoutValue>,
+    connection_idle: Option<TimeoutValue>,
     #[serde(default)]
     on_drift: BTreeMap<String, String>,
 }
@@ -56,6 +59,12 @@ pub struct ProxyConfig {
     pub otlp_endpoint: Option<String>,
     /// How long an idle HTTP session lives.
     pub session_idle: Duration,
+    /// Most HTTP sessions open at once.
+    pub max_sessions: usize,
+    /// How long an HTTP client may take to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// How long an HTTP connection with no request in flight stays open.
+    pub connection_idle: Duration,
     pub facade: BTreeMap<String, FacadeEntry>,
 }
 
@@ -145,6 +154,19 @@ impl ProxyConfig {
                 Some(t) => parse_timeout("proxy.session_idle", t)?,
                 None => toolpin_proxy::http::DEFAULT_SESSION_IDLE,
             },
+            max_sessions: match file.max_sessions {
+                Some(0) => return Err("proxy.max_sessions must be at least 1".into()),
+                Some(n) => n,
+                None => toolpin_proxy::http::DEFAULT_MAX_SESSIONS,
+            },
+            header_read_timeout: match &file.header_read_timeout {
+                Some(t) => parse_timeout("proxy.header_read_timeout", t)?,
+                None => toolpin_proxy::http::DEFAULT_HEADER_READ_TIMEOUT,
+            },
+            connection_idle: match &file.connection_idle {
+                Some(t) => parse_timeout("proxy.connection_idle", t)?,
+                None => toolpin_proxy::http::DEFAULT_CONNECTION_IDLE,
+            },
             facade: entries,
         })
     }
@@ -160,6 +182,9 @@ impl Default for ProxyConfig {
             events: None,
             otlp_endpoint: None,
             session_idle: toolpin_proxy::http::DEFAULT_SESSION_IDLE,
+            max_sessions: toolpin_proxy::http::DEFAULT_MAX_SESSIONS,
+            header_read_timeout: toolpin_proxy::http::DEFAULT_HEADER_READ_TIMEOUT,
+            connection_idle: toolpin_proxy::http::DEFAULT_CONNECTION_IDLE,
             facade: BTreeMap::new(),
         }
     }
@@ -175,6 +200,8 @@ pub struct ProxyRun<'a> {
     pub allow_hosts: &'a [String],
     pub allow_origins: &'a [String],
     pub events: Option<String>,
+    /// `--max-sessions`, over `[proxy] max_sessions`.
+    pub max_sessions: Option<usize>,
     pub start_check: bool,
     pub capture: crate::pin::CaptureOptions,
 }
@@ -314,7 +341,10 @@ pub fn run(args: ProxyRun) -> Result<(), CliError> {
                 let options = toolpin_proxy::http::Options {
                     allow_hosts: args.allow_hosts.to_vec(),
                     allow_origins: args.allow_origins.to_vec(),
-                    session_idle: args.config.proxy.session_idle,
+                    session_idle: proxy_cfg.session_idle,
+                    max_sessions: args.max_sessions.unwrap_or(proxy_cfg.max_sessions),
+                    header_read_timeout: proxy_cfg.header_read_timeout,
+                    connection_idle: proxy_cfg.connection_idle,
                 };
                 toolpin_proxy::http::serve(proxy, addr, options)
                     .await
@@ -322,7 +352,12 @@ pub fn run(args: ProxyRun) -> Result<(), CliError> {
             }
             None => {
                 if let Some(addr) = &args.metrics_listen {
-                    toolpin_proxy::http::serve_metrics(Arc::clone(&proxy), addr)
+                    let options = toolpin_proxy::http::Options {
+                        header_read_timeout: proxy_cfg.header_read_timeout,
+                        connection_idle: proxy_cfg.connection_idle,
+                        ..Default::default()
+                    };
+                    toolpin_proxy::http::serve_metrics(Arc::clone(&proxy), addr, options)
                         .await
                         .map_err(|e| CliError::new(format!("--metrics-listen {addr}: {e}")))?;
                 }
