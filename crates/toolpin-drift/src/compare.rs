@@ -366,6 +366,9 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
         budget.exceed(Exceeded::Findings);
     }
     if let Some(why) = budget.exceeded() {
+        // Critical and security: the findings it replaces may have been
+        // anything, steering text included, so a hostile upstream cannot
+        // lower a finding's severity by padding the schema.
         out.truncate(start);
         out.push(
             Finding::new(
@@ -374,7 +377,9 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
                 ctx.name,
                 String::new(),
             )
-            .message(format!("{}: {}", ctx.name, why.describe())),
+            .message(format!("{}: {}", ctx.name, why.describe()))
+            .severity(Severity::Critical)
+            .security(true),
         );
         return;
     }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
-use toolpin_drift::{compare, Comparison};
+use toolpin_drift::{compare, Comparison, Severity};
 use toolpin_manifest::{Catalog, ServerPin, Transform};
 
 fn catalog(tools: Vec<Value>) -> Catalog {
@@ -134,6 +134,7 @@ fn required_emptied_past_the_value_budget_is_one_unanalyzable_finding() {
         "t: the change's findings would hold more than 1000000 JSON values (the engine's value budget for one tool); the tool was not analyzed"
     );
     assert_eq!((f.before.clone(), f.after.clone()), (None, None));
+    assert_eq!((f.severity, f.security), (Severity::Critical, true));
     assert_eq!(c.summary.findings, 2);
     assert_eq!(c.summary.tools_changed, 2);
 }
