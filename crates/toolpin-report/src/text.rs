@@ -107,6 +107,9 @@ fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
     );
 }
 
+/// A finding and its index in the comparison.
+type Indexed<'c> = (usize, &'c Finding);
+
 fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOptions) {
     let s = opts.style;
     // Group findings by tool (server-level findings have no tool and group
@@ -114,7 +117,7 @@ fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOp
     // Each finding keeps its index, which the verdict refers to. Groups are
     // found through a map, not a scan per finding: a catalog or a tool can
     // have tens of thousands of findings.
-    let mut groups: Vec<(&str, &str, Vec<(usize, &Finding)>)> = Vec::new();
+    let mut groups: Vec<(&str, &str, Vec<Indexed>)> = Vec::new();
     let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
     for (i, f) in c.findings.iter().enumerate() {
         let g = *group_of
@@ -125,7 +128,7 @@ fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOp
             });
         groups[g].2.push((i, f));
     }
-    let worst = |fs: &[(usize, &Finding)]| {
+    let worst = |fs: &[Indexed]| {
         fs.iter()
             .map(|(_, f)| f.severity)
             .min()
