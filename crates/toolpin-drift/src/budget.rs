@@ -1,8 +1,8 @@
 //! The work budget of one tool's comparison. A schema from a hostile (or
 //! broken) upstream can ask for work out of all proportion to its size: a
 //! `required` list of n keys dropped at once makes n findings that each
-//! carry both lists (n² values), and n removed × n added properties make n²
-//! rename candidates. Past a budget the tool gets one `schema-unanalyzable`
+//! carry both lists (n² values), n removed × n added properties make n²
+//! rename candidates, and a union of n changed branches n² branch pairs. Past a budget the tool gets one `schema-unanalyzable`
 //! finding naming it, instead of an out-of-memory proxy or a diff that runs
 //! for minutes. Every budget is far above what a real schema needs: every
 //! fixture and real-server snapshot keeps its findings.
@@ -17,6 +17,9 @@ pub const MAX_VALUE_NODES: usize = 1_000_000;
 /// Removed × added property pairs the rename matcher may score in one
 /// object.
 pub const MAX_RENAME_PAIRS: usize = 1_000_000;
+/// Pairs of changed union branches (`anyOf`, `oneOf`, `allOf`) that may be
+/// compared to pair them, in one union.
+pub const MAX_BRANCH_PAIRS: usize = 1_000_000;
 
 /// Which budget ran out.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,6 +32,13 @@ pub enum Exceeded {
         at: String,
         removed: usize,
         added: usize,
+    },
+    /// At this union (a JSON pointer), with this many branches before and
+    /// after.
+    BranchPairs {
+        at: String,
+        before: usize,
+        after: usize,
     },
 }
 
@@ -44,6 +54,9 @@ impl Exceeded {
             ),
             Exceeded::RenamePairs { at, removed, added } => format!(
                 "{removed} properties removed and {added} added at {at}: matching renames needs more than {MAX_RENAME_PAIRS} comparisons (the engine's rename budget); the tool was not analyzed"
+            ),
+            Exceeded::BranchPairs { at, before, after } => format!(
+                "{at} changed from {before} to {after} branches: pairing them needs more than {MAX_BRANCH_PAIRS} comparisons (the engine's union budget); the tool was not analyzed"
             ),
         }
     }

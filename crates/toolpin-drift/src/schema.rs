@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use toolpin_manifest::jcs;
 use toolpin_manifest::pointer::escape_token;
 
-use crate::budget::{Budget, Exceeded, MAX_RENAME_PAIRS};
+use crate::budget::{Budget, Exceeded, MAX_BRANCH_PAIRS, MAX_RENAME_PAIRS};
 use crate::finding::Finding;
 use crate::rule::{self, Rule, Severity};
 
@@ -1303,7 +1303,14 @@ impl Walker<'_, '_> {
                 bb.cloned().unwrap_or_default(),
                 ba.cloned().unwrap_or_default(),
             );
-            let pairs = pair_branches(&bb, &ba);
+            let Some(pairs) = pair_branches(&bb, &ba) else {
+                self.budget.exceed(Exceeded::BranchPairs {
+                    at: format!("{ptr}/{key}"),
+                    before: bb.len(),
+                    after: ba.len(),
+                });
+                return;
+            };
             let mut matched_b = vec![false; bb.len()];
             let mut matched_a = vec![false; ba.len()];
             for (i, j) in &pairs {
@@ -1418,17 +1425,37 @@ fn merge_siblings<'m>(
 }
 
 /// Pairs union branches by best match, not by index: identical branches
-/// first, then by a structural distance, greedily in a deterministic order.
-fn pair_branches(b: &[Value], a: &[Value]) -> Vec<(usize, usize)> {
+/// first (each with the first unused identical one after), then by a
+/// structural distance, greedily in a deterministic order. `None` when the
+/// branches left unpaired are too many to compare pairwise
+/// ([`MAX_BRANCH_PAIRS`]).
+fn pair_branches(b: &[Value], a: &[Value]) -> Option<Vec<(usize, usize)>> {
     let mut pairs = Vec::new();
     let mut used_a = vec![false; a.len()];
     let mut used_b = vec![false; b.len()];
+    // Identical means the same canonical text (what `same` compares), so
+    // they are found through a map, not by comparing every pair.
+    let mut identical: HashMap<Vec<u8>, std::collections::VecDeque<usize>> = HashMap::new();
+    for (j, y) in a.iter().enumerate() {
+        identical
+            .entry(jcs::to_canonical_vec(y))
+            .or_default()
+            .push_back(j);
+    }
     for (i, x) in b.iter().enumerate() {
-        if let Some(j) = (0..a.len()).find(|&j| !used_a[j] && same(x, &a[j])) {
+        if let Some(j) = identical
+            .get_mut(&jcs::to_canonical_vec(x))
+            .and_then(|js| js.pop_front())
+        {
             used_a[j] = true;
             used_b[i] = true;
             pairs.push((i, j));
         }
+    }
+    let left_b = used_b.iter().filter(|u| !**u).count();
+    let left_a = used_a.iter().filter(|u| !**u).count();
+    if left_b.saturating_mul(left_a) > MAX_BRANCH_PAIRS {
+        return None;
     }
     let mut candidates: Vec<(usize, usize, usize)> = Vec::new();
     for (i, x) in b.iter().enumerate().filter(|(i, _)| !used_b[*i]) {
@@ -1447,7 +1474,7 @@ fn pair_branches(b: &[Value], a: &[Value]) -> Vec<(usize, usize)> {
         }
     }
     pairs.sort();
-    pairs
+    Some(pairs)
 }
 
 /// Members that differ between two branch schemas; `None` when they cannot

@@ -192,3 +192,43 @@ fn renames_within_the_budget_are_named() {
         "t: new optional argument `q7` (looks renamed from `p7`)"
     );
 }
+
+#[test]
+fn a_union_too_big_to_pair_is_one_unanalyzable_finding() {
+    // 1,001 × 1,000 changed branches, no two identical.
+    let union = |n: u64, offset: u64| {
+        let branches: Vec<Value> = (0..n).map(|i| json!({"const": i + offset})).collect();
+        json!({"name": "t", "inputSchema": {"anyOf": branches}})
+    };
+    let c = run(union(1_001, 0), union(1_000, 100_000));
+    assert_eq!(
+        by_rule(&c),
+        BTreeMap::from([("input-default-changed", 1), ("schema-unanalyzable", 1)])
+    );
+    let f = &c.findings[0];
+    assert_eq!(
+        (f.rule, f.tool.as_str(), f.pointer.as_str()),
+        ("schema-unanalyzable", "t", "")
+    );
+    assert_eq!(
+        f.message,
+        "t: /inputSchema/anyOf changed from 1001 to 1000 branches: pairing them needs more than 1000000 comparisons (the engine's union budget); the tool was not analyzed"
+    );
+}
+
+#[test]
+fn identical_branches_of_a_large_union_pair_without_comparing_every_pair() {
+    // 5,000 branches, one changed: the others pair as identical, and the
+    // one left pairs by distance.
+    let union = |last: &str| {
+        let mut branches: Vec<Value> = (0..4_999).map(|i| json!({"const": i})).collect();
+        branches.push(json!({"type": "string", "pattern": last}));
+        json!({"name": "t", "inputSchema": {"anyOf": branches}})
+    };
+    let c = run(union("^a"), union("^b"));
+    assert_eq!(
+        by_rule(&c),
+        BTreeMap::from([("input-default-changed", 1), ("input-pattern-changed", 1)])
+    );
+    assert_eq!(c.findings[0].pointer, "/inputSchema/anyOf/4999/pattern");
+}
