@@ -6,6 +6,7 @@ use serde_json::Value;
 use toolpin_manifest::pointer::escape_token;
 use toolpin_manifest::Catalog;
 
+use crate::budget::{Budget, Exceeded, MAX_FINDINGS};
 use crate::finding::{Comparison, Finding, Fingerprints, Summary, ToolChange};
 use crate::prose::{self, ToolNames};
 use crate::rename::{match_renames, Candidate, TOOL_RENAME_THRESHOLD};
@@ -355,9 +356,60 @@ fn effective_hints(tool: &Value) -> [Option<bool>; 4] {
 
 /// Compares two versions of one tool; every difference becomes a finding,
 /// and a tool whose text changed without any rule firing is reported as
-/// an equivalent rewrite.
+/// an equivalent rewrite. A tool whose comparison exceeds the engine's
+/// budget (budget.rs) gets one `schema-unanalyzable` finding instead.
 fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
     let start = out.len();
+    let mut budget = Budget::default();
+    compare_members(ctx, before, after, &mut budget, out);
+    if out.len() - start > MAX_FINDINGS {
+        budget.exceed(Exceeded::Findings);
+    }
+    if let Some(why) = budget.exceeded() {
+        // Critical and security: the findings it replaces may have been
+        // anything, steering text included, so a hostile upstream cannot
+        // lower a finding's severity by padding the schema.
+        out.truncate(start);
+        out.push(
+            Finding::new(
+                &rule::SCHEMA_UNANALYZABLE,
+                ctx.server,
+                ctx.name,
+                String::new(),
+            )
+            .message(format!("{}: {}", ctx.name, why.describe()))
+            .severity(Severity::Critical)
+            .security(true),
+        );
+        return;
+    }
+    // No rule fired. A subschema moved into or out of `$defs` is no finding
+    // at all; any other rewrite is reported, without failing by default.
+    if out.len() == start && dereferenced(before) != dereferenced(after) {
+        out.push(
+            Finding::new(
+                &rule::EQUIVALENT_REWRITE,
+                ctx.server,
+                ctx.name,
+                String::new(),
+            )
+            .message(format!(
+                "{}: rewritten without a change in what it accepts or means",
+                ctx.name
+            ))
+            .values(Some(before), Some(after)),
+        );
+    }
+}
+
+/// The findings of [`compare_tool`], member by member.
+fn compare_members(
+    ctx: &ToolContext,
+    before: &Value,
+    after: &Value,
+    budget: &mut Budget,
+    out: &mut Vec<Finding>,
+) {
     let writes =
         Capabilities::of(after).writes_anything() || Capabilities::of(before).writes_anything();
     let (server, tool) = (ctx.server, ctx.name);
@@ -421,6 +473,7 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
                             &at,
                             vb.unwrap_or(&empty_schema),
                             va.unwrap_or(&empty_schema),
+                            budget,
                             out,
                         );
                     }
@@ -443,17 +496,6 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
                 }
             }
         }
-    }
-    // No rule fired. A subschema moved into or out of `$defs` is no finding
-    // at all; any other rewrite is reported, without failing by default.
-    if out.len() == start && dereferenced(before) != dereferenced(after) {
-        out.push(
-            Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, String::new())
-                .message(format!(
-                    "{tool}: rewritten without a change in what it accepts or means"
-                ))
-                .values(Some(before), Some(after)),
-        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! Drift: what differs between a pinned catalog and a live one, each
 //! difference a [`Finding`] with a rule id from the registry in [`rules`].
 
+pub mod budget;
 pub mod compare;
 pub mod finding;
 pub mod policy;

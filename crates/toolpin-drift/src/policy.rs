@@ -101,9 +101,10 @@ pub struct Verdict {
     pub fails: bool,
     pub preset: Preset,
     pub fail_on: &'static str,
-    /// Findings that fail, by index.
+    /// Findings that fail, by index, in index order (renderers search it).
     pub failing: Vec<usize>,
-    /// Findings accepted by an `ignore` entry: (index, reason).
+    /// Findings accepted by an `ignore` entry: (index, reason), in index
+    /// order.
     pub ignored: Vec<(usize, String)>,
     /// The evals the failing findings ask for, each with the findings that
     /// pull it in (indices).

@@ -12,12 +12,14 @@
 //! `schema-unanalyzable`, never passed silently; a keyword it has no rule
 //! for is `field-changed`.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use toolpin_manifest::jcs;
 use toolpin_manifest::pointer::escape_token;
 
+use crate::budget::{Budget, Exceeded, MAX_BRANCH_PAIRS, MAX_RENAME_PAIRS};
 use crate::finding::Finding;
 use crate::rule::{self, Rule, Severity};
 
@@ -44,13 +46,16 @@ pub struct Context<'a> {
 const MAX_DEPTH: usize = 64;
 
 /// Compares two schemas rooted at `pointer` (`/inputSchema`, `/outputSchema`)
-/// and appends the findings.
+/// and appends the findings, spending from the tool's `budget`. Once the
+/// budget is exceeded the walk stops; the caller drops what it appended and
+/// reports the tool as unanalyzable.
 pub fn diff(
     ctx: &Context,
     direction: Direction,
     pointer: &str,
     before: &Value,
     after: &Value,
+    budget: &mut Budget,
     out: &mut Vec<Finding>,
 ) {
     let mut walker = Walker {
@@ -59,6 +64,7 @@ pub fn diff(
         root_b: before,
         root_a: after,
         seen: HashSet::new(),
+        budget,
         out,
     };
     walker.walk(pointer, before, after, None, 0);
@@ -71,6 +77,7 @@ struct Walker<'a, 'o> {
     root_a: &'a Value,
     /// `$ref` pairs already compared: the cycle guard.
     seen: HashSet<(String, String)>,
+    budget: &'o mut Budget,
     out: &'o mut Vec<Finding>,
 }
 
@@ -117,14 +124,14 @@ fn join_values<'v>(vals: impl Iterator<Item = &'v Value>) -> String {
 
 /// The effective schema of a value: objects as they are, `true` as `{}`,
 /// `false` as "nothing", anything else unusable.
-fn as_schema(v: &Value) -> Option<std::borrow::Cow<'_, Map<String, Value>>> {
+fn as_schema(v: &Value) -> Option<Cow<'_, Map<String, Value>>> {
     match v {
-        Value::Object(m) => Some(std::borrow::Cow::Borrowed(m)),
-        Value::Bool(true) => Some(std::borrow::Cow::Owned(Map::new())),
+        Value::Object(m) => Some(Cow::Borrowed(m)),
+        Value::Bool(true) => Some(Cow::Owned(Map::new())),
         Value::Bool(false) => {
             let mut m = Map::new();
             m.insert("not".into(), Value::Object(Map::new()));
-            Some(std::borrow::Cow::Owned(m))
+            Some(Cow::Owned(m))
         }
         _ => None,
     }
@@ -333,6 +340,13 @@ impl Walker<'_, '_> {
         b: Option<&Value>,
         a: Option<&Value>,
     ) -> &mut Finding {
+        // Past the budget the finding is kept without its values (the walk
+        // stops and the caller drops it), so the values are never cloned.
+        let (b, a) = if self.budget.take_finding(b, a) {
+            (b, a)
+        } else {
+            (None, None)
+        };
         let f = Finding::new(rule, self.ctx.server, self.ctx.tool, pointer.to_string())
             .message(format!("{}: {message}", self.ctx.tool))
             .values(b, a);
@@ -346,7 +360,7 @@ impl Walker<'_, '_> {
     }
 
     fn walk(&mut self, ptr: &str, b: &Value, a: &Value, prop: Option<&str>, depth: usize) {
-        if same(b, a) {
+        if self.budget.is_exceeded() || same(b, a) {
             return;
         }
         let (rb, ra) = match (resolve(self.root_b, b), resolve(self.root_a, a)) {
@@ -394,8 +408,8 @@ impl Walker<'_, '_> {
             return;
         };
         // Siblings of a `$ref` (2019-09 and later) count alongside its target.
-        let sb = merge_siblings(b, &sb);
-        let sa = merge_siblings(a, &sa);
+        let sb = merge_siblings(b, sb);
+        let sa = merge_siblings(a, sa);
         self.compare(ptr, &sb, &sa, prop, depth);
     }
 
@@ -983,7 +997,17 @@ impl Walker<'_, '_> {
         );
         let closed_after = openness(sa.get("additionalProperties")) == Openness::Closed;
         let first_finding = self.out.len();
-        let renames = property_renames(pb, pa);
+        let renames = match property_renames(pb, pa) {
+            Ok(renames) => renames,
+            Err((removed, added)) => {
+                self.budget.exceed(Exceeded::RenamePairs {
+                    at: ptr.to_string(),
+                    removed,
+                    added,
+                });
+                return;
+            }
+        };
         let keys: BTreeSet<&String> = pb
             .keys()
             .chain(pa.keys())
@@ -991,6 +1015,9 @@ impl Walker<'_, '_> {
             .chain(ra.iter())
             .collect();
         for key in keys {
+            if self.budget.is_exceeded() {
+                return;
+            }
             let at = format!("{ptr}/properties/{}", escape_token(key));
             let (vb, va) = (pb.get(key.as_str()), pa.get(key.as_str()));
             let (req_b, req_a) = (rb.contains(key.as_str()), ra.contains(key.as_str()));
@@ -1115,13 +1142,19 @@ impl Walker<'_, '_> {
         }
         // A removed and an added property that match closely are reported
         // as they are (the call still breaks or changes), with the likely
-        // rename named.
-        for f in &mut self.out[first_finding..] {
+        // rename named. Looked up by pointer: one pass over the findings,
+        // not one per rename. A removed name and an added one are never the
+        // same key, so a finding gets at most one note.
+        if !renames.is_empty() {
+            let mut notes: HashMap<String, String> = HashMap::with_capacity(2 * renames.len());
             for (old, new) in &renames {
-                if f.pointer == format!("{ptr}/properties/{}", escape_token(old)) {
-                    f.message = format!("{} (looks renamed to `{new}`)", f.message);
-                } else if f.pointer == format!("{ptr}/properties/{}", escape_token(new)) {
-                    f.message = format!("{} (looks renamed from `{old}`)", f.message);
+                let property = |name: &str| format!("{ptr}/properties/{}", escape_token(name));
+                notes.insert(property(old), format!(" (looks renamed to `{new}`)"));
+                notes.insert(property(new), format!(" (looks renamed from `{old}`)"));
+            }
+            for f in &mut self.out[first_finding..] {
+                if let Some(note) = notes.get(&f.pointer) {
+                    f.message.push_str(note);
                 }
             }
         }
@@ -1270,7 +1303,14 @@ impl Walker<'_, '_> {
                 bb.cloned().unwrap_or_default(),
                 ba.cloned().unwrap_or_default(),
             );
-            let pairs = pair_branches(&bb, &ba);
+            let Some(pairs) = pair_branches(&bb, &ba) else {
+                self.budget.exceed(Exceeded::BranchPairs {
+                    at: format!("{ptr}/{key}"),
+                    before: bb.len(),
+                    after: ba.len(),
+                });
+                return;
+            };
             let mut matched_b = vec![false; bb.len()];
             let mut matched_a = vec![false; ba.len()];
             for (i, j) in &pairs {
@@ -1335,7 +1375,12 @@ impl Walker<'_, '_> {
 const PROPERTY_RENAME_THRESHOLD: f64 = 0.8;
 
 /// Likely renames among an object's properties: (old name, new name).
-fn property_renames(pb: &Map<String, Value>, pa: &Map<String, Value>) -> Vec<(String, String)> {
+/// `Err((removed, added))` when matching them would score more than
+/// [`MAX_RENAME_PAIRS`] pairs: the matcher's work grows with their product.
+fn property_renames(
+    pb: &Map<String, Value>,
+    pa: &Map<String, Value>,
+) -> Result<Vec<(String, String)>, (usize, usize)> {
     use crate::rename::{match_renames, Candidate};
     let removed: Vec<Candidate> = pb
         .iter()
@@ -1348,42 +1393,69 @@ fn property_renames(pb: &Map<String, Value>, pa: &Map<String, Value>) -> Vec<(St
         .map(|(k, v)| Candidate { name: k, value: v })
         .collect();
     if removed.is_empty() || added.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    match_renames(&removed, &added, PROPERTY_RENAME_THRESHOLD)
+    if removed.len().saturating_mul(added.len()) > MAX_RENAME_PAIRS {
+        return Err((removed.len(), added.len()));
+    }
+    Ok(match_renames(&removed, &added, PROPERTY_RENAME_THRESHOLD)
         .into_iter()
         .map(|(i, j, _)| (removed[i].name.to_string(), added[j].name.to_string()))
-        .collect()
+        .collect())
 }
 
 /// A `$ref` with siblings: the target's keywords, overridden by the
-/// siblings (2019-09 semantics, close enough for comparing).
-fn merge_siblings(orig: &Value, resolved: &Map<String, Value>) -> Map<String, Value> {
-    let mut merged = resolved.clone();
-    if let Some(o) = orig.as_object() {
-        if o.contains_key("$ref") {
-            for (k, v) in o {
-                if k != "$ref" {
-                    merged.insert(k.clone(), v.clone());
-                }
-            }
+/// siblings (2019-09 semantics, close enough for comparing). Without a
+/// `$ref` the schema is used as it is, not copied: a copy at every level
+/// costs the size of the schema times its depth.
+fn merge_siblings<'m>(
+    orig: &Value,
+    resolved: Cow<'m, Map<String, Value>>,
+) -> Cow<'m, Map<String, Value>> {
+    let Some(o) = orig.as_object().filter(|o| o.contains_key("$ref")) else {
+        return resolved;
+    };
+    let mut merged = resolved.into_owned();
+    for (k, v) in o {
+        if k != "$ref" {
+            merged.insert(k.clone(), v.clone());
         }
     }
-    merged
+    Cow::Owned(merged)
 }
 
 /// Pairs union branches by best match, not by index: identical branches
-/// first, then by a structural distance, greedily in a deterministic order.
-fn pair_branches(b: &[Value], a: &[Value]) -> Vec<(usize, usize)> {
+/// first (each with the first unused identical one after), then by a
+/// structural distance, greedily in a deterministic order. `None` when the
+/// branches left unpaired are too many to compare pairwise
+/// ([`MAX_BRANCH_PAIRS`]).
+fn pair_branches(b: &[Value], a: &[Value]) -> Option<Vec<(usize, usize)>> {
     let mut pairs = Vec::new();
     let mut used_a = vec![false; a.len()];
     let mut used_b = vec![false; b.len()];
+    // Identical means the same canonical text (what `same` compares), so
+    // they are found through a map, not by comparing every pair.
+    let mut identical: HashMap<Vec<u8>, std::collections::VecDeque<usize>> = HashMap::new();
+    for (j, y) in a.iter().enumerate() {
+        identical
+            .entry(jcs::to_canonical_vec(y))
+            .or_default()
+            .push_back(j);
+    }
     for (i, x) in b.iter().enumerate() {
-        if let Some(j) = (0..a.len()).find(|&j| !used_a[j] && same(x, &a[j])) {
+        if let Some(j) = identical
+            .get_mut(&jcs::to_canonical_vec(x))
+            .and_then(|js| js.pop_front())
+        {
             used_a[j] = true;
             used_b[i] = true;
             pairs.push((i, j));
         }
+    }
+    let left_b = used_b.iter().filter(|u| !**u).count();
+    let left_a = used_a.iter().filter(|u| !**u).count();
+    if left_b.saturating_mul(left_a) > MAX_BRANCH_PAIRS {
+        return None;
     }
     let mut candidates: Vec<(usize, usize, usize)> = Vec::new();
     for (i, x) in b.iter().enumerate().filter(|(i, _)| !used_b[*i]) {
@@ -1402,7 +1474,7 @@ fn pair_branches(b: &[Value], a: &[Value]) -> Vec<(usize, usize)> {
         }
     }
     pairs.sort();
-    pairs
+    Some(pairs)
 }
 
 /// Members that differ between two branch schemas; `None` when they cannot

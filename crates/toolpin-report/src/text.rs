@@ -1,6 +1,7 @@
 //! The human report: grouped by tool, most severe first, with before/after
 //! values shown like a diff.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use serde_json::Value;
@@ -106,51 +107,63 @@ fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
     );
 }
 
+/// A finding and its index in the comparison.
+type Indexed<'c> = (usize, &'c Finding);
+
 fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOptions) {
     let s = opts.style;
     // Group findings by tool (server-level findings have no tool and group
     // by server); the most severe tool first, then by name.
-    let mut groups: Vec<(&str, &str, Vec<&Finding>)> = Vec::new();
-    for f in &c.findings {
-        match groups.iter_mut().find(|g| g.1 == f.tool && g.0 == f.server) {
-            Some(g) => g.2.push(f),
-            None => groups.push((&f.server, &f.tool, vec![f])),
-        }
+    // Each finding keeps its index, which the verdict refers to. Groups are
+    // found through a map, not a scan per finding: a catalog or a tool can
+    // have tens of thousands of findings.
+    let mut groups: Vec<(&str, &str, Vec<Indexed>)> = Vec::new();
+    let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
+    for (i, f) in c.findings.iter().enumerate() {
+        let g = *group_of
+            .entry((f.server.as_str(), f.tool.as_str()))
+            .or_insert_with(|| {
+                groups.push((&f.server, &f.tool, Vec::new()));
+                groups.len() - 1
+            });
+        groups[g].2.push((i, f));
     }
-    let worst = |fs: &[&Finding]| {
+    let worst = |fs: &[Indexed]| {
         fs.iter()
-            .map(|f| f.severity)
+            .map(|(_, f)| f.severity)
             .min()
             .unwrap_or(Severity::Info)
     };
     groups.sort_by(|a, b| worst(&a.2).cmp(&worst(&b.2)).then(a.1.cmp(b.1)));
 
     for (server, tool, mut findings) in groups {
-        findings.sort_by(|a, b| a.severity.cmp(&b.severity).then(a.pointer.cmp(&b.pointer)));
+        findings
+            .sort_by(|(_, a), (_, b)| a.severity.cmp(&b.severity).then(a.pointer.cmp(&b.pointer)));
         let title = if tool.is_empty() {
             printable(&format!("server {server}"), false).into_owned()
         } else {
             printable(&format!("{server}/{tool}"), false).into_owned()
         };
         let _ = writeln!(out, "\n{}", s.bold(&title));
-        for f in findings {
+        for (index, f) in findings {
             let sev = severity_label(f.severity, s);
             let where_ = if f.pointer.is_empty() {
                 String::new()
             } else {
                 format!("  {}", s.dim(&printable(&f.pointer, false)))
             };
-            let index = c
-                .findings
-                .iter()
-                .position(|x| std::ptr::eq(x, f))
-                .unwrap_or(usize::MAX);
-            let note = match verdict.ignored.iter().find(|(i, _)| *i == index) {
+            // Both lists are in index order (policy.rs builds them so).
+            let ignored = verdict
+                .ignored
+                .binary_search_by_key(&index, |(i, _)| *i)
+                .ok()
+                .and_then(|k| verdict.ignored.get(k));
+            let note = match ignored {
                 Some((_, reason)) => format!(
                     "  {}",
                     s.dim(&printable(&format!("(ignored: {reason})"), false))
                 ),
-                None if !verdict.failing.contains(&index) => {
+                None if verdict.failing.binary_search(&index).is_err() => {
                     format!("  {}", s.dim("(does not fail)"))
                 }
                 None => String::new(),

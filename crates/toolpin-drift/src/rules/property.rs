@@ -20,8 +20,8 @@ crate::rules! {
     }
     SCHEMA_UNANALYZABLE {
         id: "schema-unanalyzable",
-        summary: "a change the engine cannot judge: a remote or unresolvable `$ref`, or keywords such as `if`/`then`, `not`, `dependentSchemas`",
-        breaks: "Anything: it is reported so that it never passes silently.",
+        summary: "a change the engine cannot judge: a remote or unresolvable `$ref`, keywords such as `if`/`then`, `not`, `dependentSchemas`, or a tool whose change exceeds the engine's budget",
+        breaks: "Anything: it is reported so that it never passes silently. The budget, per tool: at most 100,000 findings; at most 1,000,000 JSON values held by the findings' before and after together (a `required` list of n keys dropped at once makes n findings that each hold the list); at most 1,000,000 removed × added property pairs for rename matching in one object; at most 1,000,000 pairs of changed branches to pair in one `anyOf`/`oneOf`/`allOf`. A tool past any of them gets this finding once, at the tool (empty pointer), naming the budget, in place of all its findings, and critical and flagged security, since it may hide anything, steering text included.",
         kind: Structural, severity: Medium,
         rerun: ["tool-cases"],
         example: "an `if`/`then` pair inside an inputSchema changes",
