@@ -614,6 +614,29 @@ fn time_server_speaks_2026_07_28_unless_pinned_to_the_handshake() {
     live.finish();
 }
 
+/// A stateless server too slow to answer the `server/discover` probe in
+/// time (a Python server starting on a loaded machine) has taken the probe
+/// all the same and refuses the handshake that follows; toolpin asks again
+/// rather than failing (seen as "-32022 connection is serving the
+/// 2026-07-28 protocol" from `toolpin lock` on a busy 2-core machine).
+#[test]
+fn a_stateless_server_slower_than_the_probe_is_asked_again() {
+    let live = Live::new();
+    live.write(
+        "toolpin.toml",
+        format!(
+            "[servers.svc]\ncommand = {}\n",
+            live.misbehave("slow-discover")
+        ),
+    );
+    lock_ok(&live, &[], &[]);
+    let lock = lockfile(&live, "toolpin.lock");
+    let svc = server(&lock, "svc");
+    assert_eq!(svc["session"]["protocol_version"], "2026-07-28");
+    assert_eq!(pinned_names(&lock, "svc"), sorted(&["ok_tool"]));
+    live.finish();
+}
+
 #[test]
 fn pinned_protocol_versions_the_server_does_not_speak_are_clear_errors() {
     let live = Live::new();

@@ -17,6 +17,10 @@ serves `tools/list` as MODE says:
                      of SECRET_TOKEN) and exits 3 before answering anything
   print-env          one tool whose description holds the values of
                      SECRET_TOKEN and PROBE_VALUE
+  slow-discover      a server of the stateless revision that is slow to
+                     start: it answers the first server/discover after 6 s,
+                     then refuses initialize on that connection (-32022, as
+                     the Python SDK does) and serves the one tool of "ok"
 
 Every mode first writes "misbehave: MODE ready" to stderr, so a test can
 check that failures quote the server's stderr.
@@ -38,6 +42,7 @@ MODES = {
     "dup-across-pages",
     "stderr-then-exit",
     "print-env",
+    "slow-discover",
 }
 
 
@@ -144,6 +149,25 @@ def main():
         msg_id = msg.get("id")
         if method is None or msg_id is None:
             continue  # a response or a notification
+        if mode == "slow-discover" and method == "server/discover":
+            if not state.get("discovered"):
+                time.sleep(6)
+                state["discovered"] = True
+            result(
+                msg_id,
+                {
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "misbehave", "version": mode},
+                },
+            )
+            continue
+        if mode == "slow-discover" and method == "initialize" and state.get("discovered"):
+            error(msg_id, -32022, "connection is serving the 2026-07-28 protocol")
+            continue
+        if mode == "slow-discover" and method == "tools/list":
+            result(msg_id, {"tools": [tool("ok_tool")]})
+            continue
         if method == "initialize":
             if mode == "hang-init":
                 log("misbehave: not answering initialize")

@@ -186,6 +186,7 @@ impl Client {
                         message: e.message,
                         server_said: None,
                         http_status: e.http_status,
+                        rpc_code: None,
                     })?,
             ),
         };
@@ -372,6 +373,7 @@ impl Client {
             message: message.into(),
             server_said: self.server_said(),
             http_status: None,
+            rpc_code: None,
         }
     }
 
@@ -385,6 +387,10 @@ impl Client {
         };
         McpError {
             http_status: e.http_status(),
+            rpc_code: match e {
+                RequestError::Rpc { code, .. } => Some(*code),
+                _ => None,
+            },
             ..self.error(phase, e.describe())
         }
     }

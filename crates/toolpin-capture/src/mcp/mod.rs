@@ -61,6 +61,8 @@ pub struct McpError {
     pub server_said: Option<String>,
     /// The HTTP status the server refused with, if it did.
     pub http_status: Option<u16>,
+    /// The JSON-RPC error code the server answered with, if it did.
+    pub rpc_code: Option<i64>,
 }
 
 impl McpError {
@@ -70,6 +72,7 @@ impl McpError {
             message: message.into(),
             server_said: None,
             http_status: None,
+            rpc_code: None,
         }
     }
 }

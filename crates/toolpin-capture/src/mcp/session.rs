@@ -154,24 +154,42 @@ type Session = (Mode, String, Value, Option<Value>, Value);
 async fn open_session(client: &mut Client, opts: &SessionOptions) -> Result<Session, McpError> {
     match &opts.version {
         VersionChoice::Pinned(v) if v == STATELESS_VERSION => {
-            discover(client, opts, opts.timeouts.initialize)
-                .await?
-                .ok_or_else(|| {
-                    client.error(
-                        Phase::Discover,
-                        format!("the server does not support protocol {STATELESS_VERSION}"),
-                    )
-                })
+            match discover(client, opts, opts.timeouts.initialize).await? {
+                Probe::Opened(opened) => Ok(opened),
+                Probe::Declined | Probe::Silent => Err(client.error(
+                    Phase::Discover,
+                    format!("the server does not support protocol {STATELESS_VERSION}"),
+                )),
+            }
         }
         VersionChoice::Pinned(v) => initialize(client, opts, v, true).await,
         VersionChoice::Prefer(v) => initialize(client, opts, v, false).await,
         VersionChoice::Auto => {
             let probe = opts.timeouts.initialize.min(DISCOVER_PROBE);
             match discover(client, opts, probe).await {
-                Ok(Some(opened)) => Ok(opened),
+                Ok(Probe::Opened(opened)) => Ok(opened),
+                Ok(Probe::Silent) => {
+                    // A slow server of the stateless revision (a Python
+                    // server starting on a loaded machine) may have taken
+                    // the probe after all, and then refuses the handshake
+                    // on that connection: ask once more, waiting as long as
+                    // the handshake would have.
+                    let handshake = initialize(client, opts, HANDSHAKE_VERSIONS[0], false).await;
+                    match handshake {
+                        Err(refused) if refused.rpc_code.is_some() => {
+                            match discover(client, opts, opts.timeouts.initialize).await {
+                                Ok(Probe::Opened(opened)) => Ok(opened),
+                                _ => Err(refused),
+                            }
+                        }
+                        other => other,
+                    }
+                }
                 // Closed transports and other hard failures end here too:
                 // the handshake attempt reports them with its own phase.
-                Ok(None) | Err(_) => initialize(client, opts, HANDSHAKE_VERSIONS[0], false).await,
+                Ok(Probe::Declined) | Err(_) => {
+                    initialize(client, opts, HANDSHAKE_VERSIONS[0], false).await
+                }
             }
         }
     }
@@ -186,25 +204,33 @@ pub fn stateless_meta(opts: &SessionOptions) -> Value {
     })
 }
 
-/// `Ok(None)`: the server does not speak the stateless revision.
+/// What the `server/discover` probe found.
+enum Probe {
+    Opened(Session),
+    /// The server answered, and does not speak the stateless revision.
+    Declined,
+    /// No answer within the probe time.
+    Silent,
+}
+
 async fn discover(
     client: &mut Client,
     opts: &SessionOptions,
     timeout: Duration,
-) -> Result<Option<Session>, McpError> {
+) -> Result<Probe, McpError> {
     let params = json!({"_meta": stateless_meta(opts)});
     let result = match client
         .request("server/discover", Some(params), timeout)
         .await
     {
         Ok(r) => r,
-        Err(RequestError::Rpc { .. }) => return Ok(None),
-        Err(RequestError::Timeout(_)) => return Ok(None),
+        Err(RequestError::Rpc { .. }) => return Ok(Probe::Declined),
+        Err(RequestError::Timeout(_)) => return Ok(Probe::Silent),
         Err(e) => return Err(client.request_error(Phase::Discover, &e)),
     };
     let supported = result.get("supportedVersions").and_then(Value::as_array);
     if !supported.is_some_and(|s| s.iter().any(|v| v == STATELESS_VERSION)) {
-        return Ok(None);
+        return Ok(Probe::Declined);
     }
     let server_info = result
         .get("serverInfo")
@@ -212,7 +238,7 @@ async fn discover(
         .cloned()
         .unwrap_or(Value::Null);
     let capabilities = result.get("capabilities").cloned();
-    Ok(Some((
+    Ok(Probe::Opened((
         Mode::Stateless,
         STATELESS_VERSION.to_string(),
         server_info,
