@@ -111,6 +111,14 @@ pub struct Verdict {
     pub plan: BTreeMap<&'static str, Vec<usize>>,
 }
 
+impl Verdict {
+    /// Whether finding `i` fails the policy (a binary search: reports ask
+    /// for every finding, and a large change has tens of thousands).
+    pub fn is_failing(&self, i: usize) -> bool {
+        self.failing.binary_search(&i).is_ok()
+    }
+}
+
 impl Policy {
     /// Applies per-rule levels (dropping `off` rules from the comparison)
     /// and decides what fails.

@@ -23,7 +23,7 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
     let tests = groups.len() + 1;
     let failures = groups
         .iter()
-        .filter(|g| g.2.iter().any(|i| verdict.failing.contains(i)))
+        .filter(|g| g.2.iter().any(|&i| verdict.is_failing(i)))
         .count();
     let skipped = groups.iter().filter(|g| g.2.iter().all(is_ignored)).count();
 
@@ -40,7 +40,7 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
         let mut out = String::new();
         for i in idx {
             let f = &c.findings[*i];
-            if verdict.failing.contains(i) {
+            if verdict.is_failing(*i) {
                 let _ = writeln!(
                     body,
                     "      <failure type=\"{}\" message=\"{}\">{}</failure>",

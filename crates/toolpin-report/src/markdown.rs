@@ -132,7 +132,7 @@ fn groups(c: &Comparison) -> Vec<(&str, &str, Vec<usize>)> {
 fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, rules_doc: &str) {
     for (server, tool, idx) in groups(c) {
         let worst = c.findings[idx[0]].severity;
-        let failing = idx.iter().filter(|i| verdict.failing.contains(i)).count();
+        let failing = idx.iter().filter(|&&i| verdict.is_failing(i)).count();
         let name = if tool.is_empty() {
             format!("server {server}")
         } else {
@@ -190,7 +190,7 @@ fn push_finding(out: &mut String, f: &Finding, i: usize, verdict: &Verdict, rule
         Some((_, reason)) => {
             let _ = write!(line, " · *ignored: {}*", inline(reason));
         }
-        None if !verdict.failing.contains(&i) => line.push_str(" · *does not fail*"),
+        None if !verdict.is_failing(i) => line.push_str(" · *does not fail*"),
         None => {}
     }
     let _ = writeln!(out, "{line}\n");

@@ -164,7 +164,7 @@ fn result(
     let mut r = json!({
         "ruleId": f.rule,
         "ruleIndex": rule_index,
-        "level": result_level(f.severity, verdict.failing.contains(&i)),
+        "level": result_level(f.severity, verdict.is_failing(i)),
         "message": {"text": message},
         "locations": [{
             "physicalLocation": {
@@ -186,7 +186,7 @@ fn result(
             "kind": f.kind.name(),
             "security": f.security,
             "rerun": f.rerun,
-            "failing": verdict.failing.contains(&i),
+            "failing": verdict.is_failing(i),
             "before": f.before,
             "after": f.after,
             "tags": tags,
