@@ -63,7 +63,9 @@ pub fn diff(
         dir: direction,
         root_b: before,
         root_a: after,
-        seen: HashSet::new(),
+        has_refs: holds_ref(before) || holds_ref(after),
+        on_path: Vec::new(),
+        clean: HashSet::new(),
         budget,
         out,
     };
@@ -75,8 +77,17 @@ struct Walker<'a, 'o> {
     dir: Direction,
     root_b: &'a Value,
     root_a: &'a Value,
-    /// `$ref` pairs already compared: the cycle guard.
-    seen: HashSet<(String, String)>,
+    /// Whether either side holds a `$ref` anywhere: when neither does, a
+    /// subschema whose text is unchanged is unchanged.
+    has_refs: bool,
+    /// The `$ref` pairs (before, after) being compared on the current path:
+    /// the cycle guard. A pair reached again by another path (two
+    /// properties referencing one definition) is compared again: each
+    /// reference is a place the model reads.
+    on_path: Vec<(String, String)>,
+    /// `$ref` pairs compared already and found to hold no change: not
+    /// walked again.
+    clean: HashSet<(String, String)>,
     budget: &'o mut Budget,
     out: &'o mut Vec<Finding>,
 }
@@ -163,6 +174,23 @@ fn resolve<'v>(root: &'v Value, schema: &'v Value) -> Result<(&'v Value, Option<
         }
     }
     Err("a $ref chain longer than 32".into())
+}
+
+/// `{"$ref": …}` and nothing else.
+fn bare_ref(v: &Value) -> bool {
+    v.as_object()
+        .is_some_and(|o| o.len() == 1 && o.contains_key("$ref"))
+}
+
+/// Whether `v` holds a `$ref` anywhere.
+fn holds_ref(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => {
+            o.get("$ref").is_some_and(Value::is_string) || o.values().any(holds_ref)
+        }
+        Value::Array(items) => items.iter().any(holds_ref),
+        _ => false,
+    }
 }
 
 type Types = Option<BTreeSet<String>>;
@@ -347,6 +375,17 @@ impl Walker<'_, '_> {
         } else {
             (None, None)
         };
+        let message = match self.on_path.last() {
+            // Said where the change is, since the pointer is the place
+            // that refers to it.
+            Some((rb, ra)) if rb == ra => format!("{message} (in definition {rb})"),
+            Some((rb, ra)) if ra.is_empty() => {
+                format!("{message} (in definition {rb}, inlined now)")
+            }
+            Some((rb, ra)) if rb.is_empty() => format!("{message} (now in definition {ra})"),
+            Some((rb, ra)) => format!("{message} (in definition {rb}, now {ra})"),
+            None => message,
+        };
         let f = Finding::new(rule, self.ctx.server, self.ctx.tool, pointer.to_string())
             .message(format!("{}: {message}", self.ctx.tool))
             .values(b, a);
@@ -360,11 +399,18 @@ impl Walker<'_, '_> {
     }
 
     fn walk(&mut self, ptr: &str, b: &Value, a: &Value, prop: Option<&str>, depth: usize) {
-        if self.budget.is_exceeded() || same(b, a) {
+        if self.budget.is_exceeded() {
+            return;
+        }
+        // The same text can hold a `$ref` whose definition changed: it is
+        // unchanged only when it refers to nothing.
+        if same(b, a) && !(self.has_refs && holds_ref(b)) {
             return;
         }
         let (rb, ra) = match (resolve(self.root_b, b), resolve(self.root_a, a)) {
             (Ok(rb), Ok(ra)) => (rb, ra),
+            // The same text pointing nowhere on both sides: nothing moved.
+            (Err(_), Err(_)) if same(b, a) => return,
             (Err(r), _) | (_, Err(r)) => {
                 self.push(
                     &rule::SCHEMA_UNANALYZABLE,
@@ -376,15 +422,44 @@ impl Walker<'_, '_> {
                 return;
             }
         };
-        if rb.1.is_some() || ra.1.is_some() {
-            let key = (
+        let key = (rb.1.is_some() || ra.1.is_some()).then(|| {
+            (
                 rb.1.clone().unwrap_or_default(),
                 ra.1.clone().unwrap_or_default(),
-            );
-            if !self.seen.insert(key) {
-                return;
+            )
+        });
+        let Some(key) = key else {
+            return self.walk_resolved(ptr, b, a, rb.0, ra.0, prop, depth);
+        };
+        // Siblings beside a `$ref` change what it means at that place only,
+        // so only a bare reference is remembered as clean.
+        let bare = bare_ref(b) && bare_ref(a);
+        if self.on_path.contains(&key) || (bare && self.clean.contains(&key)) {
+            return;
+        }
+        self.on_path.push(key);
+        let found = self.out.len();
+        self.walk_resolved(ptr, b, a, rb.0, ra.0, prop, depth);
+        if let Some(key) = self.on_path.pop() {
+            if bare && self.out.len() == found && !self.budget.is_exceeded() {
+                self.clean.insert(key);
             }
         }
+    }
+
+    /// [`Self::walk`] once references are resolved: `rb`/`ra` are what `b`
+    /// and `a` refer to (themselves without a `$ref`).
+    #[allow(clippy::too_many_arguments)]
+    fn walk_resolved(
+        &mut self,
+        ptr: &str,
+        b: &Value,
+        a: &Value,
+        rb: &Value,
+        ra: &Value,
+        prop: Option<&str>,
+        depth: usize,
+    ) {
         if depth > MAX_DEPTH {
             self.push(
                 &rule::SCHEMA_UNANALYZABLE,
@@ -395,8 +470,8 @@ impl Walker<'_, '_> {
             );
             return;
         }
-        let (Some(sb), Some(sa)) = (as_schema(rb.0), as_schema(ra.0)) else {
-            if !same(rb.0, ra.0) {
+        let (Some(sb), Some(sa)) = (as_schema(rb), as_schema(ra)) else {
+            if !same(rb, ra) {
                 self.push(
                     &rule::SCHEMA_UNANALYZABLE,
                     ptr,
@@ -1272,7 +1347,9 @@ impl Walker<'_, '_> {
                 );
             }
         }
-        if sb.get("additionalItems") != sa.get("additionalItems") {
+        if sb.get("additionalItems") != sa.get("additionalItems")
+            || (self.has_refs && sb.get("additionalItems").is_some_and(holds_ref))
+        {
             let t = Value::Bool(true);
             let (x, y) = (
                 sb.get("additionalItems").unwrap_or(&t),
@@ -1296,14 +1373,21 @@ impl Walker<'_, '_> {
                 sb.get(key).and_then(Value::as_array),
                 sa.get(key).and_then(Value::as_array),
             );
-            if bb == ba {
+            // Branches that read the same can still refer to a definition
+            // that changed.
+            if bb == ba && !(self.has_refs && bb.is_some_and(|v| v.iter().any(holds_ref))) {
                 continue;
             }
             let (bb, ba) = (
                 bb.cloned().unwrap_or_default(),
                 ba.cloned().unwrap_or_default(),
             );
-            let Some(pairs) = pair_branches(&bb, &ba) else {
+            // Paired by what each branch means: a branch behind a `$ref`
+            // and the same branch written inline are one branch.
+            let Some(pairs) = pair_branches(
+                &resolved_branches(self.root_b, &bb),
+                &resolved_branches(self.root_a, &ba),
+            ) else {
                 self.budget.exceed(Exceeded::BranchPairs {
                     at: format!("{ptr}/{key}"),
                     before: bb.len(),
@@ -1424,12 +1508,21 @@ fn merge_siblings<'m>(
     Cow::Owned(merged)
 }
 
+/// What each branch is, once a `$ref` is followed (a reference that cannot
+/// be followed stands for itself).
+fn resolved_branches<'v>(root: &'v Value, branches: &'v [Value]) -> Vec<&'v Value> {
+    branches
+        .iter()
+        .map(|x| resolve(root, x).map_or(x, |(target, _)| target))
+        .collect()
+}
+
 /// Pairs union branches by best match, not by index: identical branches
 /// first (each with the first unused identical one after), then by a
 /// structural distance, greedily in a deterministic order. `None` when the
 /// branches left unpaired are too many to compare pairwise
 /// ([`MAX_BRANCH_PAIRS`]).
-fn pair_branches(b: &[Value], a: &[Value]) -> Option<Vec<(usize, usize)>> {
+fn pair_branches(b: &[&Value], a: &[&Value]) -> Option<Vec<(usize, usize)>> {
     let mut pairs = Vec::new();
     let mut used_a = vec![false; a.len()];
     let mut used_b = vec![false; b.len()];

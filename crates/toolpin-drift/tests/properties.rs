@@ -1481,3 +1481,198 @@ fn refs_to_the_root_and_an_unused_def_edited() {
     );
     assert!(c.is_clean(), "{}", render(&c));
 }
+
+// ---------------------------------------------------------------------------
+// `$ref` graphs and union rewrappings (issue 13): a schema whose nested
+// models live in `$defs` (as Pydantic, zod and the SDKs write them) against
+// the same schema with every reference inlined.
+
+const LEAF_TYPES: [&str; 4] = ["string", "integer", "boolean", "array"];
+
+/// A leaf the mutation can change: `{"type": T}` (an array of strings for
+/// "array").
+fn typed_leaf(t: &str) -> Value {
+    if t == "array" {
+        json!({"type": "array", "items": {"type": "string"}})
+    } else {
+        json!({"type": t})
+    }
+}
+
+/// An acyclic `$defs` graph and a root that refers into it: definition `i`
+/// may refer to definitions after it only; a reference is bare, wrapped in
+/// an array's `items`, or one branch of an `anyOf` with `null`.
+fn ref_graph(seed: u64) -> Value {
+    let mut rng = Rng(seed);
+    let n_defs = 1 + rng.below(4);
+    let reference = |rng: &mut Rng, target: usize| -> Value {
+        let r = json!({"$ref": format!("#/$defs/D{target}")});
+        match rng.below(3) {
+            0 => r,
+            1 => json!({"type": "array", "items": r}),
+            _ => json!({"anyOf": [r, {"type": "null"}]}),
+        }
+    };
+    let mut defs = Map::new();
+    for i in 0..n_defs {
+        let mut props = Map::new();
+        for k in 0..1 + rng.below(3) {
+            let v = if i + 1 < n_defs && rng.chance(3) {
+                let target = i + 1 + rng.below(n_defs - i - 1);
+                reference(&mut rng, target)
+            } else {
+                typed_leaf(LEAF_TYPES[rng.below(LEAF_TYPES.len())])
+            };
+            props.insert(format!("f{k}"), v);
+        }
+        defs.insert(
+            format!("D{i}"),
+            json!({"type": "object", "properties": props}),
+        );
+    }
+    let mut props = Map::new();
+    for k in 0..1 + rng.below(3) {
+        let v = if rng.chance(4) {
+            typed_leaf(LEAF_TYPES[rng.below(LEAF_TYPES.len())])
+        } else {
+            let target = rng.below(n_defs);
+            reference(&mut rng, target)
+        };
+        props.insert(format!("p{k}"), v);
+    }
+    json!({"type": "object", "properties": props, "$defs": defs})
+}
+
+/// `schema` with every `#/$defs/…` reference replaced by its definition,
+/// and no `$defs` left (the graph is acyclic).
+fn inlined(schema: &Value) -> Value {
+    fn go(v: &Value, defs: &Map<String, Value>) -> Value {
+        match v {
+            Value::Object(o) => {
+                if let Some(name) = o
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix("#/$defs/"))
+                {
+                    return go(&defs[name], defs);
+                }
+                Value::Object(
+                    o.iter()
+                        .filter(|(k, _)| k.as_str() != "$defs")
+                        .map(|(k, v)| (k.clone(), go(v, defs)))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|x| go(x, defs)).collect()),
+            other => other.clone(),
+        }
+    }
+    let defs = schema["$defs"].as_object().cloned().unwrap_or_default();
+    go(schema, &defs)
+}
+
+/// The same graph with one definition's leaf given a type disjoint from
+/// its own; `None` when the graph has no leaf in a definition.
+fn with_a_definition_leaf_changed(schema: &Value, seed: u64) -> Option<Value> {
+    let mut rng = Rng(seed);
+    let mut leaves = Vec::new();
+    for (d, def) in schema["$defs"].as_object()? {
+        for (f, v) in def["properties"].as_object()? {
+            if let Some(t) = v["type"].as_str().filter(|_| v.get("$ref").is_none()) {
+                if v.get("anyOf").is_none() && (t != "array" || v["items"].get("$ref").is_none()) {
+                    leaves.push((d.clone(), f.clone(), t.to_string()));
+                }
+            }
+        }
+    }
+    if leaves.is_empty() {
+        return None;
+    }
+    let (d, f, t) = leaves[rng.below(leaves.len())].clone();
+    let others: Vec<&str> = LEAF_TYPES.iter().copied().filter(|x| *x != t).collect();
+    let mut out = schema.clone();
+    out["$defs"][&d]["properties"][&f] = typed_leaf(others[rng.below(others.len())]);
+    Some(out)
+}
+
+fn schema_tool(schema: Value) -> Value {
+    json!({"name": "t", "description": "d", "inputSchema": schema})
+}
+
+fn schema_out_tool(schema: Value) -> Value {
+    json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "outputSchema": schema})
+}
+
+/// (rule, pointer, severity) of every finding, sorted: what must agree
+/// between a change behind a reference and the same change inline
+/// (messages differ: behind a reference they name the definition).
+fn finding_keys(c: &Comparison) -> Vec<(String, String, String)> {
+    let mut keys: Vec<_> = c
+        .findings
+        .iter()
+        .map(|f| {
+            (
+                f.rule.to_string(),
+                f.pointer.clone(),
+                f.severity.name().to_string(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Inlining every `$ref` (or moving every nested model into `$defs`)
+    /// changes nothing the model can send or read: at most
+    /// `equivalent-rewrite`s, in both directions.
+    #[test]
+    fn inlining_every_ref_is_an_equivalent_rewrite(seed in any::<u64>()) {
+        let graph = ref_graph(seed);
+        let flat = inlined(&graph);
+        for make in [schema_tool, schema_out_tool] {
+            for (b, a) in [(&graph, &flat), (&flat, &graph)] {
+                let c = compare(
+                    &strict_catalog(vec![make(b.clone())]),
+                    &strict_catalog(vec![make(a.clone())]),
+                );
+                prop_assert!(
+                    c.findings.iter().all(|f| f.rule == "equivalent-rewrite"),
+                    "{graph}\n{}",
+                    render(&c)
+                );
+            }
+        }
+    }
+
+    /// Changing a leaf of a definition gives the same findings, at the same
+    /// pointers, as changing it in the inlined schema: once per place that
+    /// refers to it, in both directions.
+    #[test]
+    fn a_change_behind_a_ref_is_found_as_it_is_inline(seed in any::<u64>(), pick in any::<u64>()) {
+        let graph = ref_graph(seed);
+        let Some(changed) = with_a_definition_leaf_changed(&graph, pick) else {
+            return Ok(());
+        };
+        for make in [schema_tool, schema_out_tool] {
+            let by_ref = compare(
+                &strict_catalog(vec![make(graph.clone())]),
+                &strict_catalog(vec![make(changed.clone())]),
+            );
+            let inline = compare(
+                &strict_catalog(vec![make(inlined(&graph))]),
+                &strict_catalog(vec![make(inlined(&changed))]),
+            );
+            prop_assert_eq!(
+                finding_keys(&by_ref),
+                finding_keys(&inline),
+                "{}\nby ref:\n{}\ninline:\n{}",
+                graph,
+                render(&by_ref),
+                render(&inline)
+            );
+        }
+    }
+}
