@@ -831,47 +831,45 @@ impl Walker<'_, '_> {
         };
         let (ib, ia) = (integer(sb), integer(sa));
         let mut moves: Vec<BoundMove> = Vec::new();
-        // The bound as written: one keyword's value, or both when a
-        // schema spells it with two.
-        let numeric = |s: &Map<String, Value>, lo: bool| -> Option<Value> {
-            let keys: &[&str] = if lo {
-                &["minimum", "exclusiveMinimum"]
+        // The bound as written: the keyword that holds it (`minimum`, or
+        // OpenAPI 3.1's numeric `exclusiveMinimum`) and its value; both
+        // members when a schema spells it with two (draft 4's boolean
+        // `exclusiveMinimum` beside `minimum`).
+        let numeric = |s: &Map<String, Value>, lo: bool| -> (Option<&'static str>, Option<Value>) {
+            let (plain, exclusive) = if lo {
+                ("minimum", "exclusiveMinimum")
             } else {
-                &["maximum", "exclusiveMaximum"]
+                ("maximum", "exclusiveMaximum")
             };
-            let m: Map<String, Value> = keys
-                .iter()
-                .filter_map(|k| s.get(*k).map(|v| (k.to_string(), v.clone())))
-                .collect();
-            match m.len() {
-                0 => None,
-                1 if m.contains_key(keys[0]) => m.get(keys[0]).cloned(),
-                _ => Some(Value::Object(m)),
+            match (s.get(plain), s.get(exclusive)) {
+                (None, None) => (None, None),
+                (Some(v), None) => (Some(plain), Some(v.clone())),
+                (None, Some(v)) => (Some(exclusive), Some(v.clone())),
+                (Some(p), Some(e)) => (
+                    Some(plain),
+                    Some(serde_json::json!({ plain: p.clone(), exclusive: e.clone() })),
+                ),
             }
+        };
+        // Reported at the keyword the after side uses (the before side's
+        // when the bound is gone): a pointer into one of the two tools.
+        let moved = |lo: bool, tighter: bool, new: bool| -> BoundMove {
+            let ((kb, vb), (ka, va)) = (numeric(sb, lo), numeric(sa, lo));
+            let fallback = if lo { "minimum" } else { "maximum" };
+            let keyword = ka.or(kb).unwrap_or(fallback);
+            (keyword.to_string(), tighter, new, vb, va)
         };
         if let Some((tighter, new)) = lower_moved(
             numeric_bound(sb, ib, End::Lower),
             numeric_bound(sa, ia, End::Lower),
         ) {
-            moves.push((
-                "minimum".into(),
-                tighter,
-                new,
-                numeric(sb, true),
-                numeric(sa, true),
-            ));
+            moves.push(moved(true, tighter, new));
         }
         if let Some((tighter, new)) = upper_moved(
             numeric_bound(sb, ib, End::Upper),
             numeric_bound(sa, ia, End::Upper),
         ) {
-            moves.push((
-                "maximum".into(),
-                tighter,
-                new,
-                numeric(sb, false),
-                numeric(sa, false),
-            ));
+            moves.push(moved(false, tighter, new));
         }
         for (lo, hi) in [
             ("minLength", "maxLength"),
@@ -930,7 +928,7 @@ impl Walker<'_, '_> {
         // 1000000 for maximum 999999 on an integer).
         let numeric_keys = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
         let spelled_differently = numeric_keys.iter().any(|k| sb.get(*k) != sa.get(*k));
-        let moved_numeric = moves.iter().any(|m| m.0 == "minimum" || m.0 == "maximum");
+        let moved_numeric = moves.iter().any(|m| numeric_keys.contains(&m.0.as_str()));
         if spelled_differently && !moved_numeric {
             let pick = |s: &Map<String, Value>| -> Value {
                 Value::Object(
@@ -953,7 +951,7 @@ impl Walker<'_, '_> {
             let at = format!("{ptr}/{keyword}");
             let show = |v: &Option<Value>| v.as_ref().map(short).unwrap_or_else(|| "none".into());
             let message = format!("{ptr} {keyword} {} → {}", show(&vb), show(&va));
-            let upper = keyword.starts_with("max");
+            let upper = keyword.starts_with("max") || keyword == "exclusiveMaximum";
             match (self.dir, tighter) {
                 (Direction::Input, true) => {
                     let sev = if newly_set {
@@ -981,7 +979,10 @@ impl Walker<'_, '_> {
                 }
                 // Results may be larger (an upper bound loosened) or smaller.
                 (Direction::Output, false)
-                    if upper || keyword == "multipleOf" || keyword == "minimum" =>
+                    if upper
+                        || keyword == "multipleOf"
+                        || keyword == "minimum"
+                        || keyword == "exclusiveMinimum" =>
                 {
                     self.push(
                         &rule::OUTPUT_BOUND_RELAXED,

@@ -118,6 +118,11 @@ const CASES: &[(&str, &[&str])] = &[
     ("defs-output-enum-value-added", &["output-enum-value-added"]),
     ("defs-const-in-union-branch", &["input-enum-value-removed"]),
     ("defs-nested-reference", &["input-type-narrowed"]),
+    ("exclusive-minimum-tightened", &["input-bound-tightened"]),
+    (
+        "output-exclusive-maximum-relaxed",
+        &["output-bound-relaxed"],
+    ),
     ("reordered", &[]),
     ("equivalent-rewrite", &["equivalent-rewrite"]),
     ("title-changed", &["title-changed"]),
