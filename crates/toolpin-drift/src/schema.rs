@@ -176,6 +176,11 @@ fn resolve<'v>(root: &'v Value, schema: &'v Value) -> Result<(&'v Value, Option<
     Err("a $ref chain longer than 32".into())
 }
 
+/// Whether a schema's values can be arrays (no `type`, or one naming it).
+fn can_be_array(s: &Map<String, Value>) -> bool {
+    types(s).is_none_or(|t| t.contains("array"))
+}
+
 /// `{"$ref": …}` and nothing else.
 fn bare_ref(v: &Value) -> bool {
     v.as_object()
@@ -1310,9 +1315,14 @@ impl Walker<'_, '_> {
             ) => {
                 self.walk(&format!("{ptr}/items"), x, y, None, depth + 1);
             }
+            // `items` appearing or going with the type (a scalar parameter
+            // that became an array): the type change says it all; there
+            // were no items to compare on the side that cannot be an array.
             (x, y)
                 if x != y
-                    && !(x.is_some_and(Value::is_array) || y.is_some_and(Value::is_array)) =>
+                    && !(x.is_some_and(Value::is_array) || y.is_some_and(Value::is_array))
+                    && can_be_array(sb)
+                    && can_be_array(sa) =>
             {
                 let at = format!("{ptr}/items");
                 let (x, y) = (

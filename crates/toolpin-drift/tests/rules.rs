@@ -119,6 +119,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("defs-const-in-union-branch", &["input-enum-value-removed"]),
     ("defs-nested-reference", &["input-type-narrowed"]),
     ("exclusive-minimum-tightened", &["input-bound-tightened"]),
+    ("scalar-became-array", &["input-type-changed"]),
     (
         "output-exclusive-maximum-relaxed",
         &["output-bound-relaxed"],
