@@ -120,6 +120,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("defs-nested-reference", &["input-type-narrowed"]),
     ("exclusive-minimum-tightened", &["input-bound-tightened"]),
     ("scalar-became-array", &["input-type-changed"]),
+    ("generated-description-changed", &["description-changed"]),
     (
         "output-exclusive-maximum-relaxed",
         &["output-bound-relaxed"],
