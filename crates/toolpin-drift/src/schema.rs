@@ -66,6 +66,7 @@ pub fn diff(
         has_refs: holds_ref(before) || holds_ref(after),
         on_path: Vec::new(),
         clean: HashSet::new(),
+        unwrapped_after: None,
         budget,
         out,
     };
@@ -88,6 +89,9 @@ struct Walker<'a, 'o> {
     /// `$ref` pairs compared already and found to hold no change: not
     /// walked again.
     clean: HashSet<(String, String)>,
+    /// Where the after side is a plain schema compared as a one-branch
+    /// union (an unwrapping): findings in its branch point at the schema.
+    unwrapped_after: Option<String>,
     budget: &'o mut Budget,
     out: &'o mut Vec<Finding>,
 }
@@ -174,6 +178,42 @@ fn resolve<'v>(root: &'v Value, schema: &'v Value) -> Result<(&'v Value, Option<
         }
     }
     Err("a $ref chain longer than 32".into())
+}
+
+/// `plain` as a one-branch union shaped like `union` (`anyOf` or `oneOf`),
+/// when `union` is a union of branches and `plain` is not: the members
+/// `union` keeps beside its branches (prose, `default`) stay outside, the
+/// rest becomes the branch. `None` when there is no such wrapping.
+fn wrapped_as_union(
+    plain: &Map<String, Value>,
+    union: &Map<String, Value>,
+) -> Option<Map<String, Value>> {
+    const UNIONS: [&str; 3] = ["anyOf", "oneOf", "allOf"];
+    if UNIONS.iter().any(|k| plain.contains_key(*k)) {
+        return None;
+    }
+    let key = ["anyOf", "oneOf"].into_iter().find(|k| {
+        union
+            .get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|b| !b.is_empty())
+    })?;
+    // Only a union of branches: keywords beside it that constrain values
+    // make it something else.
+    let outside = |k: &str| PROSE.contains(&k) || matches!(k, "default" | "deprecated" | "$schema");
+    if union.keys().any(|k| k != key && !outside(k)) {
+        return None;
+    }
+    let (kept, branch): (Map<String, Value>, Map<String, Value>) = plain
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .partition(|(k, _)| outside(k));
+    if branch.is_empty() {
+        return None;
+    }
+    let mut wrapped = kept;
+    wrapped.insert(key.to_string(), Value::Array(vec![Value::Object(branch)]));
+    Some(wrapped)
 }
 
 /// Whether a schema's values can be arrays (no `type`, or one naming it).
@@ -490,6 +530,21 @@ impl Walker<'_, '_> {
         // Siblings of a `$ref` (2019-09 and later) count alongside its target.
         let sb = merge_siblings(b, sb);
         let sa = merge_siblings(a, sa);
+        // A schema wrapped into a union (or unwrapped from one) is compared
+        // as the one-branch union it was: its branch is paired with the
+        // matching one, so what it accepts is compared across branches
+        // rather than read as its keywords deleted.
+        if let Some(wrapped) = wrapped_as_union(&sb, &sa) {
+            return self.compare(ptr, &wrapped, &sa, prop, depth);
+        }
+        if let Some(wrapped) = wrapped_as_union(&sa, &sb) {
+            // The after side has no union: its branch is the schema at
+            // `ptr` itself.
+            self.unwrapped_after = Some(ptr.to_string());
+            self.compare(ptr, &sb, &wrapped, prop, depth);
+            self.unwrapped_after = None;
+            return;
+        }
         self.compare(ptr, &sb, &sa, prop, depth);
     }
 
@@ -1408,16 +1463,16 @@ impl Walker<'_, '_> {
             };
             let mut matched_b = vec![false; bb.len()];
             let mut matched_a = vec![false; ba.len()];
+            let unwrapped = self.unwrapped_after.take().is_some_and(|at| at == ptr);
             for (i, j) in &pairs {
                 matched_b[*i] = true;
                 matched_a[*j] = true;
-                self.walk(
-                    &format!("{ptr}/{key}/{j}"),
-                    &bb[*i],
-                    &ba[*j],
-                    None,
-                    depth + 1,
-                );
+                let at = if unwrapped {
+                    ptr.to_string()
+                } else {
+                    format!("{ptr}/{key}/{j}")
+                };
+                self.walk(&at, &bb[*i], &ba[*j], None, depth + 1);
             }
             let conjunction = key == "allOf";
             for (i, m) in matched_b.iter().enumerate() {

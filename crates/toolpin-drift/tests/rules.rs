@@ -121,6 +121,24 @@ const CASES: &[(&str, &[&str])] = &[
     ("exclusive-minimum-tightened", &["input-bound-tightened"]),
     ("scalar-became-array", &["input-type-changed"]),
     ("generated-description-changed", &["description-changed"]),
+    ("wrapped-in-anyof", &["input-union-branch-added"]),
+    (
+        "enum-moved-into-union-branch",
+        &[
+            "input-enum-value-added",
+            "input-enum-value-removed",
+            "input-union-branch-added",
+        ],
+    ),
+    (
+        "enum-moved-out-of-union-branch",
+        &[
+            "input-enum-value-added",
+            "input-enum-value-removed",
+            "input-union-branch-removed",
+        ],
+    ),
+    ("output-wrapped-in-oneof", &["output-union-branch-added"]),
     (
         "output-exclusive-maximum-relaxed",
         &["output-bound-relaxed"],
