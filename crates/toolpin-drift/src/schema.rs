@@ -216,6 +216,52 @@ fn wrapped_as_union(
     Some(wrapped)
 }
 
+/// `s` with a length lookahead at the start of its `pattern`
+/// (`^(?=.{m,n}$)rest`, `{m,}`, `{n}`) moved into `minLength`/`maxLength`
+/// (the tighter of the two where both are set), and the pattern left as
+/// `^rest` (none when nothing is left); `None` without such a lookahead.
+fn lookahead_as_bounds(s: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let pattern = s.get("pattern")?.as_str()?;
+    let inner = pattern.strip_prefix("^(?=.{")?;
+    let (counts, rest) = inner.split_once("}$)")?;
+    let (min, max) = match counts.split_once(',') {
+        Some((lo, "")) => (lo.parse::<u64>().ok()?, None),
+        Some((lo, hi)) => (lo.parse::<u64>().ok()?, Some(hi.parse::<u64>().ok()?)),
+        None => {
+            let n = counts.parse::<u64>().ok()?;
+            (n, Some(n))
+        }
+    };
+    let mut out = s.clone();
+    if matches!(rest, "" | ".*" | ".*$") {
+        out.remove("pattern");
+    } else {
+        out.insert("pattern".into(), Value::String(format!("^{rest}")));
+    }
+    let existing = |key: &str| s.get(key).and_then(Value::as_u64);
+    if min > 0 {
+        let v = existing("minLength").map_or(min, |e| e.max(min));
+        out.insert("minLength".into(), Value::from(v));
+    }
+    if let Some(max) = max {
+        let v = existing("maxLength").map_or(max, |e| e.min(max));
+        out.insert("maxLength".into(), Value::from(v));
+    }
+    Some(out)
+}
+
+/// A `propertyNames` that allows every name (absent, `true`, `{}`, or
+/// `{"type": "string"}`: names are strings anyway).
+fn names_any(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Bool(true)) => true,
+        Some(Value::Object(o)) => {
+            o.is_empty() || (o.len() == 1 && o.get("type") == Some(&Value::String("string".into())))
+        }
+        _ => false,
+    }
+}
+
 /// Whether a schema's values can be arrays (no `type`, or one naming it).
 fn can_be_array(s: &Map<String, Value>) -> bool {
     types(s).is_none_or(|t| t.contains("array"))
@@ -556,6 +602,28 @@ impl Walker<'_, '_> {
         prop: Option<&str>,
         depth: usize,
     ) {
+        // A length lookahead at the start of a pattern (`^(?=.{1,253}$)…`)
+        // is a length bound: compared as `minLength`/`maxLength`, so moving
+        // it into those keywords is a rewrite, not a tightening.
+        let (lb, la) = (lookahead_as_bounds(sb), lookahead_as_bounds(sa));
+        if lb.is_some() || la.is_some() {
+            let nb = lb.unwrap_or_else(|| sb.clone());
+            let na = la.unwrap_or_else(|| sa.clone());
+            let length = |s: &Map<String, Value>| {
+                ["pattern", "minLength", "maxLength"].map(|k| s.get(k).cloned())
+            };
+            if length(&nb) == length(&na) && length(sb) != length(sa) {
+                let at = format!("{ptr}/pattern");
+                self.push(
+                    &rule::EQUIVALENT_REWRITE,
+                    &at,
+                    format!("{ptr} length bound moved between its pattern and minLength/maxLength"),
+                    sb.get("pattern"),
+                    sa.get("pattern"),
+                );
+            }
+            return self.compare(ptr, &nb, &na, prop, depth);
+        }
         let mut handled: BTreeSet<&str> = BTreeSet::new();
         self.prose(ptr, sb, sa, &mut handled);
         self.deprecated(ptr, sb, sa, &mut handled);
@@ -579,7 +647,15 @@ impl Walker<'_, '_> {
                 continue;
             }
             let at = format!("{ptr}/{}", escape_token(k));
-            if UNANALYZABLE.contains(&k) {
+            if k == "propertyNames" && names_any(vb) && names_any(va) {
+                self.push(
+                    &rule::EQUIVALENT_REWRITE,
+                    &at,
+                    format!("`propertyNames` at {ptr} rewritten; it allows every name either way"),
+                    vb,
+                    va,
+                );
+            } else if UNANALYZABLE.contains(&k) {
                 self.push(
                     &rule::SCHEMA_UNANALYZABLE,
                     &at,

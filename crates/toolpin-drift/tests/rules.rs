@@ -139,6 +139,12 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     ("output-wrapped-in-oneof", &["output-union-branch-added"]),
+    ("length-lookahead-moved-to-bounds", &["equivalent-rewrite"]),
+    (
+        "length-lookahead-moved-and-tightened",
+        &["input-bound-tightened"],
+    ),
+    ("property-names-unconstrained", &["equivalent-rewrite"]),
     (
         "output-exclusive-maximum-relaxed",
         &["output-bound-relaxed"],
