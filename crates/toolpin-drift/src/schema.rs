@@ -1692,16 +1692,38 @@ fn pair_branches(b: &[&Value], a: &[&Value]) -> Option<Vec<(usize, usize)>> {
     if left_b.saturating_mul(left_a) > MAX_BRANCH_PAIRS {
         return None;
     }
-    let mut candidates: Vec<(usize, usize, usize)> = Vec::new();
+    // By discriminator first (a property whose one allowed value names
+    // the branch: `type: {const: "merge_queue"}`), then by title, then by
+    // structure; branches whose discriminators or titles differ are not
+    // the same branch, whatever else they share.
+    let (disc_b, disc_a): (Vec<_>, Vec<_>) = (
+        b.iter().map(|x| discriminators(x)).collect(),
+        a.iter().map(|y| discriminators(y)).collect(),
+    );
+    let mut candidates: Vec<(u8, usize, usize, usize)> = Vec::new();
     for (i, x) in b.iter().enumerate().filter(|(i, _)| !used_b[*i]) {
         for (j, y) in a.iter().enumerate().filter(|(j, _)| !used_a[*j]) {
+            let (db, da) = (&disc_b[i], &disc_a[j]);
+            let shared: Vec<&String> = db.keys().filter(|k| da.contains_key(*k)).collect();
+            let rank = if !shared.is_empty() {
+                if shared.iter().any(|k| db[*k] != da[*k]) {
+                    continue;
+                }
+                0
+            } else {
+                match (title(x), title(y)) {
+                    (Some(tx), Some(ty)) if tx != ty => continue,
+                    (Some(_), Some(_)) => 1,
+                    _ => 2,
+                }
+            };
             if let Some(d) = distance(x, y) {
-                candidates.push((d, i, j));
+                candidates.push((rank, d, i, j));
             }
         }
     }
     candidates.sort();
-    for (_, i, j) in candidates {
+    for (_, _, i, j) in candidates {
         if !used_b[i] && !used_a[j] {
             used_b[i] = true;
             used_a[j] = true;
@@ -1710,6 +1732,30 @@ fn pair_branches(b: &[&Value], a: &[&Value]) -> Option<Vec<(usize, usize)>> {
     }
     pairs.sort();
     Some(pairs)
+}
+
+/// The properties of a branch that each allow one value (`const`, or an
+/// `enum` of one): what tells the branches of a tagged union apart.
+fn discriminators(branch: &Value) -> BTreeMap<String, Value> {
+    let Some(props) = branch.get("properties").and_then(Value::as_object) else {
+        return BTreeMap::new();
+    };
+    props
+        .iter()
+        .filter_map(|(k, v)| {
+            let one = v.get("const").cloned().or_else(|| {
+                v.get("enum")
+                    .and_then(Value::as_array)
+                    .filter(|e| e.len() == 1)
+                    .map(|e| e[0].clone())
+            })?;
+            Some((k.clone(), one))
+        })
+        .collect()
+}
+
+fn title(branch: &Value) -> Option<&str> {
+    branch.get("title").and_then(Value::as_str)
 }
 
 /// Members that differ between two branch schemas; `None` when they cannot

@@ -146,6 +146,18 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     ("property-names-unconstrained", &["equivalent-rewrite"]),
     (
+        "union-branch-replaced-by-discriminator",
+        &["input-union-branch-added", "input-union-branch-removed"],
+    ),
+    (
+        "output-union-branch-replaced-by-discriminator",
+        &["field-changed", "output-union-branch-added"],
+    ),
+    (
+        "union-branch-replaced-by-title",
+        &["input-union-branch-added", "input-union-branch-removed"],
+    ),
+    (
         "output-exclusive-maximum-relaxed",
         &["output-bound-relaxed"],
     ),
