@@ -1676,3 +1676,68 @@ proptest! {
         }
     }
 }
+
+/// `schema` wrapped into `anyOf` with `extra` as a second branch, as a
+/// vendor rewrites a parameter into a union: what stays beside the branches
+/// (prose, `default`, `deprecated`) stays outside.
+fn wrapped_in_union(schema: &Value, extra: Value) -> Option<Value> {
+    let o = schema.as_object()?;
+    if o.is_empty()
+        || ["anyOf", "oneOf", "allOf", "$ref"]
+            .iter()
+            .any(|k| o.contains_key(*k))
+    {
+        return None;
+    }
+    let outside = |k: &str| {
+        matches!(
+            k,
+            "description"
+                | "title"
+                | "examples"
+                | "$comment"
+                | "default"
+                | "deprecated"
+                | "$schema"
+        )
+    };
+    let (mut kept, branch): (Map<String, Value>, Map<String, Value>) =
+        o.clone().into_iter().partition(|(k, _)| outside(k));
+    if branch.is_empty() {
+        return None;
+    }
+    kept.insert("anyOf".into(), json!([Value::Object(branch), extra]));
+    Some(Value::Object(kept))
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Wrapping a parameter's schema into a union with one new branch is
+    /// exactly one added branch (the argument may now also be that), and
+    /// unwrapping it exactly one removed branch: never its properties,
+    /// enum values or type read as deleted.
+    #[test]
+    fn wrapping_a_schema_into_a_union_is_one_branch(
+        inner in object_schema(leaf_schema()),
+        extra in select(vec![json!({"type": "string", "format": "uuid"}), json!({"type": "null"}), json!({"type": "array", "items": {"type": "integer"}})]),
+    ) {
+        // A `$ref` to the root would meet the wrapping again inside itself
+        // (a recursive structure gains the branch at each level it is read).
+        prop_assume!(!inner.to_string().contains("$ref"));
+        let Some(wrapped) = wrapped_in_union(&inner, extra) else {
+            return Ok(());
+        };
+        let tool = |s: &Value| json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {"p": s}}});
+        let c = compare(&strict_catalog(vec![tool(&inner)]), &strict_catalog(vec![tool(&wrapped)]));
+        prop_assert_eq!(ids_of(&c), vec!["input-union-branch-added"], "{}\n{}", wrapped, render(&c));
+        let c = compare(&strict_catalog(vec![tool(&wrapped)]), &strict_catalog(vec![tool(&inner)]));
+        prop_assert_eq!(ids_of(&c), vec!["input-union-branch-removed"], "{}\n{}", wrapped, render(&c));
+    }
+}
+
+fn ids_of(c: &Comparison) -> Vec<&'static str> {
+    let mut ids: Vec<&str> = c.findings.iter().map(|f| f.rule).collect();
+    ids.sort_unstable();
+    ids
+}
