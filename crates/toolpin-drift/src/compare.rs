@@ -9,7 +9,7 @@ use toolpin_manifest::Catalog;
 use crate::budget::{Budget, Exceeded, MAX_FINDINGS};
 use crate::finding::{Comparison, Finding, Fingerprints, Summary, ToolChange};
 use crate::prose::{self, ToolNames};
-use crate::rename::{match_renames, Candidate, TOOL_RENAME_THRESHOLD};
+use crate::rename::{match_renames, similarity_parts, Candidate, TOOL_RENAME_THRESHOLD};
 use crate::rule::{self, Severity};
 use crate::schema::{self, Direction};
 
@@ -169,10 +169,13 @@ fn renames_and_the_rest(
         summary.tools_changed += 1;
         let (old_name, _, before) = &removed[i];
         let (new_name, server, after) = &added[j];
+        // The parts, so whoever reads the finding can judge the pairing.
+        let p = similarity_parts(&rb[i], &ab[j]);
         findings.push(
             Finding::new(&rule::TOOL_RENAMED, server, new_name, "/name".into())
                 .message(format!(
-                    "{new_name}: renamed from {old_name} (similarity {score:.2})"
+                    "{new_name}: renamed from {old_name} (similarity {score:.2}: schema {:.2}, name {:.2}, description {:.2}, annotations {:.2})",
+                    p.schema, p.name, p.description, p.annotations
                 ))
                 .values(
                     Some(&Value::String(old_name.to_string())),
@@ -306,7 +309,7 @@ struct ToolContext<'a> {
 }
 
 /// Spec defaults of the MCP annotation hints.
-const HINT_DEFAULTS: [(&str, bool); 4] = [
+pub(crate) const HINT_DEFAULTS: [(&str, bool); 4] = [
     ("readOnlyHint", false),
     ("destructiveHint", true),
     ("idempotentHint", false),
@@ -340,7 +343,7 @@ fn is_default_execution(v: Option<&Value>) -> bool {
 /// The effective value of each hint, in `HINT_DEFAULTS` order. The spec
 /// makes destructiveHint meaningful only when readOnlyHint is false: a
 /// read-only tool destroys nothing.
-fn effective_hints(tool: &Value) -> [Option<bool>; 4] {
+pub(crate) fn effective_hints(tool: &Value) -> [Option<bool>; 4] {
     let read_only = hint(tool, "readOnlyHint");
     let destructive = match read_only {
         Some(true) => Some(false),

@@ -4,14 +4,17 @@
 //!
 //! # Similarity
 //!
-//! [`similarity`] is a weighted sum of four parts, each in `[0, 1]`:
+//! [`similarity`] is a weighted sum of four parts, each in `[0, 1]`. The
+//! arguments and the behaviour hints weigh more than prose, since prose is
+//! what vendors rewrite in the release that renames a tool, and REST
+//! catalogs share long boilerplate between unrelated operations:
 //!
 //! | part | weight |
 //! |------|--------|
-//! | schema | 0.50 |
-//! | description | 0.30 |
-//! | name | 0.15 |
-//! | annotations | 0.05 |
+//! | schema | 0.5 |
+//! | description | 0.2 |
+//! | name | 0.2 |
+//! | annotations | 0.1 |
 //!
 //! A candidate is a *tool* when its value is an object with an `inputSchema`
 //! member; anything else is a *property schema*.
@@ -24,18 +27,20 @@
 //!   keyed by its JSON pointer. A `required` array (the keyword, not a
 //!   property that happens to be named `required`) is a set: each member is
 //!   one leaf, whatever its position, and duplicates count once. Numbers
-//!   compare as doubles, so `1` equals `1.0`. The score is
-//!   `1 − differing / union`: `union` counts the pointers found on either
-//!   side, and `differing` counts the ones found on only one side or with
-//!   unequal values. If neither side has a leaf, the score is 1. A tool and
-//!   a property schema score 0. Large schemas have more leaves, so each
-//!   change weighs less.
+//!   compare as doubles, so `1` equals `1.0`. A leaf is *shared* when both
+//!   sides have its pointer with equal values. The score is Jaccard,
+//!   `shared / union` (`union` counts the pointers found on either side),
+//!   except when the side with more leaves requires no top-level argument
+//!   the other does not: then it is the mean of Jaccard and containment
+//!   (`shared / leaves of the smaller side`), because a tool that kept its
+//!   arguments and gained optional ones is the same call extended
+//!   (`browser_wait` → `browser_wait_for`). If neither side has a leaf, the
+//!   score is 1. A tool and a property schema score 0.
 //! - **Description.** This is Jaccard similarity (`|A∩B| / |A∪B|`) over the
 //!   sets of lowercased words in `description`. A word is a run of Unicode
 //!   alphanumeric characters. If both sides have no words (missing, not a
 //!   string, or only punctuation), the score is 1. If only one side has no
-//!   words, the score is 0. Jaccard is used instead of Dice because it is
-//!   stricter, and descriptions share filler words ("the", "an", "by").
+//!   words, the score is 0.
 //! - **Name.** A name is split into tokens on every non-alphanumeric
 //!   character (`_`, `-`, `.`, `/`, and so the `__` of namespacing prefixes
 //!   such as `orders__`, whose namespace stays a token). It is also split at
@@ -43,16 +48,34 @@
 //!   letter/digit boundaries (`v2` → `v 2`). Tokens are lowercased. The
 //!   score is 1 for equal token sequences, so `getOrder` and `get_order`
 //!   score 1. It is 0.95 for equal token sets in a different order or with
-//!   repeated tokens (`order_get` and `get_order`). Otherwise it is
+//!   repeated tokens (`order_get` and `get_order`). For two tools, it is 0.9
+//!   when one token sequence is a strict prefix of the other: the old name
+//!   kept and qualified (`click` → `click_unsafe`, `browser_wait` →
+//!   `browser_wait_for`); a character edit distance scores that pair 0.42,
+//!   below unrelated names that share a prefix. Otherwise it is
 //!   `0.9 × Dice` over the token sets (`2|A∩B| / (|A|+|B|)`), so
-//!   `get_order` and `fetch_order` score `0.9 × 0.5 = 0.45`. Equal token
-//!   sets get a bonus over partial overlap.
-//! - **Annotations.** The score is 1 when both `annotations` are equal
-//!   (numbers compare as doubles) and 0 otherwise. A member that is missing,
-//!   `null`, or `{}` counts as absent, and absent equals absent.
+//!   `get_order` and `fetch_order` score `0.9 × 0.5 = 0.45`.
+//! - **Annotations.** The share of annotation members whose effective
+//!   values are equal. The four MCP hints always count, an absent one read
+//!   as its spec default (`readOnlyHint` false, `destructiveHint` true,
+//!   `idempotentHint` false, `openWorldHint` true) and `destructiveHint` as
+//!   false on a read-only tool, so spelling out the defaults changes
+//!   nothing. Any other member counts once, except `title`, which is display
+//!   text.
 //!
 //! The function is symmetric (`similarity(a, b) == similarity(b, a)`, bit
 //! for bit) and deterministic.
+//!
+//! # Corroboration
+//!
+//! A pair is only accepted when, besides reaching the threshold, its name or
+//! its description scores at least 0.5 ([`corroborated`]). Identical small
+//! schemas are common: GitHub's REST description has dozens of operations
+//! taking exactly `{org}` or `{owner, repo}`, and every parameterless tool
+//! of a server looks alike, so schema and annotations alone (0.6 of the
+//! score) say little about which tool is which. Measured on hand-labelled
+//! releases (docs/renames.md), the gate turned away every false pair above
+//! the threshold and no true rename that the threshold let through.
 //!
 //! # Matching
 //!
@@ -83,11 +106,9 @@
 //! - **Large inputs.** If `removed.len() × added.len() > 250_000`, only pairs
 //!   that share a name token or a description word are scored. Pairs where
 //!   both names have no tokens, or both descriptions have no words, also
-//!   count. Any other pair scores at most `0.5 + 0.05 = 0.55` (schema plus
-//!   annotations). So for a threshold above 0.55, including
-//!   [`TOOL_RENAME_THRESHOLD`], this filter changes no result; it only
-//!   saves work. For a threshold of 0.55 or lower, such pairs are not found
-//!   in large inputs.
+//!   count. Any other pair has a name and a description score of 0, so it
+//!   fails the corroboration gate whatever its total: this filter changes
+//!   no result; it only saves work.
 //!
 //! The result lists `(removed index, added index, similarity)`, sorted by
 //! removed name. Indices point into the slices passed in.
@@ -97,35 +118,40 @@ use std::collections::HashMap;
 use serde_json::Value;
 use toolpin_manifest::pointer::escape_token;
 
+use crate::compare::{effective_hints, HINT_DEFAULTS};
+
 /// Threshold for tool renames: 0.65.
 ///
-/// With weights 0.5 / 0.3 / 0.15 / 0.05, this value gives three properties:
+/// With weights 0.5 / 0.2 / 0.2 / 0.1:
 ///
 /// - **The schema alone is not enough.** A byte-identical `inputSchema` with
-///   equal annotations reaches only 0.55. Small schemas such as
-///   `{"id": string}` are shared by many unrelated tools, so a rename needs
-///   0.10 more. That takes a third of the description words (Jaccard ≥ 1/3),
-///   or about three quarters of the name tokens, or a mix of the two.
-/// - **The text alone is not enough.** An identical description, name tokens
-///   and annotations reach 0.5. The schema must still agree on 30 % of its
+///   equal annotations reaches only 0.6; the pair must also be
+///   [`corroborated`] by its name or description.
+/// - **The text alone is not enough.** An identical description, name and
+///   annotations reach 0.5. The schema must still agree on 30 % of its
 ///   leaves, so a tool whose inputs were replaced is not a rename.
-/// - **The large-input filter loses nothing.** The threshold is above 0.55,
-///   the best score of a pair with no shared word, so the filter described
-///   in the module docs changes no result.
 ///
-/// A real rename passes easily. For example, `get_order` → `fetch_order`
-/// with the same schema and a reworded description scores about 0.83.
+/// Measured (docs/renames.md): of 29 hand-labelled true renames in real
+/// releases of @playwright/mcp and server-everything, the 26 found score
+/// 0.69 to 0.95; the lowest is `browser_wait` → `browser_wait_for` (its
+/// schema grew, its description was rewritten). The three missed have
+/// both name and description rewritten, so only the schema ties them.
 ///
-/// Property schemas often have no description. Two such properties get 0.3
-/// from "both empty" plus 0.05 from annotations, so their schema carries
-/// the decision. Callers that want more evidence for properties can pass a
-/// higher threshold.
+/// Property schemas often have no description. Two such properties get 0.2
+/// from "both empty" plus 0.1 from annotations, so their schema carries
+/// the decision; the schema rules pass a higher threshold (0.8).
 pub const TOOL_RENAME_THRESHOLD: f64 = 0.65;
 
-const W_SCHEMA: f64 = 0.5;
-const W_DESCRIPTION: f64 = 0.3;
-const W_NAME: f64 = 0.15;
-const W_ANNOTATIONS: f64 = 0.05;
+// Weights in tenths, so that a perfect pair sums to exactly 1.0 (0.5 + 0.2
+// + 0.2 + 0.1 in doubles is 0.9999999999999999).
+const W_SCHEMA: f64 = 5.0;
+const W_DESCRIPTION: f64 = 2.0;
+const W_NAME: f64 = 2.0;
+const W_ANNOTATIONS: f64 = 1.0;
+const W_TOTAL: f64 = 10.0;
+/// A pair is only accepted when its name or its description scores at
+/// least this much: see [`corroborated`].
+const TEXT_EVIDENCE: f64 = 0.5;
 
 /// Above this many removed × added pairs, only overlapping pairs are scored.
 const FULL_PAIRS_LIMIT: usize = 250_000;
@@ -162,6 +188,28 @@ pub fn similarity(a: &Candidate, b: &Candidate) -> f64 {
     let fa = Features::new(a, &mut interner);
     let fb = Features::new(b, &mut interner);
     pair_similarity(&fa, &fb)
+}
+
+/// The four parts of [`similarity`], each in `[0, 1]`, before weighting.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Parts {
+    pub schema: f64,
+    pub description: f64,
+    pub name: f64,
+    pub annotations: f64,
+}
+
+/// The parts [`similarity`] weighs, for explaining a pairing.
+pub fn similarity_parts(a: &Candidate, b: &Candidate) -> Parts {
+    let mut interner = Interner::default();
+    let fa = Features::new(a, &mut interner);
+    let fb = Features::new(b, &mut interner);
+    Parts {
+        schema: schema_similarity(&fa, &fb),
+        description: description_similarity(&fa, &fb),
+        name: name_similarity(&fa, &fb),
+        annotations: annotations_similarity(&fa, &fb),
+    }
 }
 
 /// Pairs (index into removed, index into added, similarity), sorted by removed name.
@@ -310,7 +358,7 @@ fn match_with(
     let mut edges: Vec<(usize, usize, f64)> = Vec::new();
     let mut consider = |ri: usize, aj: usize| {
         let s = pair_similarity(&rf[ri], &af[aj]);
-        if s >= threshold && s > 0.0 {
+        if s >= threshold && s > 0.0 && corroborated(&rf[ri], &af[aj]) {
             edges.push((ri, aj, s));
         }
     };
@@ -518,7 +566,13 @@ struct Features<'v> {
     name_seq: Vec<u32>,
     /// Sorted, deduplicated `name_seq`.
     name_set: Vec<u32>,
-    annotations: Option<&'v Value>,
+    /// The top-level `required` names, sorted and deduplicated.
+    required: Vec<&'v str>,
+    /// Effective hints (absent → spec default), in `HINT_DEFAULTS` order.
+    hints: [Option<bool>; 4],
+    /// Other annotation members, sorted by key; `title` is display text
+    /// and is left out.
+    other_annotations: Vec<(&'v str, &'v Value)>,
 }
 
 impl<'v> Features<'v> {
@@ -563,18 +617,40 @@ impl<'v> Features<'v> {
         name_set.sort_unstable();
         name_set.dedup();
 
-        let annotations = obj.and_then(|o| o.get("annotations")).filter(|a| match a {
-            Value::Null => false,
-            Value::Object(m) => !m.is_empty(),
-            _ => true,
-        });
+        let schema = match (obj, is_tool) {
+            (Some(o), true) => &o["inputSchema"],
+            _ => c.value,
+        };
+        let mut required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        required.sort_unstable();
+        required.dedup();
+        let hints = effective_hints(c.value);
+        let mut other_annotations: Vec<(&str, &Value)> = obj
+            .and_then(|o| o.get("annotations"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| {
+                !v.is_null() && k.as_str() != "title" && !HINT_DEFAULTS.iter().any(|(h, _)| h == k)
+            })
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        other_annotations.sort_by_key(|(k, _)| *k);
         Features {
             is_tool,
             leaves,
             words,
             name_seq,
             name_set,
-            annotations,
+            required,
+            hints,
+            other_annotations,
         }
     }
 
@@ -695,7 +771,17 @@ fn pair_similarity(a: &Features, b: &Features) -> f64 {
         + W_DESCRIPTION * description_similarity(a, b)
         + W_NAME * name_similarity(a, b)
         + W_ANNOTATIONS * annotations_similarity(a, b);
-    total.clamp(0.0, 1.0)
+    (total / W_TOTAL).clamp(0.0, 1.0)
+}
+
+/// The name or the description ties the two together: one of them scores
+/// at least [`TEXT_EVIDENCE`]. Without this, an identical small schema
+/// (`{org}`, `{owner, repo}`, no arguments at all) and equal annotations
+/// carry a pair on their own, and such schemas recur across dozens of
+/// unrelated tools of one catalog (GitHub's REST description pairs
+/// `repos_list-tag-protection` with `repos_list-issue-types` that way).
+fn corroborated(a: &Features, b: &Features) -> bool {
+    name_similarity(a, b) >= TEXT_EVIDENCE || description_similarity(a, b) >= TEXT_EVIDENCE
 }
 
 fn schema_similarity(a: &Features, b: &Features) -> f64 {
@@ -718,10 +804,28 @@ fn schema_similarity(a: &Features, b: &Features) -> f64 {
     }
     union += (x.len() - i) + (y.len() - j);
     if union == 0 {
-        1.0
-    } else {
-        same as f64 / union as f64
+        return 1.0;
     }
+    let jaccard = same as f64 / union as f64;
+    // A tool that kept its arguments and gained optional ones (`browser_wait`
+    // → `browser_wait_for`) is closer than Jaccard says: then the score is
+    // the mean of Jaccard and containment (shared / smaller side). Only when
+    // the larger side requires nothing the smaller does not: new required
+    // arguments make it a different call (`browser_screen_type {text}` →
+    // `browser_type {element, ref, text}`).
+    let subset = |p: &[&str], q: &[&str]| p.iter().all(|r| q.binary_search(r).is_ok());
+    let extends = match x.len().cmp(&y.len()) {
+        std::cmp::Ordering::Less => subset(&b.required, &a.required),
+        std::cmp::Ordering::Greater => subset(&a.required, &b.required),
+        std::cmp::Ordering::Equal => {
+            subset(&a.required, &b.required) || subset(&b.required, &a.required)
+        }
+    };
+    let smaller = x.len().min(y.len());
+    if !extends || smaller == 0 {
+        return jaccard;
+    }
+    (jaccard + same as f64 / smaller as f64) / 2.0
 }
 
 fn description_similarity(a: &Features, b: &Features) -> f64 {
@@ -740,18 +844,44 @@ fn name_similarity(a: &Features, b: &Features) -> f64 {
         1.0
     } else if a.name_set == b.name_set {
         0.95
+    } else if a.is_tool && b.is_tool && token_prefix(&a.name_seq, &b.name_seq) {
+        // The old name kept and qualified (`click` → `click_unsafe`,
+        // `browser_wait` → `browser_wait_for`). Not for properties, where
+        // `page` → `page_size` is as often a new property as a renamed one.
+        0.9
     } else {
         let inter = intersection(&a.name_set, &b.name_set);
         0.9 * (2 * inter) as f64 / (a.name_set.len() + b.name_set.len()) as f64
     }
 }
 
+/// One non-empty token sequence is a strict prefix of the other.
+fn token_prefix(x: &[u32], y: &[u32]) -> bool {
+    let (short, long) = if x.len() <= y.len() { (x, y) } else { (y, x) };
+    !short.is_empty() && short.len() < long.len() && long.starts_with(short)
+}
+
+/// The share of annotation members with equal effective values: the four
+/// hints (absent reads as the spec default) and any other member but
+/// `title`.
 fn annotations_similarity(a: &Features, b: &Features) -> f64 {
-    match (a.annotations, b.annotations) {
-        (None, None) => 1.0,
-        (Some(x), Some(y)) if json_eq(x, y) => 1.0,
-        _ => 0.0,
+    let hints_equal = a.hints.iter().zip(&b.hints).filter(|(x, y)| x == y).count();
+    let (x, y) = (&a.other_annotations, &b.other_annotations);
+    let (mut i, mut j, mut members, mut equal) = (0, 0, HINT_DEFAULTS.len(), hints_equal);
+    while i < x.len() || j < y.len() {
+        members += 1;
+        match (x.get(i), y.get(j)) {
+            (Some(p), Some(q)) if p.0 == q.0 => {
+                equal += usize::from(json_eq(p.1, q.1));
+                i += 1;
+                j += 1;
+            }
+            (Some(p), Some(q)) if p.0 < q.0 => i += 1,
+            (Some(_), None) => i += 1,
+            _ => j += 1,
+        }
     }
+    equal as f64 / members as f64
 }
 
 /// Size of the intersection of two sorted, deduplicated slices.
@@ -1016,7 +1146,7 @@ mod tests {
         let (r, a) = (cands(&removed), cands(&added));
         let s = similarity(&r[0], &a[0]);
         // schema 1, description 5/7, name 0.9 × 1/2, annotations 1.
-        let expected = 0.5 + 0.3 * 5.0 / 7.0 + 0.15 * 0.45 + 0.05;
+        let expected = 0.5 + 0.2 * 5.0 / 7.0 + 0.2 * 0.45 + 0.1;
         assert!((s - expected).abs() < 1e-12, "{s}");
         assert!(s >= TOOL_RENAME_THRESHOLD);
         assert_eq!(
@@ -1149,8 +1279,9 @@ mod tests {
 
     #[test]
     fn identical_small_schema_alone_is_not_a_rename() {
-        // Why the threshold is 0.65 and not 0.6: two unrelated tools that
-        // both take `{id}` and share the words "by id" score 0.625.
+        // Two unrelated tools that both take `{id}` and share the words
+        // "by id" reach the threshold (0.5 + 0.2 × 2/8 + 0.1 = 0.65), but
+        // neither their names (0) nor their descriptions (0.25) tie them.
         let removed = [tool(
             "get_order",
             "Fetch an order by id",
@@ -1165,9 +1296,14 @@ mod tests {
         )];
         let (r, a) = (cands(&removed), cands(&added));
         let s = similarity(&r[0], &a[0]);
-        assert!((0.6..TOOL_RENAME_THRESHOLD).contains(&s), "{s}");
+        assert!((s - 0.65).abs() < 1e-12, "{s}");
         assert!(match_renames(&r, &a, TOOL_RENAME_THRESHOLD).is_empty());
-        assert_eq!(match_renames(&r, &a, 0.6).len(), 1);
+        assert!(match_renames(&r, &a, 0.1).is_empty());
+        // The same pair with a description that ties them is a rename.
+        let mut again = added.clone();
+        again[0]["description"] = json!("Fetch an order by id");
+        let a = cands(&again);
+        assert_eq!(match_renames(&r, &a, TOOL_RENAME_THRESHOLD).len(), 1);
     }
 
     #[test]
@@ -1226,7 +1362,7 @@ mod tests {
     }
 
     #[test]
-    fn annotations_compare_whole_and_absent_equals_absent() {
+    fn annotations_compare_effective_hints_and_leave_out_title() {
         let mk = |ann: Option<Value>| {
             let mut t = tool("t", "d", json!({}), json!([]));
             if let Some(a) = ann {
@@ -1256,7 +1392,19 @@ mod tests {
         assert_eq!(sim(&mk(None), &mk(None)), 1.0);
         assert_eq!(sim(&mk(None), &mk(Some(json!({})))), 1.0);
         assert_eq!(sim(&mk(Some(ro.clone())), &mk(Some(ro.clone()))), 1.0);
-        assert_eq!(sim(&mk(Some(ro)), &mk(None)), 0.0);
+        // readOnlyHint true also means destructiveHint false: two of the
+        // four effective hints differ from the defaults.
+        assert_eq!(sim(&mk(Some(ro.clone())), &mk(None)), 0.5);
+        // Spelling out the defaults is the same as leaving them out.
+        let defaults = json!({"readOnlyHint": false, "destructiveHint": true,
+            "idempotentHint": false, "openWorldHint": true});
+        assert_eq!(sim(&mk(Some(defaults)), &mk(None)), 1.0);
+        // `title` is display text; other members count one each.
+        let titled = json!({"readOnlyHint": true, "title": "Wait for"});
+        assert_eq!(sim(&mk(Some(titled)), &mk(Some(ro.clone()))), 1.0);
+        let vendor = json!({"readOnlyHint": true, "x-cost": 3});
+        assert_eq!(sim(&mk(Some(vendor.clone())), &mk(Some(ro))), 0.8);
+        assert_eq!(sim(&mk(Some(vendor.clone())), &mk(Some(vendor))), 1.0);
     }
 
     #[test]
@@ -1652,10 +1800,10 @@ mod tests {
     }
 
     #[test]
-    fn prefilter_is_lossless_above_0_55() {
+    fn prefilter_is_lossless_at_any_threshold() {
         let (removed, added, _) = generated(11, 80);
         let (r, a) = (cands(&removed), cands(&added));
-        for t in [0.56, TOOL_RENAME_THRESHOLD, 0.8] {
+        for t in [0.05, 0.3, 0.56, TOOL_RENAME_THRESHOLD, 0.8] {
             let full = match_with(&r, &a, t, false, MAX_EXACT_SIDE);
             let filtered = match_with(&r, &a, t, true, MAX_EXACT_SIDE);
             assert_eq!(full, filtered, "threshold {t}");
@@ -1666,7 +1814,7 @@ mod tests {
     #[test]
     fn prefilter_keeps_pairs_that_share_only_empty_text() {
         // No shared name token, no descriptions on either side: the
-        // "both empty" description still scores 0.3, so the pair (0.85)
+        // "both empty" description still scores 1, so the pair (0.8)
         // must survive the filter.
         let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
         let removed = [json!({"name": "alpha", "inputSchema": schema})];
@@ -1674,7 +1822,7 @@ mod tests {
         let (r, a) = (cands(&removed), cands(&added));
         let full = match_with(&r, &a, TOOL_RENAME_THRESHOLD, false, MAX_EXACT_SIDE);
         assert_eq!(full.len(), 1);
-        assert!((full[0].2 - 0.85).abs() < 1e-12, "{full:?}");
+        assert!((full[0].2 - 0.8).abs() < 1e-12, "{full:?}");
         assert_eq!(
             match_with(&r, &a, TOOL_RENAME_THRESHOLD, true, MAX_EXACT_SIDE),
             full

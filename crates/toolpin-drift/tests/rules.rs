@@ -109,6 +109,37 @@ const CASES: &[(&str, &[&str])] = &[
     ),
     ("bound-tightened", &["input-bound-tightened"]),
     ("tool-renamed", &["tool-renamed"]),
+    (
+        "tool-renamed-suffix-unsafe",
+        &["description-changed", "tool-renamed"],
+    ),
+    (
+        "tool-renamed-suffix-wait-for",
+        &["description-changed", "tool-renamed"],
+    ),
+    (
+        "unrelated-similar-rest-descriptions",
+        &["tool-added", "tool-removed"],
+    ),
+    (
+        "unrelated-same-small-schema",
+        &["tool-added", "tool-removed"],
+    ),
+    (
+        "unrelated-new-required-arguments",
+        &["tool-added", "tool-removed"],
+    ),
+    (
+        "tool-renamed-arguments-extended",
+        &[
+            "description-changed",
+            "input-optional-property-added",
+            "input-optional-property-added",
+            "input-property-became-optional",
+            "title-changed",
+            "tool-renamed",
+        ],
+    ),
     ("moved-into-defs", &[]),
     ("defs-leaf-type-changed", &["input-type-changed"]),
     (
