@@ -141,10 +141,22 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     ("moved-into-defs", &[]),
-    ("defs-length-lookahead-moved-to-bounds", &["equivalent-rewrite"]),
-    ("output-length-lookahead-moved-to-bounds", &["equivalent-rewrite"]),
-    ("output-property-names-unconstrained", &["equivalent-rewrite"]),
-    ("defs-exclusive-maximum-tightened", &["input-bound-tightened"]),
+    (
+        "defs-length-lookahead-moved-to-bounds",
+        &["equivalent-rewrite"],
+    ),
+    (
+        "output-length-lookahead-moved-to-bounds",
+        &["equivalent-rewrite"],
+    ),
+    (
+        "output-property-names-unconstrained",
+        &["equivalent-rewrite"],
+    ),
+    (
+        "defs-exclusive-maximum-tightened",
+        &["input-bound-tightened"],
+    ),
     ("nested-scalar-became-array", &["input-type-changed"]),
     ("defs-leaf-type-changed", &["input-type-changed"]),
     (
