@@ -1,7 +1,10 @@
 //! Renderers for drift findings. Each format is one module with a `render`
-//! function from a [`toolpin_drift::Comparison`] to text.
+//! function from a [`toolpin_drift::Comparison`] to text, and one entry in
+//! [`format::FORMATS`], the table the CLI parses `--format` through and
+//! renders with (one [`format::Input`] for every format).
 
 pub mod context;
+pub mod format;
 pub mod github;
 pub mod json;
 pub mod junit;
@@ -10,4 +13,5 @@ pub mod sarif;
 pub mod style;
 pub mod text;
 
+pub use format::{Input, ReportFormat, Target, FORMATS};
 pub use style::{use_color, ColorChoice, Style};

@@ -94,51 +94,15 @@ impl ConfigArgs {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum ReportFormat {
-    Text,
-    Json,
-    Markdown,
-    Sarif,
-    Junit,
-    Github,
-}
-
-/// Where one report goes.
-#[derive(Clone, Debug)]
-struct ReportTarget {
-    format: ReportFormat,
-    path: Option<PathBuf>,
-}
-
-fn parse_report_target(s: &str) -> Result<ReportTarget, String> {
-    let (name, path) = match s.split_once('=') {
-        Some((n, p)) if !p.is_empty() => (n, Some(PathBuf::from(p))),
-        Some(_) => return Err(format!("{s:?}: a path is needed after '='")),
-        None => (s, None),
-    };
-    let format = match name {
-        "text" => ReportFormat::Text,
-        "json" => ReportFormat::Json,
-        "markdown" => ReportFormat::Markdown,
-        "sarif" => ReportFormat::Sarif,
-        "junit" => ReportFormat::Junit,
-        "github" => ReportFormat::Github,
-        other => {
-            return Err(format!(
-                "unknown report format {other:?} (text, json, markdown, sarif, junit, github)"
-            ))
-        }
-    };
-    Ok(ReportTarget { format, path })
-}
+/// Where one report goes: the report crate's format table parses `--format`.
+type ReportTarget = toolpin_report::Target;
 
 #[derive(clap::Args)]
 struct ReportArgs {
     /// Report format, optionally written to a file: text, json, markdown,
     /// sarif, junit or github, as FORMAT or FORMAT=PATH; repeatable
     /// (`--format text --format sarif=drift.sarif`). Default: text to stdout
-    #[arg(long, value_name = "FORMAT[=PATH]", value_parser = parse_report_target)]
+    #[arg(long, value_name = "FORMAT[=PATH]", value_parser = ReportTarget::parse)]
     format: Vec<ReportTarget>,
     /// Show whole before/after values in the text report
     #[arg(short, long)]
@@ -873,7 +837,7 @@ fn report_comparison(
 ) -> Result<Outcome, CliError> {
     let targets = if args.format.is_empty() {
         vec![ReportTarget {
-            format: ReportFormat::Text,
+            format: toolpin_report::format::TEXT,
             path: None,
         }]
     } else {
@@ -896,35 +860,25 @@ fn report_comparison(
             style
         };
         if let Some(plan) = &plan {
-            let text = match target.format {
-                ReportFormat::Json => {
-                    let doc = evals::plan_json(plan, evals, &comparison, &verdict);
-                    // Serializing a Value cannot fail.
-                    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
-                }
-                _ => evals::render_text(plan, evals, &comparison, &verdict, target_style),
+            let text = if target.format == toolpin_report::format::JSON {
+                let doc = evals::plan_json(plan, evals, &comparison, &verdict);
+                // Serializing a Value cannot fail.
+                serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            } else {
+                evals::render_text(plan, evals, &comparison, &verdict, target_style)
             };
             write_report(target, &text)?;
             continue;
         }
-        let text = match target.format {
-            ReportFormat::Text => toolpin_report::text::render(
-                &comparison,
-                &verdict,
-                toolpin_report::text::TextOptions {
-                    style: target_style,
-                    sides,
-                    verbose: args.verbose,
-                },
-            ),
-            ReportFormat::Json => toolpin_report::json::render(&comparison, &verdict),
-            ReportFormat::Markdown => {
-                toolpin_report::markdown::render_with(&comparison, &verdict, RULES_URL)
-            }
-            ReportFormat::Sarif => toolpin_report::sarif::render(&comparison, &verdict, context),
-            ReportFormat::Junit => toolpin_report::junit::render(&comparison, &verdict),
-            ReportFormat::Github => toolpin_report::github::render(&comparison, &verdict, context),
-        };
+        let text = target.format.render(&toolpin_report::Input {
+            comparison: &comparison,
+            verdict: &verdict,
+            context,
+            style: target_style,
+            sides,
+            verbose: args.verbose,
+            rules_doc: RULES_URL,
+        });
         write_report(target, &text)?;
     }
     Ok(if verdict.fails {
@@ -940,11 +894,11 @@ fn check_plan_formats(args: &ReportArgs) -> Result<(), CliError> {
     match args
         .format
         .iter()
-        .find(|t| !matches!(t.format, ReportFormat::Text | ReportFormat::Json))
+        .find(|t| ![toolpin_report::format::TEXT, toolpin_report::format::JSON].contains(&t.format))
     {
         Some(t) if args.plan => Err(CliError::new(format!(
             "--plan prints the plan as text or json, not {}; run without --plan for that report",
-            format_name(t.format)
+            t.format.name
         ))),
         _ => Ok(()),
     }
@@ -961,17 +915,6 @@ fn write_report(target: &ReportTarget, text: &str) -> Result<(), CliError> {
     }
     toolpin_manifest::fs::write_atomic(path, text.as_bytes())
         .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))
-}
-
-fn format_name(format: ReportFormat) -> &'static str {
-    match format {
-        ReportFormat::Text => "text",
-        ReportFormat::Json => "json",
-        ReportFormat::Markdown => "markdown",
-        ReportFormat::Sarif => "sarif",
-        ReportFormat::Junit => "junit",
-        ReportFormat::Github => "github",
-    }
 }
 
 /// `toolpin evals run` and `toolpin evals list`.

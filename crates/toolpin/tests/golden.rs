@@ -1,6 +1,8 @@
-//! Golden snapshots of every report format (`text`, `json`, `markdown`,
-//! `sarif`, `junit`, `github`) for two drifts, as `toolpin diff` writes
-//! them:
+//! Golden snapshots of every report format in the report crate's table
+//! (`toolpin_report::FORMATS`: `text`, `json`, `markdown`, `sarif`, `junit`,
+//! `github`, …) for two drifts, as `toolpin diff` writes them. A format added
+//! to the table is tested here by construction: until its snapshots are
+//! accepted, [`every_format_has_its_snapshots`] and `insta` fail.
 //!
 //! - **refund**: the committed `examples/refund/toolpin.lock` against the
 //!   same tools after the vendor's edits: lookup_order's description gains
@@ -12,7 +14,7 @@
 //!   (`tests/fixtures/golden/multi/`).
 //!
 //! Each side is pinned with `toolpin lock` in a scratch directory, and the
-//! two lockfiles are compared with all six `--format F=PATH` targets in one
+//! two lockfiles are compared with every `--format F=PATH` target in one
 //! run. Every report written to stdout by its own run must equal the file.
 //! To accept a deliberate change: `INSTA_UPDATE=always cargo test -p toolpin
 //! --test golden`, then read every changed `.snap` file (or `cargo insta
@@ -25,15 +27,16 @@ use std::collections::BTreeMap;
 use common::*;
 use serde_json::{json, Value};
 
-/// Each format and the file its report is written to.
-const FORMATS: [(&str, &str); 6] = [
-    ("text", "drift.txt"),
-    ("json", "drift.json"),
-    ("markdown", "drift.md"),
-    ("sarif", "drift.sarif"),
-    ("junit", "drift.xml"),
-    ("github", "drift.github"),
-];
+/// The scenarios below, each snapshotted in every format.
+const SCENARIOS: [&str; 2] = ["multi", "refund"];
+
+/// Each format in the table and the file its report is written to.
+fn formats() -> Vec<(&'static str, String)> {
+    toolpin_report::FORMATS
+        .iter()
+        .map(|f| (f.name, format!("drift.{}", f.name)))
+        .collect()
+}
 
 /// Stands in for the sandbox's path, should a report ever quote it.
 const SANDBOX: &str = "[SANDBOX]";
@@ -46,7 +49,7 @@ const VERSION: &str = "[VERSION]";
 /// format to stdout. Returns the reports by format, made stable.
 fn reports(sb: &Sandbox, old: &str, new: &str) -> BTreeMap<&'static str, String> {
     let mut args = vec!["diff", old, new, "--color", "never"];
-    let targets: Vec<String> = FORMATS
+    let targets: Vec<String> = formats()
         .iter()
         .map(|(format, path)| format!("{format}={path}"))
         .collect();
@@ -58,8 +61,8 @@ fn reports(sb: &Sandbox, old: &str, new: &str) -> BTreeMap<&'static str, String>
     assert_eq!(run.stdout, "", "every report went to a file: {run:#?}");
 
     let mut out = BTreeMap::new();
-    for (format, path) in FORMATS {
-        let written = sb.read_string(path);
+    for (format, path) in formats() {
+        let written = sb.read_string(&path);
         let alone = sb.run(&["diff", old, new, "--color", "never", "--format", format]);
         alone.drift();
         assert_eq!(
@@ -89,7 +92,11 @@ fn stable(sb: &Sandbox, format: &str, report: &str) -> String {
 
 /// Snapshots every report as `golden__<scenario>_<format>.snap`.
 fn snapshot(scenario: &str, reports: &BTreeMap<&'static str, String>) {
-    assert_eq!(reports.len(), FORMATS.len());
+    assert!(
+        SCENARIOS.contains(&scenario),
+        "add {scenario:?} to SCENARIOS"
+    );
+    assert_eq!(reports.len(), toolpin_report::FORMATS.len());
     for (format, report) in reports {
         insta::assert_snapshot!(format!("{scenario}_{format}"), report);
     }
@@ -160,7 +167,7 @@ fn well_formed(reports: &BTreeMap<&'static str, String>, findings: usize) {
         "unbalanced <details>:\n{md}"
     );
     assert!(md.starts_with("### ❌ toolpin: tool drift fails the check\n"));
-    for format in FORMATS.map(|(f, _)| f) {
+    for format in toolpin_report::FORMATS.iter().map(|f| f.name) {
         assert!(
             !reports[format].contains('\u{1b}'),
             "{format} report holds an ANSI escape"
@@ -195,6 +202,34 @@ fn refund_after(before: &Value) -> Value {
         }
     }
     after
+}
+
+/// The committed golden snapshots are exactly one per scenario and format
+/// in the table: a new format without snapshots fails here (whatever
+/// `INSTA_UPDATE` says), and so does a snapshot left behind by a removed one.
+#[test]
+fn every_format_has_its_snapshots() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let mut committed: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/snapshots")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("golden__") && n.ends_with(".snap"))
+        .collect();
+    committed.sort();
+    let mut expected: Vec<String> = SCENARIOS
+        .iter()
+        .flat_map(|s| {
+            toolpin_report::FORMATS
+                .iter()
+                .map(move |f| format!("golden__{s}_{}.snap", f.name))
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(
+        committed, expected,
+        "one snapshot per scenario and report format; accept new ones with \
+         INSTA_UPDATE=always cargo test -p toolpin --test golden"
+    );
 }
 
 #[test]
