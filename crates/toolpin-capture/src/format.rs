@@ -3,87 +3,18 @@
 //! own envelope (OpenAI's `{"type": "function", "function": …}` wrapper).
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde_json::{Map, Value};
 use toolpin_manifest::normalize::type_name;
 
-/// A tool-definition format toolpin reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// MCP `tools/list`: a result `{"tools": […]}` (or a JSON-RPC response
-    /// holding one), a list of such pages, or a bare array of tools.
-    Mcp,
-    /// OpenAI Chat Completions: `[{"type": "function", "function": {…}}]`.
-    OpenAiChat,
-    /// OpenAI Responses: `[{"type": "function", "name": …, "parameters": …}]`.
-    OpenAiResponses,
-    /// Anthropic Messages: `[{"name", "description", "input_schema"}]`.
-    Anthropic,
-    /// Gemini: `{"functionDeclarations": […]}` or a list of such tool objects.
-    Gemini,
-    /// Tools converted from an OpenAPI document (an `openapi` source), not
-    /// read in a tool format: never detected, never forced, and not in
-    /// [`Format::ALL`].
-    OpenApi,
-}
+/// A tool-definition format toolpin reads: the one list shared with the
+/// writer (`toolpin_manifest::export`), with its names, aliases and
+/// descriptions, is [`toolpin_manifest::ToolFormat`].
+pub use toolpin_manifest::ToolFormat as Format;
 
-impl Format {
-    pub const ALL: [Format; 5] = [
-        Format::Mcp,
-        Format::OpenAiChat,
-        Format::OpenAiResponses,
-        Format::Anthropic,
-        Format::Gemini,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Mcp => "mcp",
-            Format::OpenAiChat => "openai-chat",
-            Format::OpenAiResponses => "openai-responses",
-            Format::Anthropic => "anthropic",
-            Format::Gemini => "gemini",
-            Format::OpenApi => "openapi",
-        }
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            Format::Mcp => "an MCP tool",
-            Format::OpenAiChat => "an OpenAI Chat Completions tool",
-            Format::OpenAiResponses => "an OpenAI Responses function tool",
-            Format::Anthropic => "an Anthropic tool",
-            Format::Gemini => "a Gemini tool",
-            Format::OpenApi => "a tool converted from an OpenAPI operation",
-        }
-    }
-
-    fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Format::ALL
-            .into_iter()
-            .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-                format!(
-                    "unknown format {s:?}; expected one of: {}",
-                    names.join(", ")
-                )
-            })
-    }
+/// The format as one bit of a `u8` set (room for 8 formats).
+fn bit(format: Format) -> u8 {
+    1 << (format as u8)
 }
 
 /// Receives a source's tools one at a time, each exactly as given apart
@@ -130,19 +61,18 @@ pub fn extract_into(
     match doc {
         Value::Object(map) => {
             for (key, value) in map {
-                match key.as_str() {
-                    "tools" => walker.array(value, Container::Tools, "\"tools\"")?,
-                    "functionDeclarations" | "function_declarations" => {
-                        walker.array(value, Container::Declarations, "\"functionDeclarations\"")?
+                match member(&key) {
+                    Some(Member::Array(container)) => {
+                        walker.array(value, container, container.label())?
                     }
-                    "result" => {
+                    Some(Member::Result) => {
                         if let Value::Object(mut result) = value {
                             if let Some(tools) = result.remove("tools") {
-                                walker.array(tools, Container::Tools, "\"tools\"")?;
+                                walker.array(tools, Container::Tools, Container::Tools.label())?;
                             }
                         }
                     }
-                    _ => {}
+                    None => {}
                 }
             }
         }
@@ -183,6 +113,31 @@ const UNDETECTED: &str =
     "cannot detect the format: expected a tools/list result {\"tools\": [...]}, \
      a list of pages, an array of tools, or Gemini {\"functionDeclarations\": [...]}";
 
+/// What a member of a top-level object holds: the one list of top-level
+/// shapes, which both readers consult (the tree [`extract_into`] and the
+/// streaming [`stream`], through `DocSeed`). A new top-level key is taught
+/// here once; what its elements can be is [`Container`]'s, read by the
+/// shared `Walker::element`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Member {
+    /// An array of elements that sit in this container.
+    Array(Container),
+    /// A JSON-RPC response's `result`: its `tools` member.
+    Result,
+}
+
+/// The member of a top-level object that holds tools, if `key` is one.
+fn member(key: &str) -> Option<Member> {
+    match key {
+        "tools" => Some(Member::Array(Container::Tools)),
+        "functionDeclarations" | "function_declarations" => {
+            Some(Member::Array(Container::Declarations))
+        }
+        "result" => Some(Member::Result),
+        _ => None,
+    }
+}
+
 /// Where an element sits, which says what it can be.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Container {
@@ -193,6 +148,16 @@ enum Container {
     Tools,
     /// An element of `functionDeclarations`: a Gemini function.
     Declarations,
+}
+
+impl Container {
+    /// How errors name the member holding the array.
+    fn label(self) -> &'static str {
+        match self {
+            Container::Declarations => "\"functionDeclarations\"",
+            Container::Top | Container::Tools => "\"tools\"",
+        }
+    }
 }
 
 /// Format detection and extraction, one element at a time.
@@ -261,7 +226,7 @@ impl<'s> Walker<'s> {
 
     fn element(&mut self, item: Value, container: Container) -> Result<(), String> {
         if container == Container::Declarations {
-            self.narrow(Format::Gemini.bit())?;
+            self.narrow(bit(Format::Gemini))?;
             return self.tool(item);
         }
         if let Value::Object(map) = &item {
@@ -275,12 +240,12 @@ impl<'s> Walker<'s> {
                 return self.array(
                     decls.unwrap_or(Value::Null),
                     Container::Declarations,
-                    "\"functionDeclarations\"",
+                    Container::Declarations.label(),
                 );
             }
             if container == Container::Top && map.get("tools").is_some_and(Value::is_array) {
                 // An MCP tools/list page.
-                self.narrow(Format::Mcp.bit())?;
+                self.narrow(bit(Format::Mcp))?;
                 let Value::Object(mut map) = item else {
                     return Ok(());
                 };
@@ -291,7 +256,7 @@ impl<'s> Walker<'s> {
                 }
                 return Ok(());
             }
-            if gemini_builtin(map) && self.allowed & Format::Gemini.bit() != 0 {
+            if gemini_builtin(map) && self.allowed & bit(Format::Gemini) != 0 {
                 // A Gemini built-in tool ({"googleSearch": {}}) declares no
                 // function the model names: nothing of it to pin.
                 return Ok(());
@@ -299,7 +264,7 @@ impl<'s> Walker<'s> {
         }
         let bits = candidates(&item);
         self.narrow(bits)?;
-        let single = |b: u8| Format::ALL.into_iter().find(|f| f.bit() == b);
+        let single = |b: u8| Format::ALL.into_iter().find(|f| bit(*f) == b);
         // The element's own shape says how to read it; failing that, the
         // format the elements before it settled on.
         let tool = match self
@@ -330,7 +295,7 @@ impl<'s> Walker<'s> {
         // and description only): MCP, whose reading is the plainest.
         Ok(Format::ALL
             .into_iter()
-            .find(|f| self.allowed & f.bit() != 0)
+            .find(|f| self.allowed & bit(*f) != 0)
             .unwrap_or(Format::Mcp))
     }
 }
@@ -359,13 +324,12 @@ impl<'de> serde::de::Visitor<'de> for DocSeed<'_, '_> {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match key.as_ref() {
-                "tools" => map.next_value_seed(ArraySeed(&mut *self.0, Container::Tools))?,
-                "functionDeclarations" | "function_declarations" => {
-                    map.next_value_seed(ArraySeed(&mut *self.0, Container::Declarations))?
+            match member(&key) {
+                Some(Member::Array(container)) => {
+                    map.next_value_seed(ArraySeed(&mut *self.0, container))?
                 }
-                "result" => map.next_value_seed(ResultSeed(&mut *self.0))?,
-                _ => {
+                Some(Member::Result) => map.next_value_seed(ResultSeed(&mut *self.0))?,
+                None => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
             }
@@ -457,15 +421,8 @@ impl<'de> serde::de::Visitor<'de> for ResultSeed<'_, '_> {
 struct ArraySeed<'w, 's>(&'w mut Walker<'s>, Container);
 
 impl ArraySeed<'_, '_> {
-    fn label(&self) -> &'static str {
-        match self.1 {
-            Container::Declarations => "\"functionDeclarations\"",
-            _ => "\"tools\"",
-        }
-    }
-
     fn not_array<E: serde::de::Error>(&self, found: &str) -> E {
-        E::custom(format!("{} is {found}, expected an array", self.label()))
+        E::custom(format!("{} is {found}, expected an array", self.1.label()))
     }
 }
 
@@ -521,27 +478,27 @@ fn candidates(item: &Value) -> u8 {
     };
     let is_function_type = map.get("type").and_then(Value::as_str) == Some("function");
     if is_function_type && map.get("function").is_some_and(Value::is_object) {
-        Format::OpenAiChat.bit()
+        bit(Format::OpenAiChat)
     } else if is_function_type && map.contains_key("name") {
-        Format::OpenAiResponses.bit()
+        bit(Format::OpenAiResponses)
     } else if has_gemini_declarations(map) {
-        Format::Gemini.bit()
+        bit(Format::Gemini)
     } else if map.get("tools").is_some_and(Value::is_array) {
         // An MCP tools/list page inside a list of pages.
-        Format::Mcp.bit()
+        bit(Format::Mcp)
     } else if map.contains_key("input_schema")
         || map.get("type").and_then(Value::as_str) == Some("custom")
     {
-        Format::Anthropic.bit()
+        bit(Format::Anthropic)
     } else if map.contains_key("inputSchema") {
-        Format::Mcp.bit()
+        bit(Format::Mcp)
     } else if !map.contains_key("name") {
         // Nothing to go by (a Gemini built-in tool, or a tool missing its
         // name, which normalization reports).
         u8::MAX
     } else {
         // Name and description only: MCP and Anthropic read it alike.
-        Format::Mcp.bit() | Format::Anthropic.bit()
+        bit(Format::Mcp) | bit(Format::Anthropic)
     }
 }
 
@@ -552,7 +509,7 @@ fn has_gemini_declarations(map: &Map<String, Value>) -> bool {
 fn describe_bits(bits: u8) -> String {
     let names: Vec<&str> = Format::ALL
         .iter()
-        .filter(|f| bits & f.bit() != 0)
+        .filter(|f| bits & bit(**f) != 0)
         .map(|f| f.describe())
         .collect();
     names.join(" or ")
@@ -610,8 +567,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Extracts with the tree reader, checking the streaming reader finds
+    /// the same format and tools.
     fn ex(doc: Value) -> Extracted {
-        extract(doc, None).expect("extracts")
+        let text = doc.to_string();
+        let tree = extract(doc, None).expect("extracts");
+        let mut tools = Vec::new();
+        let format = stream(&text, None, &mut tools).expect("streams");
+        assert_eq!(
+            Extracted { format, tools },
+            tree,
+            "stream() and extract() agree"
+        );
+        tree
     }
 
     #[test]

@@ -2,56 +2,22 @@
 //! `tools/list` result, an OpenAI Chat Completions `tools` array, or an
 //! Anthropic Messages `tools` array (docs/evals.md). The inverse of the
 //! readers in toolpin-capture, from the normalized (MCP-shaped) tools the
-//! lockfile holds.
+//! lockfile holds. The formats are [`ToolFormat`], the one list both
+//! share; those written here are [`ToolFormat::WRITE`].
 //!
 //! Tools come out in the catalog's namespaced-name order, with their
 //! namespaced names (the names the runtime hands the model), so the output
 //! is deterministic.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::Catalog;
-
-/// A format a catalog can be written in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExportFormat {
-    /// `{"tools": [tool, …]}`, a `tools/list` result; every member kept.
-    Mcp,
-    /// `[{"type": "function", "function": {"name", "description", "parameters", "strict"}}]`.
-    Openai,
-    /// `[{"name", "description", "input_schema"}]`.
-    Anthropic,
-}
-
-impl ExportFormat {
-    pub const ALL: [ExportFormat; 3] = [
-        ExportFormat::Mcp,
-        ExportFormat::Openai,
-        ExportFormat::Anthropic,
-    ];
-
-    /// The name used in `toolpin.toml` (`manifest = "…"`) and in file names.
-    pub fn name(self) -> &'static str {
-        match self {
-            ExportFormat::Mcp => "mcp",
-            ExportFormat::Openai => "openai",
-            ExportFormat::Anthropic => "anthropic",
-        }
-    }
-}
-
-impl std::fmt::Display for ExportFormat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::{Catalog, ToolFormat};
 
 /// One normalized tool in `format`'s per-tool shape. For `mcp` it is the
-/// tool itself.
+/// tool itself, and so it is for a format not in [`ToolFormat::WRITE`]
+/// (nothing asks for one: `manifest = "…"` accepts only those).
 ///
-/// - `openai`: `name`, `description` (when present), `parameters` (the
+/// - `openai-chat`: `name`, `description` (when present), `parameters` (the
 ///   `inputSchema`, when present) and `strict` (when present), inside
 ///   `{"type": "function", "function": …}`. Other members are not part of
 ///   the Chat Completions format and are left out.
@@ -60,7 +26,7 @@ impl std::fmt::Display for ExportFormat {
 ///   the Messages API requires one). A tool that has a string `type` and no
 ///   input schema is an Anthropic server tool (`web_search_20250305`, …) and
 ///   is written exactly as pinned.
-pub fn tool(format: ExportFormat, tool: &Value) -> Value {
+pub fn tool(format: ToolFormat, tool: &Value) -> Value {
     let Some(map) = tool.as_object() else {
         return tool.clone();
     };
@@ -70,8 +36,11 @@ pub fn tool(format: ExportFormat, tool: &Value) -> Value {
             .collect()
     };
     match format {
-        ExportFormat::Mcp => tool.clone(),
-        ExportFormat::Openai => {
+        ToolFormat::Mcp
+        | ToolFormat::OpenAiResponses
+        | ToolFormat::Gemini
+        | ToolFormat::OpenApi => tool.clone(),
+        ToolFormat::OpenAiChat => {
             let function = pick(&[
                 ("name", "name"),
                 ("description", "description"),
@@ -80,7 +49,7 @@ pub fn tool(format: ExportFormat, tool: &Value) -> Value {
             ]);
             json!({"type": "function", "function": function})
         }
-        ExportFormat::Anthropic => {
+        ToolFormat::Anthropic => {
             let server_tool =
                 map.get("type").is_some_and(Value::is_string) && !map.contains_key("inputSchema");
             if server_tool {
@@ -99,19 +68,19 @@ pub fn tool(format: ExportFormat, tool: &Value) -> Value {
 }
 
 /// Every tool of every server, in namespaced-name order, as one document.
-pub fn catalog(catalog: &Catalog, format: ExportFormat) -> Value {
+pub fn catalog(catalog: &Catalog, format: ToolFormat) -> Value {
     let tools: Vec<Value> = catalog
         .tools()
         .map(|(_, _, pinned)| self::tool(format, &pinned.value()))
         .collect();
     match format {
-        ExportFormat::Mcp => json!({ "tools": tools }),
-        ExportFormat::Openai | ExportFormat::Anthropic => Value::Array(tools),
+        ToolFormat::OpenAiChat | ToolFormat::Anthropic => Value::Array(tools),
+        _ => json!({ "tools": tools }),
     }
 }
 
 /// [`catalog`] as pretty JSON with a trailing newline.
-pub fn to_text(catalog: &Catalog, format: ExportFormat) -> String {
+pub fn to_text(catalog: &Catalog, format: ToolFormat) -> String {
     // Serializing a Value cannot fail.
     let mut text =
         serde_json::to_string_pretty(&self::catalog(catalog, format)).unwrap_or_default();
@@ -139,13 +108,13 @@ mod tests {
 
     #[test]
     fn mcp_keeps_every_member() {
-        assert_eq!(tool(ExportFormat::Mcp, &full_tool()), full_tool());
+        assert_eq!(tool(ToolFormat::Mcp, &full_tool()), full_tool());
     }
 
     #[test]
     fn openai_wraps_name_description_parameters_and_strict() {
         assert_eq!(
-            tool(ExportFormat::Openai, &full_tool()),
+            tool(ToolFormat::OpenAiChat, &full_tool()),
             json!({"type": "function", "function": {
                 "name": "orders__search_orders",
                 "description": "Search orders.",
@@ -154,12 +123,12 @@ mod tests {
         );
         let strict = json!({"name": "f", "inputSchema": {"type": "object"}, "strict": true});
         assert_eq!(
-            tool(ExportFormat::Openai, &strict),
+            tool(ToolFormat::OpenAiChat, &strict),
             json!({"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "strict": true}})
         );
         // No schema: no `parameters` (OpenAI reads that as no arguments).
         assert_eq!(
-            tool(ExportFormat::Openai, &json!({"name": "ping"})),
+            tool(ToolFormat::OpenAiChat, &json!({"name": "ping"})),
             json!({"type": "function", "function": {"name": "ping"}})
         );
     }
@@ -167,7 +136,7 @@ mod tests {
     #[test]
     fn anthropic_renames_the_schema_and_always_has_one() {
         assert_eq!(
-            tool(ExportFormat::Anthropic, &full_tool()),
+            tool(ToolFormat::Anthropic, &full_tool()),
             json!({
                 "name": "orders__search_orders",
                 "description": "Search orders.",
@@ -176,14 +145,14 @@ mod tests {
         );
         assert_eq!(
             tool(
-                ExportFormat::Anthropic,
+                ToolFormat::Anthropic,
                 &json!({"name": "ping", "description": "Ping."})
             ),
             json!({"name": "ping", "description": "Ping.", "input_schema": {"type": "object"}})
         );
         let server_tool =
             json!({"type": "web_search_20250305", "name": "web_search", "max_uses": 5});
-        assert_eq!(tool(ExportFormat::Anthropic, &server_tool), server_tool);
+        assert_eq!(tool(ToolFormat::Anthropic, &server_tool), server_tool);
     }
 
     #[test]
@@ -209,7 +178,7 @@ mod tests {
         )
         .expect("catalog");
         assert_eq!(
-            catalog(&cat, ExportFormat::Mcp),
+            catalog(&cat, ToolFormat::Mcp),
             json!({"tools": [
                 {"name": "alpha"},
                 {"name": "mid", "inputSchema": {"type": "object"}},
@@ -217,7 +186,7 @@ mod tests {
             ]})
         );
         assert_eq!(
-            catalog(&cat, ExportFormat::Anthropic),
+            catalog(&cat, ToolFormat::Anthropic),
             json!([
                 {"name": "alpha", "input_schema": {"type": "object"}},
                 {"name": "mid", "input_schema": {"type": "object"}},
@@ -225,7 +194,7 @@ mod tests {
             ])
         );
         assert_eq!(
-            to_text(&cat, ExportFormat::Openai),
+            to_text(&cat, ToolFormat::OpenAiChat),
             "[\n  {\n    \"function\": {\n      \"name\": \"alpha\"\n    },\n    \"type\": \"function\"\n  },\n  \
              {\n    \"function\": {\n      \"name\": \"mid\",\n      \"parameters\": {\n        \"type\": \"object\"\n      }\n    },\n    \"type\": \"function\"\n  },\n  \
              {\n    \"function\": {\n      \"name\": \"zeta\"\n    },\n    \"type\": \"function\"\n  }\n]\n"
@@ -234,8 +203,8 @@ mod tests {
 
     #[test]
     fn names_parse_back() {
-        for f in ExportFormat::ALL {
-            let parsed: ExportFormat =
+        for f in ToolFormat::WRITE {
+            let parsed: ToolFormat =
                 serde_json::from_value(json!(f.name())).expect("a format name");
             assert_eq!(parsed, f);
         }

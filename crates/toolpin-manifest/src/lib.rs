@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod export;
 pub mod fingerprint;
+pub mod format;
 pub mod fs;
 pub mod glob;
 pub mod jcs;
@@ -19,8 +20,8 @@ pub mod redact;
 pub mod time;
 
 pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};
-pub use export::ExportFormat;
 pub use fingerprint::Fingerprint;
+pub use format::ToolFormat;
 pub use glob::Glob;
 pub use normalize::{ToolError, Transform};
 pub use pointer::Pointer;

@@ -12,7 +12,7 @@ use toolpin_capture::mcp::{self, HttpMode, HttpSpec, SessionOptions, StdioSpec, 
 use toolpin_capture::openapi::DEFAULT_FETCH_TIMEOUT;
 use toolpin_capture::{DocumentLocation, Endpoint, Format, OpenApiSpec, Source};
 use toolpin_drift::policy::{check_rule_id, parse_severity, IgnoreEntry, Level, Policy, Preset};
-use toolpin_manifest::{ExportFormat, Glob, Pointer, Transform};
+use toolpin_manifest::{Glob, Pointer, ToolFormat, Transform};
 
 use crate::error::CliError;
 use crate::expand::{expand, expand_url};
@@ -58,7 +58,7 @@ type RoutingConfig = BTreeMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>;
 #[serde(deny_unknown_fields)]
 struct EvalConfig {
     run: Spanned<String>,
-    manifest: Option<ExportFormat>,
+    manifest: Option<ToolFormat>,
     cwd: Option<String>,
     timeout: Option<Spanned<TimeoutValue>>,
     #[serde(default)]
@@ -83,7 +83,7 @@ pub struct Eval {
     /// A shell command, run with `sh -c`.
     pub run: String,
     /// The format TOOLPIN_MANIFEST is written in.
-    pub manifest: ExportFormat,
+    pub manifest: ToolFormat,
     /// Where `run` runs: the config file's directory, or `cwd` below it.
     pub cwd: PathBuf,
     /// `None`: no limit.
@@ -226,7 +226,7 @@ fn resolve_evals(
             Eval {
                 name,
                 run,
-                manifest: cfg.manifest.unwrap_or(ExportFormat::Mcp),
+                manifest: cfg.manifest.unwrap_or(ToolFormat::Mcp),
                 cwd,
                 timeout,
                 env,
@@ -1558,7 +1558,7 @@ enabled = false
             .expect("valid");
         let t = &evals.evals["trajectory"];
         assert_eq!(t.run, "pytest -q");
-        assert_eq!(t.manifest, ExportFormat::Mcp);
+        assert_eq!(t.manifest, ToolFormat::Mcp);
         assert_eq!(t.cwd, Path::new("/base/evals"));
         assert_eq!(t.timeout, Some(Duration::from_secs(120)));
         assert_eq!(
@@ -1568,7 +1568,7 @@ enabled = false
         let r = &evals.evals["redteam"];
         assert_eq!(
             (r.manifest, r.cwd.as_path(), r.timeout),
-            (ExportFormat::Openai, Path::new("/base"), None)
+            (ToolFormat::OpenAiChat, Path::new("/base"), None)
         );
         // Listed: sorted, each once; an empty list routes nowhere.
         assert_eq!(

@@ -281,7 +281,7 @@ mod tests {
     use super::*;
     use crate::config::Eval;
     use std::path::PathBuf;
-    use toolpin_manifest::ExportFormat;
+    use toolpin_manifest::ToolFormat;
 
     fn evals(names: &[&str], routing: &[(&str, &[&str])]) -> Evals {
         Evals {
@@ -293,7 +293,7 @@ mod tests {
                         Eval {
                             name: n.to_string(),
                             run: format!("run-{n}"),
-                            manifest: ExportFormat::Mcp,
+                            manifest: ToolFormat::Mcp,
                             cwd: PathBuf::from("."),
                             timeout: None,
                             env: BTreeMap::new(),

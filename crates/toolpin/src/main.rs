@@ -337,8 +337,10 @@ enum EvalsCommand {
 /// `--input-format` values, listed in `--help`.
 fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name))
-        .try_map(|s| s.parse::<Format>())
+    // Aliases (`openai` for `openai-chat`) are accepted but not listed.
+    let values = Format::ALL
+        .map(|f| clap::builder::PossibleValue::new(f.name()).aliases(f.aliases().iter().copied()));
+    clap::builder::PossibleValuesParser::new(values).try_map(|s| s.parse::<Format>())
 }
 
 /// What a command concluded.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolpin_capture::exec::{self, Ended, ExecSpec};
-use toolpin_manifest::{export, Catalog, ExportFormat};
+use toolpin_manifest::{export, Catalog, ToolFormat};
 use toolpin_report::style::printable;
 use toolpin_report::Style;
 
@@ -112,12 +112,13 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), CliError> {
     }
 
     // The catalogs, once per format in use.
-    let formats: BTreeSet<ExportFormat> = req.evals.iter().map(|e| e.manifest).collect();
-    let mut manifests: BTreeMap<(&str, ExportFormat), PathBuf> = BTreeMap::new();
+    let formats: BTreeSet<ToolFormat> = req.evals.iter().map(|e| e.manifest).collect();
+    let mut manifests: BTreeMap<(&str, ToolFormat), PathBuf> = BTreeMap::new();
     for format in formats {
         for side in Side::BOTH {
             let catalog = catalog_of(req, side);
-            let path = manifests_dir.join(format!("{}.{}.json", side.name(), format.name()));
+            let path =
+                manifests_dir.join(format!("{}.{}.json", side.name(), format.manifest_name()));
             toolpin_manifest::fs::write_atomic(&path, export::to_text(catalog, format).as_bytes())
                 .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?;
             manifests.insert((side.name(), format), path);
@@ -288,7 +289,10 @@ fn run_one(
     let mut vars = env.clone();
     for (key, value) in [
         ("TOOLPIN_MANIFEST", manifest.display().to_string()),
-        ("TOOLPIN_MANIFEST_FORMAT", eval.manifest.name().to_string()),
+        (
+            "TOOLPIN_MANIFEST_FORMAT",
+            eval.manifest.manifest_name().to_string(),
+        ),
         ("TOOLPIN_SIDE", side.name().to_string()),
         ("TOOLPIN_CATALOG_FINGERPRINT", catalog.fingerprint.to_hex()),
         ("TOOLPIN_OUTPUT_DIR", dir.display().to_string()),
@@ -372,7 +376,7 @@ fn relative(path: &Path, out: &Path) -> String {
 fn summary_json(
     req: &Request,
     results: &[[RunResult; 2]],
-    manifests: &BTreeMap<(&str, ExportFormat), PathBuf>,
+    manifests: &BTreeMap<(&str, ToolFormat), PathBuf>,
     out: &Path,
     regressed: &[&str],
 ) -> Value {
@@ -386,7 +390,7 @@ fn summary_json(
             let mut doc = json!({
                 "eval": eval.name,
                 "run": eval.run,
-                "manifest": eval.manifest.name(),
+                "manifest": eval.manifest.manifest_name(),
                 "timeout_ms": eval.timeout.map(|t| t.as_millis() as u64),
                 "regressed": regression(&pair[0], &pair[1]),
             });
