@@ -267,6 +267,22 @@ fn format_forced_by_config() {
     assert_eq!(lock["servers"]["svc"]["source"]["format"], "mcp");
 }
 
+/// `openai`, the eval manifest's older name for `openai-chat`, is accepted
+/// wherever a format is named; lockfiles record the canonical name.
+#[test]
+fn format_aliases_read_as_the_canonical_format() {
+    format_case(
+        "openai-chat.json",
+        "format = \"openai\"\n",
+        "openai-chat",
+        &["get_invoice", "ping"],
+    );
+    let sb = Sandbox::new();
+    sb.fixture("same/docs.openai-chat.json", "docs.json");
+    sb.run(&["diff", "--input-format", "openai", "docs.json", "docs.json"])
+        .ok();
+}
+
 #[test]
 fn format_forced_mismatch_and_unknown_format_are_errors() {
     let sb = locked_sandbox();

@@ -589,6 +589,38 @@ fn evals_run_without_drift_or_without_regression_exits_0() {
     assert_eq!(summary["exit"], 0);
 }
 
+/// `manifest = "openai-chat"` (the canonical name) is `manifest = "openai"`:
+/// the files and `TOOLPIN_MANIFEST_FORMAT` keep the `openai` spelling.
+#[test]
+fn evals_manifest_accepts_the_canonical_openai_chat_name() {
+    let sb = refund(
+        "[evals.oa]\nrun = \"test \\\"$TOOLPIN_MANIFEST_FORMAT\\\" = openai\"\nmanifest = \"openai-chat\"\n",
+        true,
+    );
+    sb.run(&["evals", "run", "--out", "runs"]).ok();
+    let listing: Vec<String> = sb
+        .listing()
+        .into_iter()
+        .filter(|p| p.starts_with("runs/manifests/"))
+        .collect();
+    assert_eq!(
+        listing,
+        vec![
+            "runs/manifests/live.openai.json",
+            "runs/manifests/pinned.openai.json",
+        ]
+    );
+    let summary = sb.read_json("runs/summary.json");
+    let eval = &summary["evals"][0];
+    assert_eq!(eval["manifest"], "openai", "{summary:#}");
+    // The harness saw TOOLPIN_MANIFEST_FORMAT=openai on both sides.
+    assert_eq!(
+        (&eval["pinned"]["exit_code"], &eval["live"]["exit_code"]),
+        (&json!(0), &json!(0)),
+        "{summary:#}"
+    );
+}
+
 #[test]
 fn evals_run_writes_each_eval_its_own_manifest_format() {
     let sb = refund(
