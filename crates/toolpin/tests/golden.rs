@@ -232,6 +232,40 @@ fn every_format_has_its_snapshots() {
     );
 }
 
+/// Every format in the table is named where users look for it: the
+/// `--format` help of `check` and `diff`, and README's `--format` list.
+#[test]
+fn every_format_is_documented() {
+    let sb = Sandbox::new();
+    for command in ["check", "diff"] {
+        let help = sb.run(&[command, "--help"]);
+        help.ok();
+        let words = help.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        let list = words
+            .split("Report format, optionally written to a file: ")
+            .nth(1)
+            .and_then(|rest| rest.split(", as FORMAT or FORMAT=PATH").next())
+            .unwrap_or_else(|| panic!("no --format help in `{command} --help`:\n{words}"));
+        let named: Vec<&str> = list
+            .split([',', ' '])
+            .filter(|w| !w.is_empty() && *w != "or")
+            .collect();
+        let table: Vec<&str> = toolpin_report::FORMATS.iter().map(|f| f.name).collect();
+        assert_eq!(named, table, "`{command} --help` lists the --format names");
+    }
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .expect("README.md");
+    for f in toolpin_report::FORMATS {
+        assert!(
+            readme.contains(&format!("\n  - `{}`", f.name)),
+            "README's --format list has no `{}` item",
+            f.name
+        );
+    }
+}
+
 #[test]
 fn refund_every_format() {
     let sb = Sandbox::new();
