@@ -51,39 +51,17 @@ pub fn extract(doc: Value, forced: Option<Format>) -> Result<Extracted, String> 
     Ok(Extracted { format, tools })
 }
 
-/// [`extract`] into a sink.
+/// [`extract`] into a sink. The same reader as [`stream`] (`DocSeed`),
+/// fed from the tree instead of the text, so a document shape is taught
+/// once.
 pub fn extract_into(
     doc: Value,
     forced: Option<Format>,
     sink: &mut dyn ToolSink,
 ) -> Result<Format, String> {
     let mut walker = Walker::new(forced, sink);
-    match doc {
-        Value::Object(map) => {
-            for (key, value) in map {
-                match member(&key) {
-                    Some(Member::Array(container)) => {
-                        walker.array(value, container, container.label())?
-                    }
-                    Some(Member::Result) => {
-                        if let Value::Object(mut result) = value {
-                            if let Some(tools) = result.remove("tools") {
-                                walker.array(tools, Container::Tools, Container::Tools.label())?;
-                            }
-                        }
-                    }
-                    None => {}
-                }
-            }
-        }
-        Value::Array(items) => {
-            walker.found = true;
-            for item in items {
-                walker.element(item, Container::Top)?;
-            }
-        }
-        other => return Err(not_a_document(&other)),
-    }
+    serde::de::DeserializeSeed::deserialize(DocSeed(&mut walker), doc)
+        .map_err(|e| e.to_string())?;
     walker.finish()
 }
 
@@ -114,10 +92,10 @@ const UNDETECTED: &str =
      a list of pages, an array of tools, or Gemini {\"functionDeclarations\": [...]}";
 
 /// What a member of a top-level object holds: the one list of top-level
-/// shapes, which both readers consult (the tree [`extract_into`] and the
-/// streaming [`stream`], through `DocSeed`). A new top-level key is taught
-/// here once; what its elements can be is [`Container`]'s, read by the
-/// shared `Walker::element`.
+/// shapes, read by `DocSeed`, the one document reader behind both
+/// [`stream`] (from text) and [`extract_into`] (from a tree). A new
+/// top-level key is taught here once; what its elements can be is
+/// [`Container`]'s, read by `Walker::element`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Member {
     /// An array of elements that sit in this container.
@@ -186,14 +164,17 @@ impl<'s> Walker<'s> {
         }
     }
 
-    fn array(&mut self, value: Value, container: Container, what: &str) -> Result<(), String> {
+    /// An array inside an element already read (a Gemini tool object's
+    /// declarations).
+    fn array(&mut self, value: Value, container: Container) -> Result<(), String> {
         self.found = true;
         match value {
             Value::Array(items) => items
                 .into_iter()
                 .try_for_each(|item| self.element(item, container)),
             other => Err(format!(
-                "{what} is {}, expected an array",
+                "{} is {}, expected an array",
+                container.label(),
                 type_name(&other)
             )),
         }
@@ -237,11 +218,7 @@ impl<'s> Walker<'s> {
                 let decls = map
                     .remove("functionDeclarations")
                     .or_else(|| map.remove("function_declarations"));
-                return self.array(
-                    decls.unwrap_or(Value::Null),
-                    Container::Declarations,
-                    Container::Declarations.label(),
-                );
+                return self.array(decls.unwrap_or(Value::Null), Container::Declarations);
             }
             if container == Container::Top && map.get("tools").is_some_and(Value::is_array) {
                 // An MCP tools/list page.
