@@ -3,9 +3,10 @@
 //! openWorldHint true), so only a change of the effective value is a flip.
 
 crate::rules! {
-    family ANNOTATION_RULES;
+    family ANNOTATION_RULES, ANNOTATION_FAMILY: "annotation", "Annotation rules";
     ANNOTATION_READONLY_REVOKED {
         id: "annotation-readonly-revoked",
+        since: "0.1.0",
         summary: "effective readOnlyHint true → false",
         breaks: "A tool the agent (and the client's auto-approval) treated as safe to call now may write.",
         kind: Semantic, severity: High, security: true,
@@ -14,6 +15,7 @@ crate::rules! {
     }
     ANNOTATION_READONLY_ASSERTED {
         id: "annotation-readonly-asserted",
+        since: "0.1.0",
         summary: "effective readOnlyHint false → true",
         breaks: "Clients may now call it without asking: the claim needs checking.",
         kind: Semantic, severity: High, security: true,
@@ -22,6 +24,7 @@ crate::rules! {
     }
     ANNOTATION_DESTRUCTIVE_ASSERTED {
         id: "annotation-destructive-asserted",
+        since: "0.1.0",
         summary: "effective destructiveHint false → true",
         breaks: "The tool says it may now destroy data.",
         kind: Semantic, severity: High, security: true,
@@ -30,6 +33,7 @@ crate::rules! {
     }
     ANNOTATION_DESTRUCTIVE_REVOKED {
         id: "annotation-destructive-revoked",
+        since: "0.1.0",
         summary: "effective destructiveHint true → false",
         breaks: "Clients may stop asking for confirmation before calling it.",
         kind: Semantic, severity: High, security: true,
@@ -38,6 +42,7 @@ crate::rules! {
     }
     ANNOTATION_OPENWORLD_ASSERTED {
         id: "annotation-openworld-asserted",
+        since: "0.1.0",
         summary: "effective openWorldHint false → true",
         breaks: "The tool now reaches outside systems: new exfiltration and injection surface.",
         kind: Semantic, severity: High, security: true,
@@ -46,6 +51,7 @@ crate::rules! {
     }
     ANNOTATION_OPENWORLD_REVOKED {
         id: "annotation-openworld-revoked",
+        since: "0.1.0",
         summary: "effective openWorldHint true → false",
         breaks: "The tool claims a closed world; checks that relied on it reaching out may change.",
         kind: Semantic, severity: Medium,
@@ -54,6 +60,7 @@ crate::rules! {
     }
     ANNOTATION_IDEMPOTENT_ASSERTED {
         id: "annotation-idempotent-asserted",
+        since: "0.1.0",
         summary: "effective idempotentHint false → true",
         breaks: "Retry logic may now repeat calls that were not safe to repeat.",
         kind: Semantic, severity: Medium,
@@ -62,6 +69,7 @@ crate::rules! {
     }
     ANNOTATION_IDEMPOTENT_REVOKED {
         id: "annotation-idempotent-revoked",
+        since: "0.1.0",
         summary: "effective idempotentHint true → false",
         breaks: "Retries of this tool are no longer safe.",
         kind: Semantic, severity: Medium,

@@ -3,9 +3,10 @@
 //! their ids are reserved.
 
 crate::rules! {
-    family RUNTIME_RULES;
+    family RUNTIME_RULES, RUNTIME_FAMILY: "runtime", "Run-time and contract rules";
     SERVER_VERSION_CHANGED {
         id: "server-version-changed",
+        since: "0.1.0",
         summary: "the server's serverInfo.version moved",
         breaks: "The declaration may be unchanged while the service behind it changed: results, latency, validation. Reported, never failed: it asks for contract tests, not a re-pin.",
         kind: Behavioural, severity: Info,
@@ -14,6 +15,7 @@ crate::rules! {
     }
     RESULT_NONCONFORMANT {
         id: "result-nonconformant",
+        since: "0.1.0",
         summary: "a real result fails the pinned outputSchema",
         breaks: "The service returns what its declaration does not allow.",
         kind: Behavioural, severity: High, runtime: true,
@@ -22,6 +24,7 @@ crate::rules! {
     }
     RESULT_UNKNOWN_ENUM_VALUE {
         id: "result-unknown-enum-value",
+        since: "0.1.0",
         summary: "a result or an argument carries an enum value never pinned",
         breaks: "The model meets, or produced, a value outside the evaluated set.",
         kind: Semantic, severity: High, runtime: true,
@@ -30,6 +33,7 @@ crate::rules! {
     }
     UNKNOWN_TOOL_CALLED {
         id: "unknown-tool-called",
+        since: "0.1.0",
         summary: "the model called a tool name that is not in the pin",
         breaks: "A call the pin does not allow: refused, never forwarded.",
         kind: Behavioural, severity: Critical, security: true, runtime: true,
@@ -38,6 +42,7 @@ crate::rules! {
     }
     CONTRACT_FAILED {
         id: "contract-failed",
+        since: "0.1.0",
         summary: "a golden call's assertion failed (field present, enum set, default, latency budget)",
         breaks: "The service no longer behaves as the agent was evaluated against.",
         kind: Behavioural, severity: High, runtime: true,
