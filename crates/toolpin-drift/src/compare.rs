@@ -13,6 +13,9 @@ use crate::rename::{match_renames, similarity_parts, Candidate, TOOL_RENAME_THRE
 use crate::rule::{self, Severity};
 use crate::schema::{self, Direction};
 
+pub use crate::rules::runtime::SERVER_VERSION_POINTER;
+pub use crate::rules::source::CONVERSION_POINTER;
+
 /// Compares the pinned catalog `old` with `new`. Tools are matched by the
 /// namespaced name the model sees, whichever server offers them; removed and
 /// added tools are then paired as renames where they match closely.
@@ -93,8 +96,8 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
     }
     renames_and_the_rest(removed, added, &names, &mut summary, &mut findings);
     fold_renames(&mut tools, &findings);
-    compare_server_versions(old, new, &mut findings);
-    compare_conversions(old, new, &mut findings);
+    crate::rules::runtime::check_server_versions(old, new, &mut findings);
+    crate::rules::source::check_conversions(old, new, &mut findings);
     findings.sort_by(|a, b| {
         a.tool
             .cmp(&b.tool)
@@ -221,83 +224,6 @@ fn renames_and_the_rest(
             f.severity = Severity::Low;
         }
         findings.push(f);
-    }
-}
-
-/// The pointer of a server's version inside its lockfile entry.
-pub const SERVER_VERSION_POINTER: &str = "/session/server_info/version";
-
-/// A server present on both sides whose serverInfo.version moved.
-fn compare_server_versions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>) {
-    for (name, before) in &old.servers {
-        let Some(after) = new.servers.get(name) else {
-            continue;
-        };
-        let version = |pin: &toolpin_manifest::ServerPin| {
-            pin.session
-                .as_ref()
-                .and_then(|s| s.pointer("/server_info/version"))
-                .cloned()
-        };
-        let (b, a) = (version(before), version(after));
-        if b.is_some() && a.is_some() && b != a {
-            let mut f = Finding::new(
-                &rule::SERVER_VERSION_CHANGED,
-                name,
-                "",
-                SERVER_VERSION_POINTER.into(),
-            );
-            f.message = format!(
-                "server {name}: version {} → {}",
-                b.as_ref().map(Value::to_string).unwrap_or_default(),
-                a.as_ref().map(Value::to_string).unwrap_or_default()
-            );
-            f.before = b;
-            f.after = a;
-            out.push(f);
-        }
-    }
-}
-
-/// The pointer of an OpenAPI source's conversion settings inside its
-/// lockfile entry.
-pub const CONVERSION_POINTER: &str = "/source/conversion";
-
-/// A server present on both sides, converted from OpenAPI on both, whose
-/// conversion settings differ: one finding per setting.
-fn compare_conversions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>) {
-    for (name, before) in &old.servers {
-        let Some(after) = new.servers.get(name) else {
-            continue;
-        };
-        let (Some(Value::Object(b)), Some(Value::Object(a))) = (
-            before.source.get("conversion"),
-            after.source.get("conversion"),
-        ) else {
-            continue;
-        };
-        let keys: std::collections::BTreeSet<&String> = b.keys().chain(a.keys()).collect();
-        for key in keys {
-            let (was, now) = (b.get(key), a.get(key));
-            if was == now {
-                continue;
-            }
-            let show = |v: Option<&Value>| v.map_or_else(|| "unset".to_string(), Value::to_string);
-            let mut f = Finding::new(
-                &rule::CONVERSION_CHANGED,
-                name,
-                "",
-                format!("{CONVERSION_POINTER}/{}", escape_token(key)),
-            );
-            f.message = format!(
-                "server {name}: OpenAPI conversion `{key}` {} → {}",
-                show(was),
-                show(now)
-            );
-            f.before = was.cloned();
-            f.after = now.cloned();
-            out.push(f);
-        }
     }
 }
 

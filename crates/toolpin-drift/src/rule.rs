@@ -100,6 +100,19 @@ impl Family {
     pub fn has(&self, id: &str) -> bool {
         self.rules.iter().any(|r| r.id == id)
     }
+
+    /// Appends a finding this family's check code decided. In debug builds
+    /// (every test run, over every fixture) it asserts that the rule is in
+    /// the family's list: a family emits only its own rules.
+    pub(crate) fn push(&self, out: &mut Vec<crate::finding::Finding>, f: crate::finding::Finding) {
+        debug_assert!(
+            self.has(f.rule),
+            "family {} emitted {}, which is not in its list",
+            self.name,
+            f.rule
+        );
+        out.push(f);
+    }
 }
 
 /// Declares a family and its rules: `rules! { family LIST, FAMILY: "name",

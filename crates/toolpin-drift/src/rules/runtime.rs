@@ -2,6 +2,11 @@
 //! by comparing manifests (except `server-version-changed`). Registered so
 //! their ids are reserved.
 
+use serde_json::Value;
+use toolpin_manifest::Catalog;
+
+use crate::finding::Finding;
+
 crate::rules! {
     family RUNTIME_RULES, RUNTIME_FAMILY: "runtime", "Run-time and contract rules";
     SERVER_VERSION_CHANGED {
@@ -48,5 +53,42 @@ crate::rules! {
         kind: Behavioural, severity: High, runtime: true,
         rerun: ["tool-cases"],
         example: "`search_orders` without `page_size` returns 20 rows, not 50",
+    }
+}
+
+// The check: the only code that emits this family's rules.
+
+/// The pointer of a server's version inside its lockfile entry.
+pub const SERVER_VERSION_POINTER: &str = "/session/server_info/version";
+
+/// A server present on both sides whose serverInfo.version moved.
+pub(crate) fn check_server_versions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>) {
+    for (name, before) in &old.servers {
+        let Some(after) = new.servers.get(name) else {
+            continue;
+        };
+        let version = |pin: &toolpin_manifest::ServerPin| {
+            pin.session
+                .as_ref()
+                .and_then(|s| s.pointer("/server_info/version"))
+                .cloned()
+        };
+        let (b, a) = (version(before), version(after));
+        if b.is_some() && a.is_some() && b != a {
+            let mut f = Finding::new(
+                &SERVER_VERSION_CHANGED,
+                name,
+                "",
+                SERVER_VERSION_POINTER.into(),
+            );
+            f.message = format!(
+                "server {name}: version {} → {}",
+                b.as_ref().map(Value::to_string).unwrap_or_default(),
+                a.as_ref().map(Value::to_string).unwrap_or_default()
+            );
+            f.before = b;
+            f.after = a;
+            RUNTIME_FAMILY.push(out, f);
+        }
     }
 }
