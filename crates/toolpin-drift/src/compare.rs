@@ -228,10 +228,10 @@ fn renames_and_the_rest(
 }
 
 /// Who a tool is, for messages and prose cues.
-struct ToolContext<'a> {
-    server: &'a str,
-    name: &'a str,
-    names: &'a ToolNames,
+pub(crate) struct ToolContext<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) names: &'a ToolNames,
 }
 
 /// Spec defaults of the MCP annotation hints.
@@ -361,7 +361,7 @@ fn compare_members(
                     .message(format!("{tool}: title{}", scalar_change(vb, va)))
                     .values(vb, va),
             ),
-            "annotations" => compare_annotations(ctx, before, after, out),
+            "annotations" => crate::rules::annotation::check_annotations(ctx, before, after, out),
             // Spelling out the spec default (`taskSupport: "forbidden"`)
             // changes nothing a client does.
             "execution" if is_default_execution(vb) && is_default_execution(va) => out.push(
@@ -522,106 +522,6 @@ fn description_finding(
     f
 }
 
-fn compare_annotations(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
-    let (server, tool) = (ctx.server, ctx.name);
-    let flips: [(&'static crate::rule::Rule, &'static crate::rule::Rule); 4] = [
-        (
-            &rule::ANNOTATION_READONLY_ASSERTED,
-            &rule::ANNOTATION_READONLY_REVOKED,
-        ),
-        (
-            &rule::ANNOTATION_DESTRUCTIVE_ASSERTED,
-            &rule::ANNOTATION_DESTRUCTIVE_REVOKED,
-        ),
-        (
-            &rule::ANNOTATION_IDEMPOTENT_ASSERTED,
-            &rule::ANNOTATION_IDEMPOTENT_REVOKED,
-        ),
-        (
-            &rule::ANNOTATION_OPENWORLD_ASSERTED,
-            &rule::ANNOTATION_OPENWORLD_REVOKED,
-        ),
-    ];
-    let (eb, ea) = (effective_hints(before), effective_hints(after));
-    for (i, (key, _)) in HINT_DEFAULTS.iter().enumerate() {
-        let at = format!("/annotations/{key}");
-        let (vb, va) = (before.pointer(&at), after.pointer(&at));
-        let (asserted, revoked) = flips[i];
-        // A tool that now says it is read-only destroys nothing: that is
-        // the readOnly finding, not a second one.
-        if *key == "destructiveHint" && ea[0] == Some(true) {
-            continue;
-        }
-        match (eb[i], ea[i]) {
-            (Some(false), Some(true)) => out.push(
-                Finding::new(asserted, server, tool, at)
-                    .message(format!("{tool}: {key} false → true (effective; an absent hint means its spec default)"))
-                    .values(vb, va),
-            ),
-            (Some(true), Some(false)) => out.push(
-                Finding::new(revoked, server, tool, at)
-                    .message(format!("{tool}: {key} true → false (effective; an absent hint means its spec default)"))
-                    .values(vb, va),
-            ),
-            // The same effective value spelled differently (a hint spelled
-            // out with its spec default, or dropped back to it).
-            (Some(_), Some(_)) if vb != va => out.push(
-                Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at)
-                    .message(format!("{tool}: {key}{} (the same effective value)", scalar_change(vb, va)))
-                    .values(vb, va),
-            ),
-            (Some(_), Some(_)) => {}
-            _ if vb != va => out.push(
-                Finding::new(&rule::FIELD_CHANGED, server, tool, at.clone())
-                    .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
-                    .values(vb, va),
-            ),
-            _ => {}
-        }
-    }
-    let empty = serde_json::Map::new();
-    let ab = before
-        .get("annotations")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let aa = after
-        .get("annotations")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let keys: std::collections::BTreeSet<&String> = ab.keys().chain(aa.keys()).collect();
-    for key in keys {
-        if HINT_DEFAULTS.iter().any(|(k, _)| k == key) {
-            continue;
-        }
-        let (vb, va) = (ab.get(key.as_str()), aa.get(key.as_str()));
-        if vb == va {
-            continue;
-        }
-        let at = format!("/annotations/{}", escape_token(key));
-        let rule: &'static crate::rule::Rule = if key == "title" {
-            &rule::TITLE_CHANGED
-        } else {
-            &rule::FIELD_CHANGED
-        };
-        out.push(
-            Finding::new(rule, server, tool, at.clone())
-                .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
-                .values(vb, va),
-        );
-    }
-    if !before.get("annotations").is_some_and(Value::is_object)
-        && before.get("annotations").is_some()
-        || !after.get("annotations").is_some_and(Value::is_object)
-            && after.get("annotations").is_some()
-    {
-        out.push(
-            Finding::new(&rule::FIELD_CHANGED, server, tool, "/annotations".into())
-                .message(format!("{tool}: /annotations changed"))
-                .values(before.get("annotations"), after.get("annotations")),
-        );
-    }
-}
-
 /// What a tool can do, inferred from its annotations (with spec defaults)
 /// and its name and parameters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -777,7 +677,7 @@ fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
 
 /// ` from 50 to 20` when both sides are short scalars, else nothing (the
 /// report shows full values).
-fn scalar_change(before: Option<&Value>, after: Option<&Value>) -> String {
+pub(crate) fn scalar_change(before: Option<&Value>, after: Option<&Value>) -> String {
     let short = |v: Option<&Value>| -> Option<String> {
         match v {
             None => Some(String::new()),
