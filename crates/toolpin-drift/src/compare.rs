@@ -11,6 +11,7 @@ use crate::finding::{Comparison, Finding, Fingerprints, Summary, ToolChange};
 use crate::prose::{self, ToolNames};
 use crate::rename::{match_renames, similarity_parts, Candidate, TOOL_RENAME_THRESHOLD};
 use crate::rule::{self, Severity};
+use crate::rules;
 use crate::schema::{self, Direction};
 
 pub use crate::rules::runtime::SERVER_VERSION_POINTER;
@@ -174,7 +175,7 @@ fn renames_and_the_rest(
         let (new_name, server, after) = &added[j];
         // The parts, so whoever reads the finding can judge the pairing.
         let p = similarity_parts(&rb[i], &ab[j]);
-        findings.push(
+        rules::TOOL_FAMILY.push(findings,
             Finding::new(&rule::TOOL_RENAMED, server, new_name, "/name".into())
                 .message(format!(
                     "{new_name}: renamed from {old_name} (similarity {score:.2}: schema {:.2}, name {:.2}, description {:.2}, annotations {:.2})",
@@ -199,7 +200,8 @@ fn renames_and_the_rest(
             continue;
         }
         summary.tools_removed += 1;
-        findings.push(
+        rules::TOOL_FAMILY.push(
+            findings,
             Finding::new(&rule::TOOL_REMOVED, server, name, String::new())
                 .message(format!("{name}: tool removed"))
                 .values(Some(tool), None),
@@ -223,7 +225,7 @@ fn renames_and_the_rest(
         if caps.read_only && !caps.open_world && !caps.any() {
             f.severity = Severity::Low;
         }
-        findings.push(f);
+        rules::TOOL_FAMILY.push(findings, f);
     }
 }
 
@@ -299,7 +301,8 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
         // anything, steering text included, so a hostile upstream cannot
         // lower a finding's severity by padding the schema.
         out.truncate(start);
-        out.push(
+        rules::PROPERTY_FAMILY.push(
+            out,
             Finding::new(
                 &rule::SCHEMA_UNANALYZABLE,
                 ctx.server,
@@ -315,7 +318,8 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
     // No rule fired. A subschema moved into or out of `$defs` is no finding
     // at all; any other rewrite is reported, without failing by default.
     if out.len() == start && dereferenced(before) != dereferenced(after) {
-        out.push(
+        rules::TOOL_FAMILY.push(
+            out,
             Finding::new(
                 &rule::EQUIVALENT_REWRITE,
                 ctx.server,
@@ -355,8 +359,9 @@ fn compare_members(
         }
         let at = format!("/{}", escape_token(key));
         match key.as_str() {
-            "description" => out.push(description_finding(ctx, &at, vb, va)),
-            "title" => out.push(
+            "description" => rules::TOOL_FAMILY.push(out, description_finding(ctx, &at, vb, va)),
+            "title" => rules::TOOL_FAMILY.push(
+                out,
                 Finding::new(&rule::TITLE_CHANGED, server, tool, at.clone())
                     .message(format!("{tool}: title{}", scalar_change(vb, va)))
                     .values(vb, va),
@@ -364,13 +369,16 @@ fn compare_members(
             "annotations" => crate::rules::annotation::check_annotations(ctx, before, after, out),
             // Spelling out the spec default (`taskSupport: "forbidden"`)
             // changes nothing a client does.
-            "execution" if is_default_execution(vb) && is_default_execution(va) => out.push(
-                Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at.clone())
-                    .message(format!(
-                        "{tool}: execution spelled out with its spec default"
-                    ))
-                    .values(vb, va),
-            ),
+            "execution" if is_default_execution(vb) && is_default_execution(va) => {
+                rules::TOOL_FAMILY.push(
+                    out,
+                    Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at.clone())
+                        .message(format!(
+                            "{tool}: execution spelled out with its spec default"
+                        ))
+                        .values(vb, va),
+                )
+            }
             "inputSchema" | "outputSchema" => {
                 let direction = if key == "inputSchema" {
                     Direction::Input
@@ -378,12 +386,14 @@ fn compare_members(
                     Direction::Output
                 };
                 match (vb, va) {
-                    (None, Some(_)) if key == "outputSchema" => out.push(
+                    (None, Some(_)) if key == "outputSchema" => rules::TOOL_FAMILY.push(
+                        out,
                         Finding::new(&rule::OUTPUT_SCHEMA_ADDED, server, tool, at.clone())
                             .message(format!("{tool}: outputSchema added"))
                             .values(None, va),
                     ),
-                    (Some(_), None) if key == "outputSchema" => out.push(
+                    (Some(_), None) if key == "outputSchema" => rules::TOOL_FAMILY.push(
+                        out,
                         Finding::new(&rule::OUTPUT_SCHEMA_REMOVED, server, tool, at.clone())
                             .message(format!("{tool}: outputSchema removed"))
                             .values(vb, None),
@@ -417,7 +427,8 @@ fn compare_members(
                         (_, None) => "removed",
                         _ => "changed",
                     };
-                    out.push(
+                    rules::TOOL_FAMILY.push(
+                        out,
                         Finding::new(&rule::FIELD_CHANGED, server, tool, pointer.clone())
                             .message(format!("{tool}: {pointer} {what}{}", scalar_change(b, a)))
                             .values(b, a),

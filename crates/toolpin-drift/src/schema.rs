@@ -118,6 +118,9 @@ const UNANALYZABLE: [&str; 16] = [
     "$dynamicRef",
     "$recursiveRef",
 ];
+/// The tool family's generic rules the schema walk falls back to: a keyword
+/// no rule claims, text that changed without changing meaning.
+const SCHEMA_FALLBACKS: [&Rule; 2] = [&rule::FIELD_CHANGED, &rule::EQUIVALENT_REWRITE];
 /// Prose the model reads inside a schema.
 const PROSE: [&str; 4] = ["description", "title", "examples", "$comment"];
 
@@ -441,6 +444,12 @@ impl Walker<'_, '_> {
         b: Option<&Value>,
         a: Option<&Value>,
     ) -> &mut Finding {
+        debug_assert!(
+            self.may_emit(rule),
+            "the {:?} schema walk emitted {}, which no family it speaks for lists",
+            self.dir,
+            rule.id
+        );
         // Past the budget the finding is kept without its values (the walk
         // stops and the caller drops it), so the values are never cloned.
         let (b, a) = if self.budget.take_finding(b, a) {
@@ -469,6 +478,20 @@ impl Walker<'_, '_> {
 
     fn input(&self) -> bool {
         self.dir == Direction::Input
+    }
+
+    /// The rules this walk may emit: its direction's family (input or
+    /// output), the schema-prose family, and the tool family's generic
+    /// fallbacks. Checked in debug builds at every push, so every fixture
+    /// run asserts that an inputSchema never yields an output rule.
+    fn may_emit(&self, rule: &Rule) -> bool {
+        let own = match self.dir {
+            Direction::Input => &crate::rules::INPUT_FAMILY,
+            Direction::Output => &crate::rules::OUTPUT_FAMILY,
+        };
+        own.has(rule.id)
+            || crate::rules::PROPERTY_FAMILY.has(rule.id)
+            || SCHEMA_FALLBACKS.iter().any(|r| r.id == rule.id)
     }
 
     fn walk(&mut self, ptr: &str, b: &Value, a: &Value, prop: Option<&str>, depth: usize) {
