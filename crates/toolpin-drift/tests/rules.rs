@@ -455,6 +455,28 @@ fn every_fixture_directory_is_a_case() {
     assert_eq!(on_disk, listed);
 }
 
+/// Over every fixture, each finding's rule is registered and listed by
+/// exactly one family (debug builds also assert, at each push, that the
+/// family whose code decided it lists it: `Family::push`).
+#[test]
+fn every_finding_comes_from_exactly_one_family() {
+    for (case, _) in CASES {
+        for f in run(case).findings {
+            let owners: Vec<&str> = toolpin_drift::rules::FAMILIES
+                .iter()
+                .filter(|fam| fam.has(f.rule))
+                .map(|fam| fam.name)
+                .collect();
+            assert_eq!(
+                owners.len(),
+                1,
+                "{case}: {} is listed by {owners:?}",
+                f.rule
+            );
+        }
+    }
+}
+
 /// Each case has exactly one after side (`after.json` or `patch.json`), and
 /// a `before.json` only when it differs from the shared `_base.json`: a
 /// copy of the base is a patch in disguise.
