@@ -5,8 +5,10 @@
 //! - outputSchema: the agent consumes results; widening is the danger.
 //!
 //! Before comparing, local `$ref`s (`#/$defs/…`, `#/definitions/…`, any
-//! `#/…` pointer) are resolved with a cycle guard, so moving a subschema into
-//! `$defs` is no finding; a `type` array is a union; `const` is a one-value
+//! `#/…` pointer, percent-encoded or not; `#name` for an `$anchor`; the
+//! root's own `$id` as base) are resolved by the shared schema model
+//! (`toolpin_manifest::schema`, as the proxy reads them) with a cycle guard,
+//! so moving a subschema into `$defs` is no finding; a `type` array is a union; `const` is a one-value
 //! enum; OpenAPI 3.0 `nullable: true` adds `null`; Gemini's uppercase types
 //! are read in lower case. What the engine cannot judge is reported as
 //! `schema-unanalyzable`, never passed silently; a keyword it has no rule
