@@ -8,10 +8,10 @@ use toolpin_manifest::Catalog;
 
 use crate::budget::{Budget, Exceeded, MAX_FINDINGS};
 use crate::finding::{Comparison, Finding, Fingerprints, Summary, ToolChange};
-use crate::prose::{self, ToolNames};
+use crate::prose::ToolNames;
 use crate::rename::{match_renames, similarity_parts, Candidate, TOOL_RENAME_THRESHOLD};
 use crate::rule::{self, Severity};
-use crate::rules;
+use crate::rules::{self, tool};
 use crate::schema::{self, Direction};
 
 pub use crate::rules::runtime::SERVER_VERSION_POINTER;
@@ -175,17 +175,7 @@ fn renames_and_the_rest(
         let (new_name, server, after) = &added[j];
         // The parts, so whoever reads the finding can judge the pairing.
         let p = similarity_parts(&rb[i], &ab[j]);
-        rules::TOOL_FAMILY.push(findings,
-            Finding::new(&rule::TOOL_RENAMED, server, new_name, "/name".into())
-                .message(format!(
-                    "{new_name}: renamed from {old_name} (similarity {score:.2}: schema {:.2}, name {:.2}, description {:.2}, annotations {:.2})",
-                    p.schema, p.name, p.description, p.annotations
-                ))
-                .values(
-                    Some(&Value::String(old_name.to_string())),
-                    Some(&Value::String(new_name.to_string())),
-                ),
-        );
+        tool::renamed(server, old_name, new_name, score, &p, findings);
         let mut before = before.clone();
         before["name"] = Value::String(new_name.to_string());
         let ctx = ToolContext {
@@ -200,32 +190,14 @@ fn renames_and_the_rest(
             continue;
         }
         summary.tools_removed += 1;
-        rules::TOOL_FAMILY.push(
-            findings,
-            Finding::new(&rule::TOOL_REMOVED, server, name, String::new())
-                .message(format!("{name}: tool removed"))
-                .values(Some(tool), None),
-        );
+        tool::removed(server, name, tool, findings);
     }
     for (j, (name, server, tool)) in added.iter().enumerate() {
         if renamed_a[j] {
             continue;
         }
         summary.tools_added += 1;
-        let caps = Capabilities::of(tool);
-        let mut f = Finding::new(&rule::TOOL_ADDED, server, name, String::new())
-            .values(None, Some(tool))
-            .security(caps.any());
-        let reach = caps.describe();
-        f.message = if reach.is_empty() {
-            format!("{name}: new tool")
-        } else {
-            format!("{name}: new tool that can {reach}")
-        };
-        if caps.read_only && !caps.open_world && !caps.any() {
-            f.severity = Severity::Low;
-        }
-        rules::TOOL_FAMILY.push(findings, f);
+        tool::added(server, name, tool, findings);
     }
 }
 
@@ -359,7 +331,7 @@ fn compare_members(
         }
         let at = format!("/{}", escape_token(key));
         match key.as_str() {
-            "description" => rules::TOOL_FAMILY.push(out, description_finding(ctx, &at, vb, va)),
+            "description" => tool::description_changed(ctx, &at, vb, va, out),
             "title" => rules::TOOL_FAMILY.push(
                 out,
                 Finding::new(&rule::TITLE_CHANGED, server, tool, at.clone())
@@ -504,33 +476,6 @@ fn dereferenced(tool: &Value) -> Vec<u8> {
         }
     }
     toolpin_manifest::jcs::to_canonical_vec(&t)
-}
-
-fn description_finding(
-    ctx: &ToolContext,
-    at: &str,
-    vb: Option<&Value>,
-    va: Option<&Value>,
-) -> Finding {
-    let tool = ctx.name;
-    let mut f =
-        Finding::new(&rule::DESCRIPTION_CHANGED, ctx.server, tool, at.to_string()).values(vb, va);
-    // Descriptions name other tools by the server's own name as well as
-    // the namespaced one (`search_orders` for `orders__search_orders`).
-    let cues = prose::cues_for(vb, va, ctx.names, tool);
-    if prose::whitespace_only(vb, va) {
-        f.severity = Severity::Low;
-        f.message = format!("{tool}: description changed in white space only");
-        return f;
-    }
-    let change = prose::inline_diff(vb, va).unwrap_or_else(|| "changed".into());
-    f.message = format!("{tool}: description {change}");
-    if !cues.is_empty() {
-        f.severity = Severity::Critical;
-        f.security = true;
-        f.message = format!("{} ({})", f.message, cues.join("; "));
-    }
-    f
 }
 
 /// What a tool can do, inferred from its annotations (with spec defaults)

@@ -1,6 +1,14 @@
 //! Tool-level rules: a tool appears, disappears, is renamed, or its own
 //! prose and members change.
 
+use serde_json::Value;
+
+use crate::compare::{Capabilities, ToolContext};
+use crate::finding::Finding;
+use crate::prose;
+use crate::rename::Parts;
+use crate::rule::Severity;
+
 crate::rules! {
     family TOOL_RULES, TOOL_FAMILY: "tool", "Tool-level rules";
     TOOL_ADDED {
@@ -84,4 +92,91 @@ crate::rules! {
         rerun: ["tool-cases"],
         example: "`_meta.com.example/rollout` changes from 10 to 50",
     }
+}
+
+// The checks: the verdicts about a tool as a whole (added, removed,
+// renamed, its description). compare.rs pairs the tools and walks their
+// members; the member-level fallbacks it decides there (`title-changed`,
+// `equivalent-rewrite`, `field-changed`, `output-schema-added`/`-removed`)
+// are pushed through this family too (`TOOL_FAMILY.push`).
+
+/// A removed and an added tool the rename matcher paired, with the parts
+/// of the score so that whoever reads the finding can judge the pairing.
+pub(crate) fn renamed(
+    server: &str,
+    old_name: &str,
+    new_name: &str,
+    score: f64,
+    p: &Parts,
+    out: &mut Vec<Finding>,
+) {
+    TOOL_FAMILY.push(out,
+        Finding::new(&TOOL_RENAMED, server, new_name, "/name".into())
+            .message(format!(
+                "{new_name}: renamed from {old_name} (similarity {score:.2}: schema {:.2}, name {:.2}, description {:.2}, annotations {:.2})",
+                p.schema, p.name, p.description, p.annotations
+            ))
+            .values(
+                Some(&Value::String(old_name.to_string())),
+                Some(&Value::String(new_name.to_string())),
+            ),
+    );
+}
+
+/// A pinned tool that is gone and matched no rename.
+pub(crate) fn removed(server: &str, name: &str, tool: &Value, out: &mut Vec<Finding>) {
+    TOOL_FAMILY.push(
+        out,
+        Finding::new(&TOOL_REMOVED, server, name, String::new())
+            .message(format!("{name}: tool removed"))
+            .values(Some(tool), None),
+    );
+}
+
+/// A new tool that matched no rename: security when it can write, delete,
+/// execute or reach the network; low when read-only and closed-world.
+pub(crate) fn added(server: &str, name: &str, tool: &Value, out: &mut Vec<Finding>) {
+    let caps = Capabilities::of(tool);
+    let mut f = Finding::new(&TOOL_ADDED, server, name, String::new())
+        .values(None, Some(tool))
+        .security(caps.any());
+    let reach = caps.describe();
+    f.message = if reach.is_empty() {
+        format!("{name}: new tool")
+    } else {
+        format!("{name}: new tool that can {reach}")
+    };
+    if caps.read_only && !caps.open_world && !caps.any() {
+        f.severity = Severity::Low;
+    }
+    TOOL_FAMILY.push(out, f);
+}
+
+/// A tool description that differs: low in white space only, critical and
+/// security when the edit adds steering cues.
+pub(crate) fn description_changed(
+    ctx: &ToolContext,
+    at: &str,
+    vb: Option<&Value>,
+    va: Option<&Value>,
+    out: &mut Vec<Finding>,
+) {
+    let tool = ctx.name;
+    let mut f = Finding::new(&DESCRIPTION_CHANGED, ctx.server, tool, at.to_string()).values(vb, va);
+    // Descriptions name other tools by the server's own name as well as
+    // the namespaced one (`search_orders` for `orders__search_orders`).
+    let cues = prose::cues_for(vb, va, ctx.names, tool);
+    if prose::whitespace_only(vb, va) {
+        f.severity = Severity::Low;
+        f.message = format!("{tool}: description changed in white space only");
+        return TOOL_FAMILY.push(out, f);
+    }
+    let change = prose::inline_diff(vb, va).unwrap_or_else(|| "changed".into());
+    f.message = format!("{tool}: description {change}");
+    if !cues.is_empty() {
+        f.severity = Severity::Critical;
+        f.security = true;
+        f.message = format!("{} ({})", f.message, cues.join("; "));
+    }
+    TOOL_FAMILY.push(out, f);
 }
