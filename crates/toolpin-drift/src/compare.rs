@@ -8,10 +8,14 @@ use toolpin_manifest::Catalog;
 
 use crate::budget::{Budget, Exceeded, MAX_FINDINGS};
 use crate::finding::{Comparison, Finding, Fingerprints, Summary, ToolChange};
-use crate::prose::{self, ToolNames};
+use crate::prose::ToolNames;
 use crate::rename::{match_renames, similarity_parts, Candidate, TOOL_RENAME_THRESHOLD};
 use crate::rule::{self, Severity};
+use crate::rules::{self, tool};
 use crate::schema::{self, Direction};
+
+pub use crate::rules::runtime::SERVER_VERSION_POINTER;
+pub use crate::rules::source::CONVERSION_POINTER;
 
 /// Compares the pinned catalog `old` with `new`. Tools are matched by the
 /// namespaced name the model sees, whichever server offers them; removed and
@@ -93,8 +97,8 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
     }
     renames_and_the_rest(removed, added, &names, &mut summary, &mut findings);
     fold_renames(&mut tools, &findings);
-    compare_server_versions(old, new, &mut findings);
-    compare_conversions(old, new, &mut findings);
+    crate::rules::runtime::check_server_versions(old, new, &mut findings);
+    crate::rules::source::check_conversions(old, new, &mut findings);
     findings.sort_by(|a, b| {
         a.tool
             .cmp(&b.tool)
@@ -171,17 +175,7 @@ fn renames_and_the_rest(
         let (new_name, server, after) = &added[j];
         // The parts, so whoever reads the finding can judge the pairing.
         let p = similarity_parts(&rb[i], &ab[j]);
-        findings.push(
-            Finding::new(&rule::TOOL_RENAMED, server, new_name, "/name".into())
-                .message(format!(
-                    "{new_name}: renamed from {old_name} (similarity {score:.2}: schema {:.2}, name {:.2}, description {:.2}, annotations {:.2})",
-                    p.schema, p.name, p.description, p.annotations
-                ))
-                .values(
-                    Some(&Value::String(old_name.to_string())),
-                    Some(&Value::String(new_name.to_string())),
-                ),
-        );
+        tool::renamed(server, old_name, new_name, score, &p, findings);
         let mut before = before.clone();
         before["name"] = Value::String(new_name.to_string());
         let ctx = ToolContext {
@@ -196,116 +190,22 @@ fn renames_and_the_rest(
             continue;
         }
         summary.tools_removed += 1;
-        findings.push(
-            Finding::new(&rule::TOOL_REMOVED, server, name, String::new())
-                .message(format!("{name}: tool removed"))
-                .values(Some(tool), None),
-        );
+        tool::removed(server, name, tool, findings);
     }
     for (j, (name, server, tool)) in added.iter().enumerate() {
         if renamed_a[j] {
             continue;
         }
         summary.tools_added += 1;
-        let caps = Capabilities::of(tool);
-        let mut f = Finding::new(&rule::TOOL_ADDED, server, name, String::new())
-            .values(None, Some(tool))
-            .security(caps.any());
-        let reach = caps.describe();
-        f.message = if reach.is_empty() {
-            format!("{name}: new tool")
-        } else {
-            format!("{name}: new tool that can {reach}")
-        };
-        if caps.read_only && !caps.open_world && !caps.any() {
-            f.severity = Severity::Low;
-        }
-        findings.push(f);
-    }
-}
-
-/// The pointer of a server's version inside its lockfile entry.
-pub const SERVER_VERSION_POINTER: &str = "/session/server_info/version";
-
-/// A server present on both sides whose serverInfo.version moved.
-fn compare_server_versions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>) {
-    for (name, before) in &old.servers {
-        let Some(after) = new.servers.get(name) else {
-            continue;
-        };
-        let version = |pin: &toolpin_manifest::ServerPin| {
-            pin.session
-                .as_ref()
-                .and_then(|s| s.pointer("/server_info/version"))
-                .cloned()
-        };
-        let (b, a) = (version(before), version(after));
-        if b.is_some() && a.is_some() && b != a {
-            let mut f = Finding::new(
-                &rule::SERVER_VERSION_CHANGED,
-                name,
-                "",
-                SERVER_VERSION_POINTER.into(),
-            );
-            f.message = format!(
-                "server {name}: version {} → {}",
-                b.as_ref().map(Value::to_string).unwrap_or_default(),
-                a.as_ref().map(Value::to_string).unwrap_or_default()
-            );
-            f.before = b;
-            f.after = a;
-            out.push(f);
-        }
-    }
-}
-
-/// The pointer of an OpenAPI source's conversion settings inside its
-/// lockfile entry.
-pub const CONVERSION_POINTER: &str = "/source/conversion";
-
-/// A server present on both sides, converted from OpenAPI on both, whose
-/// conversion settings differ: one finding per setting.
-fn compare_conversions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>) {
-    for (name, before) in &old.servers {
-        let Some(after) = new.servers.get(name) else {
-            continue;
-        };
-        let (Some(Value::Object(b)), Some(Value::Object(a))) = (
-            before.source.get("conversion"),
-            after.source.get("conversion"),
-        ) else {
-            continue;
-        };
-        let keys: std::collections::BTreeSet<&String> = b.keys().chain(a.keys()).collect();
-        for key in keys {
-            let (was, now) = (b.get(key), a.get(key));
-            if was == now {
-                continue;
-            }
-            let show = |v: Option<&Value>| v.map_or_else(|| "unset".to_string(), Value::to_string);
-            let mut f = Finding::new(
-                &rule::CONVERSION_CHANGED,
-                name,
-                "",
-                format!("{CONVERSION_POINTER}/{}", escape_token(key)),
-            );
-            f.message = format!(
-                "server {name}: OpenAPI conversion `{key}` {} → {}",
-                show(was),
-                show(now)
-            );
-            f.before = was.cloned();
-            f.after = now.cloned();
-            out.push(f);
-        }
+        tool::added(server, name, tool, findings);
     }
 }
 
 /// Who a tool is, for messages and prose cues.
-struct ToolContext<'a> {
-    server: &'a str,
-    name: &'a str,
-    names: &'a ToolNames,
+pub(crate) struct ToolContext<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) names: &'a ToolNames,
 }
 
 /// Spec defaults of the MCP annotation hints.
@@ -373,7 +273,8 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
         // anything, steering text included, so a hostile upstream cannot
         // lower a finding's severity by padding the schema.
         out.truncate(start);
-        out.push(
+        rules::PROPERTY_FAMILY.push(
+            out,
             Finding::new(
                 &rule::SCHEMA_UNANALYZABLE,
                 ctx.server,
@@ -389,7 +290,8 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
     // No rule fired. A subschema moved into or out of `$defs` is no finding
     // at all; any other rewrite is reported, without failing by default.
     if out.len() == start && dereferenced(before) != dereferenced(after) {
-        out.push(
+        rules::TOOL_FAMILY.push(
+            out,
             Finding::new(
                 &rule::EQUIVALENT_REWRITE,
                 ctx.server,
@@ -429,22 +331,26 @@ fn compare_members(
         }
         let at = format!("/{}", escape_token(key));
         match key.as_str() {
-            "description" => out.push(description_finding(ctx, &at, vb, va)),
-            "title" => out.push(
+            "description" => tool::description_changed(ctx, &at, vb, va, out),
+            "title" => rules::TOOL_FAMILY.push(
+                out,
                 Finding::new(&rule::TITLE_CHANGED, server, tool, at.clone())
                     .message(format!("{tool}: title{}", scalar_change(vb, va)))
                     .values(vb, va),
             ),
-            "annotations" => compare_annotations(ctx, before, after, out),
+            "annotations" => crate::rules::annotation::check_annotations(ctx, before, after, out),
             // Spelling out the spec default (`taskSupport: "forbidden"`)
             // changes nothing a client does.
-            "execution" if is_default_execution(vb) && is_default_execution(va) => out.push(
-                Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at.clone())
-                    .message(format!(
-                        "{tool}: execution spelled out with its spec default"
-                    ))
-                    .values(vb, va),
-            ),
+            "execution" if is_default_execution(vb) && is_default_execution(va) => {
+                rules::TOOL_FAMILY.push(
+                    out,
+                    Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at.clone())
+                        .message(format!(
+                            "{tool}: execution spelled out with its spec default"
+                        ))
+                        .values(vb, va),
+                )
+            }
             "inputSchema" | "outputSchema" => {
                 let direction = if key == "inputSchema" {
                     Direction::Input
@@ -452,12 +358,14 @@ fn compare_members(
                     Direction::Output
                 };
                 match (vb, va) {
-                    (None, Some(_)) if key == "outputSchema" => out.push(
+                    (None, Some(_)) if key == "outputSchema" => rules::TOOL_FAMILY.push(
+                        out,
                         Finding::new(&rule::OUTPUT_SCHEMA_ADDED, server, tool, at.clone())
                             .message(format!("{tool}: outputSchema added"))
                             .values(None, va),
                     ),
-                    (Some(_), None) if key == "outputSchema" => out.push(
+                    (Some(_), None) if key == "outputSchema" => rules::TOOL_FAMILY.push(
+                        out,
                         Finding::new(&rule::OUTPUT_SCHEMA_REMOVED, server, tool, at.clone())
                             .message(format!("{tool}: outputSchema removed"))
                             .values(vb, None),
@@ -491,7 +399,8 @@ fn compare_members(
                         (_, None) => "removed",
                         _ => "changed",
                     };
-                    out.push(
+                    rules::TOOL_FAMILY.push(
+                        out,
                         Finding::new(&rule::FIELD_CHANGED, server, tool, pointer.clone())
                             .message(format!("{tool}: {pointer} {what}{}", scalar_change(b, a)))
                             .values(b, a),
@@ -567,133 +476,6 @@ fn dereferenced(tool: &Value) -> Vec<u8> {
         }
     }
     toolpin_manifest::jcs::to_canonical_vec(&t)
-}
-
-fn description_finding(
-    ctx: &ToolContext,
-    at: &str,
-    vb: Option<&Value>,
-    va: Option<&Value>,
-) -> Finding {
-    let tool = ctx.name;
-    let mut f =
-        Finding::new(&rule::DESCRIPTION_CHANGED, ctx.server, tool, at.to_string()).values(vb, va);
-    // Descriptions name other tools by the server's own name as well as
-    // the namespaced one (`search_orders` for `orders__search_orders`).
-    let cues = prose::cues_for(vb, va, ctx.names, tool);
-    if prose::whitespace_only(vb, va) {
-        f.severity = Severity::Low;
-        f.message = format!("{tool}: description changed in white space only");
-        return f;
-    }
-    let change = prose::inline_diff(vb, va).unwrap_or_else(|| "changed".into());
-    f.message = format!("{tool}: description {change}");
-    if !cues.is_empty() {
-        f.severity = Severity::Critical;
-        f.security = true;
-        f.message = format!("{} ({})", f.message, cues.join("; "));
-    }
-    f
-}
-
-fn compare_annotations(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
-    let (server, tool) = (ctx.server, ctx.name);
-    let flips: [(&'static crate::rule::Rule, &'static crate::rule::Rule); 4] = [
-        (
-            &rule::ANNOTATION_READONLY_ASSERTED,
-            &rule::ANNOTATION_READONLY_REVOKED,
-        ),
-        (
-            &rule::ANNOTATION_DESTRUCTIVE_ASSERTED,
-            &rule::ANNOTATION_DESTRUCTIVE_REVOKED,
-        ),
-        (
-            &rule::ANNOTATION_IDEMPOTENT_ASSERTED,
-            &rule::ANNOTATION_IDEMPOTENT_REVOKED,
-        ),
-        (
-            &rule::ANNOTATION_OPENWORLD_ASSERTED,
-            &rule::ANNOTATION_OPENWORLD_REVOKED,
-        ),
-    ];
-    let (eb, ea) = (effective_hints(before), effective_hints(after));
-    for (i, (key, _)) in HINT_DEFAULTS.iter().enumerate() {
-        let at = format!("/annotations/{key}");
-        let (vb, va) = (before.pointer(&at), after.pointer(&at));
-        let (asserted, revoked) = flips[i];
-        // A tool that now says it is read-only destroys nothing: that is
-        // the readOnly finding, not a second one.
-        if *key == "destructiveHint" && ea[0] == Some(true) {
-            continue;
-        }
-        match (eb[i], ea[i]) {
-            (Some(false), Some(true)) => out.push(
-                Finding::new(asserted, server, tool, at)
-                    .message(format!("{tool}: {key} false → true (effective; an absent hint means its spec default)"))
-                    .values(vb, va),
-            ),
-            (Some(true), Some(false)) => out.push(
-                Finding::new(revoked, server, tool, at)
-                    .message(format!("{tool}: {key} true → false (effective; an absent hint means its spec default)"))
-                    .values(vb, va),
-            ),
-            // The same effective value spelled differently (a hint spelled
-            // out with its spec default, or dropped back to it).
-            (Some(_), Some(_)) if vb != va => out.push(
-                Finding::new(&rule::EQUIVALENT_REWRITE, server, tool, at)
-                    .message(format!("{tool}: {key}{} (the same effective value)", scalar_change(vb, va)))
-                    .values(vb, va),
-            ),
-            (Some(_), Some(_)) => {}
-            _ if vb != va => out.push(
-                Finding::new(&rule::FIELD_CHANGED, server, tool, at.clone())
-                    .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
-                    .values(vb, va),
-            ),
-            _ => {}
-        }
-    }
-    let empty = serde_json::Map::new();
-    let ab = before
-        .get("annotations")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let aa = after
-        .get("annotations")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let keys: std::collections::BTreeSet<&String> = ab.keys().chain(aa.keys()).collect();
-    for key in keys {
-        if HINT_DEFAULTS.iter().any(|(k, _)| k == key) {
-            continue;
-        }
-        let (vb, va) = (ab.get(key.as_str()), aa.get(key.as_str()));
-        if vb == va {
-            continue;
-        }
-        let at = format!("/annotations/{}", escape_token(key));
-        let rule: &'static crate::rule::Rule = if key == "title" {
-            &rule::TITLE_CHANGED
-        } else {
-            &rule::FIELD_CHANGED
-        };
-        out.push(
-            Finding::new(rule, server, tool, at.clone())
-                .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
-                .values(vb, va),
-        );
-    }
-    if !before.get("annotations").is_some_and(Value::is_object)
-        && before.get("annotations").is_some()
-        || !after.get("annotations").is_some_and(Value::is_object)
-            && after.get("annotations").is_some()
-    {
-        out.push(
-            Finding::new(&rule::FIELD_CHANGED, server, tool, "/annotations".into())
-                .message(format!("{tool}: /annotations changed"))
-                .values(before.get("annotations"), after.get("annotations")),
-        );
-    }
 }
 
 /// What a tool can do, inferred from its annotations (with spec defaults)
@@ -851,7 +633,7 @@ fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
 
 /// ` from 50 to 20` when both sides are short scalars, else nothing (the
 /// report shows full values).
-fn scalar_change(before: Option<&Value>, after: Option<&Value>) -> String {
+pub(crate) fn scalar_change(before: Option<&Value>, after: Option<&Value>) -> String {
     let short = |v: Option<&Value>| -> Option<String> {
         match v {
             None => Some(String::new()),

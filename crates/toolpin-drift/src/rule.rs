@@ -64,6 +64,8 @@ impl Kind {
 #[derive(Debug)]
 pub struct Rule {
     pub id: &'static str,
+    /// The toolpin version that first emitted (or reserved) the id.
+    pub since: &'static str,
     pub summary: &'static str,
     /// What an unreviewed change of this kind can break.
     pub breaks: &'static str,
@@ -81,22 +83,63 @@ pub struct Rule {
     pub runtime: bool,
 }
 
-/// Declares rules: `rules! { family FAMILY; NAME { id: …, summary: …, breaks: …, kind: …,
-/// severity: …, rerun: [...], example: … } … }`, optionally `security`
-/// and `runtime` flags.
+/// A family of rules: one file under `src/rules/`, listed in
+/// [`crate::rules::FAMILIES`].
+#[derive(Debug)]
+pub struct Family {
+    /// The file's name (`tool` for `rules/tool.rs`).
+    pub name: &'static str,
+    /// Its section title in docs/rules.md.
+    pub title: &'static str,
+    /// The rules it can emit, in the order the docs list them.
+    pub rules: &'static [&'static Rule],
+}
+
+impl Family {
+    /// Whether `id` is one of this family's rules.
+    pub fn has(&self, id: &str) -> bool {
+        self.rules.iter().any(|r| r.id == id)
+    }
+
+    /// Appends a finding this family's check code decided. In debug builds
+    /// (every test run, over every fixture) it asserts that the rule is in
+    /// the family's list: a family emits only its own rules.
+    pub(crate) fn push(&self, out: &mut Vec<crate::finding::Finding>, f: crate::finding::Finding) {
+        debug_assert!(
+            self.has(f.rule),
+            "family {} emitted {}, which is not in its list",
+            self.name,
+            f.rule
+        );
+        out.push(f);
+    }
+}
+
+/// Declares a family and its rules: `rules! { family LIST, FAMILY: "name",
+/// "Title"; NAME { id: …, since: …, summary: …, breaks: …, kind: …,
+/// severity: …, rerun: [...], example: … } … }`, optionally `security` and
+/// `runtime` flags. `LIST` is the family's rules, `FAMILY` its
+/// [`Family`] record (add it to [`crate::rules::FAMILIES`]).
 #[macro_export]
 macro_rules! rules {
-    (family $family:ident; $($name:ident { id: $id:literal, summary: $summary:literal, breaks: $breaks:literal,
+    (family $family:ident, $record:ident: $fname:literal, $title:literal;
+        $($name:ident { id: $id:literal, since: $since:literal, summary: $summary:literal, breaks: $breaks:literal,
         kind: $kind:ident, severity: $sev:ident, $(security: $sec:literal,)? $(runtime: $rt:literal,)?
         rerun: [$($tag:literal),*], example: $example:literal $(,)? })*) => {
         $(pub const $name: $crate::rule::Rule = $crate::rule::Rule {
-            id: $id, summary: $summary, breaks: $breaks,
+            id: $id, since: $since, summary: $summary, breaks: $breaks,
             kind: $crate::rule::Kind::$kind, severity: $crate::rule::Severity::$sev,
             security: false $(|| $sec)?, runtime: false $(|| $rt)?,
             rerun: &[$($tag),*], example: $example,
         };)*
         /// The rules of this family.
         pub const $family: &[&$crate::rule::Rule] = &[$(&$name),*];
+        /// This family's record.
+        pub const $record: $crate::rule::Family = $crate::rule::Family {
+            name: $fname,
+            title: $title,
+            rules: $family,
+        };
     };
 }
 
@@ -106,7 +149,7 @@ pub use crate::rules::*;
 pub fn all() -> impl Iterator<Item = &'static Rule> {
     crate::rules::FAMILIES
         .iter()
-        .flat_map(|f| f.iter().copied())
+        .flat_map(|f| f.rules.iter().copied())
 }
 
 /// Looks a rule up by id.
@@ -129,7 +172,9 @@ pub const RERUN_TAGS: [(&str, &str); 10] = [
 ];
 
 impl Rule {
-    /// The rule's section of docs/rules.md, also `toolpin rules ID`.
+    /// The rule's section of docs/rules.md, also `toolpin rules ID` and the
+    /// SARIF rule help. `since` is shown in docs/rules.md's table of all
+    /// rules, not here.
     pub fn explain(&self) -> String {
         let rerun = if self.rerun.is_empty() {
             "nothing".to_string()
@@ -192,32 +237,21 @@ pub fn markdown() -> String {
     for (tag, what) in RERUN_TAGS {
         out += &format!("| `{tag}` | {what} |\n");
     }
-    out +=
-        "\n## All rules\n\n| id | kind | severity | security | re-run |\n|---|---|---|---|---|\n";
+    out += "\n## All rules\n\n| id | kind | severity | security | re-run | since |\n|---|---|---|---|---|---|\n";
     for r in all() {
         out += &format!(
-            "| [`{}`](#{}) | {} | {} | {} | {} |\n",
+            "| [`{}`](#{}) | {} | {} | {} | {} | {} |\n",
             r.id,
             r.id,
             r.kind.name(),
             r.severity.name(),
             if r.security { "yes" } else { "" },
-            r.rerun.join(", ")
+            r.rerun.join(", "),
+            r.since
         );
     }
-    let families: [(&str, &[&Rule]); 7] = [
-        ("Tool-level rules", crate::rules::TOOL_RULES),
-        ("Annotation rules", crate::rules::ANNOTATION_RULES),
-        ("inputSchema rules", crate::rules::INPUT_RULES),
-        ("outputSchema rules", crate::rules::OUTPUT_RULES),
-        (
-            "Schema prose and the unanalyzable",
-            crate::rules::PROPERTY_RULES,
-        ),
-        ("Source rules", crate::rules::SOURCE_RULES),
-        ("Run-time and contract rules", crate::rules::RUNTIME_RULES),
-    ];
-    for (title, rules) in families {
+    for family in crate::rules::FAMILIES {
+        let (title, rules) = (family.title, family.rules);
         out += &format!("\n## {title}\n");
         for r in rules {
             out += "\n";

@@ -5,8 +5,10 @@
 //! - outputSchema: the agent consumes results; widening is the danger.
 //!
 //! Before comparing, local `$ref`s (`#/$defs/…`, `#/definitions/…`, any
-//! `#/…` pointer) are resolved with a cycle guard, so moving a subschema into
-//! `$defs` is no finding; a `type` array is a union; `const` is a one-value
+//! `#/…` pointer, percent-encoded or not; `#name` for an `$anchor`; the
+//! root's own `$id` as base) are resolved by the shared schema model
+//! (`toolpin_manifest::schema`, as the proxy reads them) with a cycle guard,
+//! so moving a subschema into `$defs` is no finding; a `type` array is a union; `const` is a one-value
 //! enum; OpenAPI 3.0 `nullable: true` adds `null`; Gemini's uppercase types
 //! are read in lower case. What the engine cannot judge is reported as
 //! `schema-unanalyzable`, never passed silently; a keyword it has no rule
@@ -18,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde_json::{Map, Value};
 use toolpin_manifest::jcs;
 use toolpin_manifest::pointer::escape_token;
+use toolpin_manifest::schema::{RefError, Resolver};
 
 use crate::budget::{Budget, Exceeded, MAX_BRANCH_PAIRS, MAX_RENAME_PAIRS};
 use crate::finding::Finding;
@@ -61,8 +64,8 @@ pub fn diff(
     let mut walker = Walker {
         ctx,
         dir: direction,
-        root_b: before,
-        root_a: after,
+        refs_b: Resolver::new(before),
+        refs_a: Resolver::new(after),
         has_refs: holds_ref(before) || holds_ref(after),
         on_path: Vec::new(),
         clean: HashSet::new(),
@@ -76,8 +79,8 @@ pub fn diff(
 struct Walker<'a, 'o> {
     ctx: &'a Context<'a>,
     dir: Direction,
-    root_b: &'a Value,
-    root_a: &'a Value,
+    refs_b: Resolver<'a>,
+    refs_a: Resolver<'a>,
     /// Whether either side holds a `$ref` anywhere: when neither does, a
     /// subschema whose text is unchanged is unchanged.
     has_refs: bool,
@@ -117,6 +120,9 @@ const UNANALYZABLE: [&str; 16] = [
     "$dynamicRef",
     "$recursiveRef",
 ];
+/// The tool family's generic rules the schema walk falls back to: a keyword
+/// no rule claims, text that changed without changing meaning.
+const SCHEMA_FALLBACKS: [&Rule; 2] = [&rule::FIELD_CHANGED, &rule::EQUIVALENT_REWRITE];
 /// Prose the model reads inside a schema.
 const PROSE: [&str; 4] = ["description", "title", "examples", "$comment"];
 
@@ -152,32 +158,24 @@ fn as_schema(v: &Value) -> Option<Cow<'_, Map<String, Value>>> {
     }
 }
 
-/// Resolves a local `$ref` chain; `Err` holds the reference that cannot be
-/// followed.
-fn resolve<'v>(root: &'v Value, schema: &'v Value) -> Result<(&'v Value, Option<String>), String> {
-    let mut cur = schema;
-    let mut via = None;
-    for _ in 0..32 {
-        let Some(r) = cur.get("$ref").and_then(Value::as_str) else {
-            return Ok((cur, via));
-        };
-        let Some(ptr) = r.strip_prefix('#') else {
-            return Err(r.to_string());
-        };
-        let target = if ptr.is_empty() {
-            Some(root)
-        } else {
-            root.pointer(ptr)
-        };
-        match target {
-            Some(t) => {
-                via = Some(r.to_string());
-                cur = t;
-            }
-            None => return Err(r.to_string()),
+/// References followed one after another before the chain is refused.
+const MAX_REF_CHAIN: usize = 32;
+
+/// Resolves a `$ref` chain with the shared resolver
+/// ([`toolpin_manifest::schema::Resolver`]); `Ok` holds the schema reached
+/// and the last reference followed, `Err` the reference that cannot be
+/// followed (remote, or naming nothing) or why the chain was refused.
+fn resolve<'v>(
+    refs: &Resolver<'v>,
+    schema: &'v Value,
+) -> Result<(&'v Value, Option<String>), String> {
+    match refs.resolve(schema, MAX_REF_CHAIN) {
+        Ok(r) => Ok((r.value, r.via.map(str::to_string))),
+        Err(RefError::Cycle(_) | RefError::TooLong(_)) => {
+            Err(format!("a $ref chain longer than {MAX_REF_CHAIN}"))
         }
+        Err(RefError::Encoding(r) | RefError::NotFound(r) | RefError::Remote(r)) => Err(r),
     }
-    Err("a $ref chain longer than 32".into())
 }
 
 /// `plain` as a one-branch union shaped like `union` (`anyOf` or `oneOf`),
@@ -286,20 +284,9 @@ fn holds_ref(v: &Value) -> bool {
 
 type Types = Option<BTreeSet<String>>;
 
+/// The type set (shared with the proxy: `toolpin_manifest::schema::type_set`).
 fn types(s: &Map<String, Value>) -> Types {
-    let mut set: BTreeSet<String> = match s.get("type") {
-        Some(Value::String(t)) => [t.to_ascii_lowercase()].into(),
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_ascii_lowercase)
-            .collect(),
-        _ => return None,
-    };
-    if s.get("nullable") == Some(&Value::Bool(true)) {
-        set.insert("null".into());
-    }
-    Some(set)
+    toolpin_manifest::schema::type_set(s)
 }
 
 /// Whether type `t` is accepted by `set` (`None` accepts all).
@@ -459,6 +446,12 @@ impl Walker<'_, '_> {
         b: Option<&Value>,
         a: Option<&Value>,
     ) -> &mut Finding {
+        debug_assert!(
+            self.may_emit(rule),
+            "the {:?} schema walk emitted {}, which no family it speaks for lists",
+            self.dir,
+            rule.id
+        );
         // Past the budget the finding is kept without its values (the walk
         // stops and the caller drops it), so the values are never cloned.
         let (b, a) = if self.budget.take_finding(b, a) {
@@ -489,6 +482,20 @@ impl Walker<'_, '_> {
         self.dir == Direction::Input
     }
 
+    /// The rules this walk may emit: its direction's family (input or
+    /// output), the schema-prose family, and the tool family's generic
+    /// fallbacks. Checked in debug builds at every push, so every fixture
+    /// run asserts that an inputSchema never yields an output rule.
+    fn may_emit(&self, rule: &Rule) -> bool {
+        let own = match self.dir {
+            Direction::Input => &crate::rules::INPUT_FAMILY,
+            Direction::Output => &crate::rules::OUTPUT_FAMILY,
+        };
+        own.has(rule.id)
+            || crate::rules::PROPERTY_FAMILY.has(rule.id)
+            || SCHEMA_FALLBACKS.iter().any(|r| r.id == rule.id)
+    }
+
     fn walk(&mut self, ptr: &str, b: &Value, a: &Value, prop: Option<&str>, depth: usize) {
         if self.budget.is_exceeded() {
             return;
@@ -498,7 +505,7 @@ impl Walker<'_, '_> {
         if same(b, a) && !(self.has_refs && holds_ref(b)) {
             return;
         }
-        let (rb, ra) = match (resolve(self.root_b, b), resolve(self.root_a, a)) {
+        let (rb, ra) = match (resolve(&self.refs_b, b), resolve(&self.refs_a, a)) {
             (Ok(rb), Ok(ra)) => (rb, ra),
             // The same text pointing nowhere on both sides: nothing moved.
             (Err(_), Err(_)) if same(b, a) => return,
@@ -1527,8 +1534,8 @@ impl Walker<'_, '_> {
             // Paired by what each branch means: a branch behind a `$ref`
             // and the same branch written inline are one branch.
             let Some(pairs) = pair_branches(
-                &resolved_branches(self.root_b, &bb),
-                &resolved_branches(self.root_a, &ba),
+                &resolved_branches(&self.refs_b, &bb),
+                &resolved_branches(&self.refs_a, &ba),
             ) else {
                 self.budget.exceed(Exceeded::BranchPairs {
                     at: format!("{ptr}/{key}"),
@@ -1652,10 +1659,10 @@ fn merge_siblings<'m>(
 
 /// What each branch is, once a `$ref` is followed (a reference that cannot
 /// be followed stands for itself).
-fn resolved_branches<'v>(root: &'v Value, branches: &'v [Value]) -> Vec<&'v Value> {
+fn resolved_branches<'v>(refs: &Resolver<'v>, branches: &'v [Value]) -> Vec<&'v Value> {
     branches
         .iter()
-        .map(|x| resolve(root, x).map_or(x, |(target, _)| target))
+        .map(|x| resolve(refs, x).map_or(x, |(target, _)| target))
         .collect()
 }
 

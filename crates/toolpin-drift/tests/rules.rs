@@ -1,6 +1,11 @@
-//! Every rule fixture pair (tests/fixtures/rules/<case>/{before,after}.json)
-//! yields exactly its expected rule ids, and its findings match the insta
-//! snapshot (`cargo insta review` to accept a deliberate change).
+//! Every rule fixture pair (tests/fixtures/rules/<case>/) yields exactly its
+//! expected rule ids, and its findings match the insta snapshot
+//! (`cargo insta review` to accept a deliberate change).
+//!
+//! A case is a minimal pair: its before side is `before.json`, or the
+//! shared `tests/fixtures/rules/_base.json` when it has none; its after side
+//! is `after.json`, or its `patch.json` (an RFC 6902 JSON Patch) applied to
+//! the before side, so the change is the patch.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,9 +17,7 @@ use toolpin_manifest::{Catalog, ServerPin, Transform};
 /// A fixture side: an MCP `tools/list` result; a `source` member beside
 /// `tools`, when present, is the server's lockfile `source` (for the
 /// rules about how a source became tools).
-fn catalog(path: &Path) -> Catalog {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let doc: Value = serde_json::from_str(&text).expect("fixture JSON");
+fn catalog(doc: &Value) -> Catalog {
     let tools = doc["tools"].as_array().cloned().unwrap_or_default();
     let tools = Transform::default()
         .apply(tools)
@@ -27,14 +30,143 @@ fn catalog(path: &Path) -> Catalog {
     Catalog::new("default", BTreeMap::from([("orders".to_string(), pin)])).expect("catalog")
 }
 
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The (before, after) documents of a case.
+fn sides(case: &str) -> (Value, Value) {
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules");
+    let dir = rules.join(case);
+    let before = if dir.join("before.json").is_file() {
+        read_json(&dir.join("before.json"))
+    } else {
+        read_json(&rules.join("_base.json"))
+    };
+    let after = if dir.join("after.json").is_file() {
+        read_json(&dir.join("after.json"))
+    } else {
+        let patch = read_json(&dir.join("patch.json"));
+        json_patch::apply(&before, &patch).unwrap_or_else(|e| panic!("{case}/patch.json: {e}"))
+    };
+    (before, after)
+}
+
 fn run(case: &str) -> Comparison {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/rules")
-        .join(case);
-    compare(
-        &catalog(&dir.join("before.json")),
-        &catalog(&dir.join("after.json")),
-    )
+    let (before, after) = sides(case);
+    compare(&catalog(&before), &catalog(&after))
+}
+
+/// RFC 6902 JSON Patch (add, remove, replace, move, copy, test), enough
+/// for fixtures.
+mod json_patch {
+    use serde_json::Value;
+    use toolpin_manifest::schema::{lookup, unescape_token};
+
+    pub fn apply(doc: &Value, patch: &Value) -> Result<Value, String> {
+        let mut doc = doc.clone();
+        let ops = patch.as_array().ok_or("a JSON Patch is an array")?;
+        for (i, op) in ops.iter().enumerate() {
+            step(&mut doc, op).map_err(|e| format!("operation {i}: {e}"))?;
+        }
+        Ok(doc)
+    }
+
+    fn member<'o>(op: &'o Value, key: &str) -> Result<&'o Value, String> {
+        op.get(key).ok_or_else(|| format!("no {key:?}"))
+    }
+
+    fn path<'o>(op: &'o Value, key: &str) -> Result<&'o str, String> {
+        member(op, key)?
+            .as_str()
+            .ok_or_else(|| format!("{key:?} is not a string"))
+    }
+
+    fn step(doc: &mut Value, op: &Value) -> Result<(), String> {
+        let at = path(op, "path")?;
+        match path(op, "op")? {
+            "add" => add(doc, at, member(op, "value")?.clone()),
+            "remove" => remove(doc, at).map(drop),
+            "replace" => {
+                remove(doc, at)?;
+                add(doc, at, member(op, "value")?.clone())
+            }
+            "move" => {
+                let v = remove(doc, path(op, "from")?)?;
+                add(doc, at, v)
+            }
+            "copy" => {
+                let v = lookup(doc, path(op, "from")?).ok_or("\"from\" names nothing")?;
+                add(doc, at, v.clone())
+            }
+            "test" => (lookup(doc, at) == Some(member(op, "value")?))
+                .then_some(())
+                .ok_or_else(|| format!("test failed at {at}")),
+            other => Err(format!("unknown op {other:?}")),
+        }
+    }
+
+    /// The parent of `at` and its last token (unescaped).
+    fn parent<'d>(doc: &'d mut Value, at: &str) -> Result<(&'d mut Value, String), String> {
+        let (head, last) = at
+            .rsplit_once('/')
+            .ok_or("the path names the whole document")?;
+        let last = unescape_token(last).ok_or("malformed path")?.into_owned();
+        let mut cur = doc;
+        for raw in head.split('/').skip(1) {
+            let token = unescape_token(raw).ok_or("malformed path")?;
+            cur = match cur {
+                Value::Object(m) => m.get_mut(token.as_ref()),
+                Value::Array(a) => token.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+                _ => None,
+            }
+            .ok_or_else(|| format!("{at}: {head} names nothing"))?;
+        }
+        Ok((cur, last))
+    }
+
+    fn add(doc: &mut Value, at: &str, value: Value) -> Result<(), String> {
+        if at.is_empty() {
+            *doc = value;
+            return Ok(());
+        }
+        match parent(doc, at)? {
+            (Value::Object(m), key) => {
+                m.insert(key, value);
+                Ok(())
+            }
+            (Value::Array(a), key) => {
+                let i = if key == "-" {
+                    a.len()
+                } else {
+                    key.parse().map_err(|_| format!("{at}: not an index"))?
+                };
+                if i > a.len() {
+                    return Err(format!("{at}: index out of range"));
+                }
+                a.insert(i, value);
+                Ok(())
+            }
+            _ => Err(format!("{at}: the parent is not a container")),
+        }
+    }
+
+    fn remove(doc: &mut Value, at: &str) -> Result<Value, String> {
+        if at.is_empty() {
+            return Ok(std::mem::take(doc));
+        }
+        match parent(doc, at)? {
+            (Value::Object(m), key) => m.remove(&key),
+            (Value::Array(a), key) => key
+                .parse::<usize>()
+                .ok()
+                .filter(|i| *i < a.len())
+                .map(|i| a.remove(i)),
+            _ => None,
+        }
+        .ok_or_else(|| format!("{at} names nothing"))
+    }
 }
 
 fn ids(c: &Comparison) -> Vec<&'static str> {
@@ -321,6 +453,53 @@ fn every_fixture_directory_is_a_case() {
     let mut listed: Vec<String> = CASES.iter().map(|(c, _)| c.to_string()).collect();
     listed.sort();
     assert_eq!(on_disk, listed);
+}
+
+/// Over every fixture, each finding's rule is registered and listed by
+/// exactly one family (debug builds also assert, at each push, that the
+/// family whose code decided it lists it: `Family::push`).
+#[test]
+fn every_finding_comes_from_exactly_one_family() {
+    for (case, _) in CASES {
+        for f in run(case).findings {
+            let owners: Vec<&str> = toolpin_drift::rules::FAMILIES
+                .iter()
+                .filter(|fam| fam.has(f.rule))
+                .map(|fam| fam.name)
+                .collect();
+            assert_eq!(
+                owners.len(),
+                1,
+                "{case}: {} is listed by {owners:?}",
+                f.rule
+            );
+        }
+    }
+}
+
+/// Each case has exactly one after side (`after.json` or `patch.json`), and
+/// a `before.json` only when it differs from the shared `_base.json`: a
+/// copy of the base is a patch in disguise.
+#[test]
+fn every_case_is_a_minimal_pair() {
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules");
+    let base = read_json(&rules.join("_base.json"));
+    for (case, _) in CASES {
+        let dir = rules.join(case);
+        let after = dir.join("after.json").is_file();
+        let patch = dir.join("patch.json").is_file();
+        assert!(
+            after != patch,
+            "{case}: needs exactly one of after.json and patch.json"
+        );
+        assert!(dir.join("README.md").is_file(), "{case}: no README.md");
+        if dir.join("before.json").is_file() {
+            assert!(
+                read_json(&dir.join("before.json")) != base,
+                "{case}/before.json is a copy of _base.json: delete it"
+            );
+        }
+    }
 }
 
 #[test]

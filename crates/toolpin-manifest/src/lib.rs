@@ -17,6 +17,7 @@ pub mod normalize;
 pub mod pointer;
 pub mod pretty;
 pub mod redact;
+pub mod schema;
 pub mod time;
 
 pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};

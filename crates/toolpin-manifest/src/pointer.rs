@@ -1,5 +1,7 @@
 //! RFC 6901 JSON pointers, as used by `ignore = [...]` and in findings.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 /// A parsed JSON pointer (`/a/b~1c` → `["a", "b/c"]`).
@@ -23,7 +25,7 @@ impl Pointer {
         };
         let mut tokens = Vec::new();
         for raw in rest.split('/') {
-            tokens.push(unescape(raw).ok_or_else(|| {
+            tokens.push(unescape_token(raw).map(Cow::into_owned).ok_or_else(|| {
                 format!("{text:?} is not a JSON pointer: '~' must be followed by 0 or 1")
             })?);
         }
@@ -81,7 +83,8 @@ impl std::fmt::Display for Pointer {
     }
 }
 
-fn index(token: &str) -> Option<usize> {
+/// An RFC 6901 array index: `0` or digits without a leading zero, no sign.
+pub(crate) fn index(token: &str) -> Option<usize> {
     // RFC 6901: "0" or digits without a leading zero; no sign.
     if token.is_empty()
         || !token.bytes().all(|b| b.is_ascii_digit())
@@ -92,9 +95,12 @@ fn index(token: &str) -> Option<usize> {
     token.parse().ok()
 }
 
-fn unescape(raw: &str) -> Option<String> {
+/// Unescapes one reference token (`~1` → `/`, `~0` → `~`); `None` when a
+/// `~` is not followed by `0` or `1`. Borrows when there is no `~`. The
+/// one place toolpin unescapes pointer tokens (see [`crate::schema`]).
+pub fn unescape_token(raw: &str) -> Option<Cow<'_, str>> {
     if !raw.contains('~') {
-        return Some(raw.to_string());
+        return Some(Cow::Borrowed(raw));
     }
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.chars();
@@ -109,11 +115,12 @@ fn unescape(raw: &str) -> Option<String> {
             out.push(c);
         }
     }
-    Some(out)
+    Some(Cow::Owned(out))
 }
 
-/// Escapes one reference token (`~` → `~0`, `/` → `~1`).
-pub fn escape_token(token: &str) -> std::borrow::Cow<'_, str> {
+/// Escapes one reference token (`~` → `~0`, `/` → `~1`); the inverse of
+/// [`unescape_token`]. The one place toolpin escapes pointer tokens.
+pub fn escape_token(token: &str) -> Cow<'_, str> {
     if token.contains(['~', '/']) {
         token.replace('~', "~0").replace('/', "~1").into()
     } else {
@@ -149,5 +156,8 @@ mod tests {
         assert!(Pointer::parse("name").is_err());
         assert!(Pointer::parse("/a~2").is_err());
         assert_eq!(escape_token("a/b~c"), "a~1b~0c");
+        assert_eq!(unescape_token("a~1b~0c").as_deref(), Some("a/b~c"));
+        assert_eq!(unescape_token("~01").as_deref(), Some("~1"));
+        assert_eq!(unescape_token("a~"), None);
     }
 }

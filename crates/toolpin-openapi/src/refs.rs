@@ -8,7 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-use toolpin_manifest::pointer::escape_token;
+use toolpin_manifest::pointer::{escape_token, unescape_token};
+use toolpin_manifest::schema;
 
 /// Schema nesting (counted from the tool object) past which a `$ref` is
 /// kept as a reference into `$defs` instead of being inlined, so that no
@@ -63,14 +64,17 @@ impl<'a> Doc<'a> {
         let Some(fragment) = reference.strip_prefix('#') else {
             return Ok(Target::Remote);
         };
-        let pointer = percent_decode(fragment)
-            .ok_or_else(|| format!("$ref {reference:?} has an invalid percent-encoding"))?;
+        // Decoded and looked up by the shared schema model
+        // (toolpin_manifest::schema), as the drift engine reads it.
+        let pointer = schema::percent_decode(fragment)
+            .ok_or_else(|| format!("$ref {reference:?} has an invalid percent-encoding"))?
+            .into_owned();
         if !pointer.is_empty() && !pointer.starts_with('/') {
             return Err(format!(
                 "$ref {reference:?} names an anchor; only JSON pointers (#/…) are supported"
             ));
         }
-        match self.root.pointer(&pointer) {
+        match schema::lookup(self.root, &pointer) {
             Some(v) => Ok(Target::Local(v, pointer)),
             None => Err(format!("$ref {reference:?} points to nothing")),
         }
@@ -145,29 +149,6 @@ impl<'a> Resolved<'a> {
             .map(|(_, v)| *v)
             .or_else(|| self.value.get(key))
     }
-}
-
-/// Decodes `%XX` escapes (a `$ref` is a URI reference); `None` if an escape
-/// is malformed or the result is not UTF-8.
-fn percent_decode(text: &str) -> Option<String> {
-    if !text.contains('%') {
-        return Some(text.to_string());
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// How schema references are treated.
@@ -530,7 +511,7 @@ impl<'d, 'a> Inliner<'d, 'a> {
             return name.clone();
         }
         let last = pointer.rsplit('/').next().unwrap_or_default();
-        let base = last.replace("~1", "/").replace("~0", "~");
+        let base = unescape_token(last).map_or_else(|| last.to_string(), |t| t.into_owned());
         let base = if base.is_empty() {
             "schema".into()
         } else {

@@ -2,10 +2,19 @@
 //! (readOnlyHint false, destructiveHint true, idempotentHint false,
 //! openWorldHint true), so only a change of the effective value is a flip.
 
+use serde_json::Value;
+use toolpin_manifest::pointer::escape_token;
+
+use crate::compare::{effective_hints, scalar_change, ToolContext, HINT_DEFAULTS};
+use crate::finding::Finding;
+use crate::rule::Rule;
+use crate::rules::tool::{self, TOOL_FAMILY};
+
 crate::rules! {
-    family ANNOTATION_RULES;
+    family ANNOTATION_RULES, ANNOTATION_FAMILY: "annotation", "Annotation rules";
     ANNOTATION_READONLY_REVOKED {
         id: "annotation-readonly-revoked",
+        since: "0.1.0",
         summary: "effective readOnlyHint true → false",
         breaks: "A tool the agent (and the client's auto-approval) treated as safe to call now may write.",
         kind: Semantic, severity: High, security: true,
@@ -14,6 +23,7 @@ crate::rules! {
     }
     ANNOTATION_READONLY_ASSERTED {
         id: "annotation-readonly-asserted",
+        since: "0.1.0",
         summary: "effective readOnlyHint false → true",
         breaks: "Clients may now call it without asking: the claim needs checking.",
         kind: Semantic, severity: High, security: true,
@@ -22,6 +32,7 @@ crate::rules! {
     }
     ANNOTATION_DESTRUCTIVE_ASSERTED {
         id: "annotation-destructive-asserted",
+        since: "0.1.0",
         summary: "effective destructiveHint false → true",
         breaks: "The tool says it may now destroy data.",
         kind: Semantic, severity: High, security: true,
@@ -30,6 +41,7 @@ crate::rules! {
     }
     ANNOTATION_DESTRUCTIVE_REVOKED {
         id: "annotation-destructive-revoked",
+        since: "0.1.0",
         summary: "effective destructiveHint true → false",
         breaks: "Clients may stop asking for confirmation before calling it.",
         kind: Semantic, severity: High, security: true,
@@ -38,6 +50,7 @@ crate::rules! {
     }
     ANNOTATION_OPENWORLD_ASSERTED {
         id: "annotation-openworld-asserted",
+        since: "0.1.0",
         summary: "effective openWorldHint false → true",
         breaks: "The tool now reaches outside systems: new exfiltration and injection surface.",
         kind: Semantic, severity: High, security: true,
@@ -46,6 +59,7 @@ crate::rules! {
     }
     ANNOTATION_OPENWORLD_REVOKED {
         id: "annotation-openworld-revoked",
+        since: "0.1.0",
         summary: "effective openWorldHint true → false",
         breaks: "The tool claims a closed world; checks that relied on it reaching out may change.",
         kind: Semantic, severity: Medium,
@@ -54,6 +68,7 @@ crate::rules! {
     }
     ANNOTATION_IDEMPOTENT_ASSERTED {
         id: "annotation-idempotent-asserted",
+        since: "0.1.0",
         summary: "effective idempotentHint false → true",
         breaks: "Retry logic may now repeat calls that were not safe to repeat.",
         kind: Semantic, severity: Medium,
@@ -62,10 +77,122 @@ crate::rules! {
     }
     ANNOTATION_IDEMPOTENT_REVOKED {
         id: "annotation-idempotent-revoked",
+        since: "0.1.0",
         summary: "effective idempotentHint true → false",
         breaks: "Retries of this tool are no longer safe.",
         kind: Semantic, severity: Medium,
         rerun: ["fault-injection"],
         example: "`set_status` drops `idempotentHint: true`",
+    }
+}
+
+// The check: the only code that emits this family's rules. A change it has
+// no annotation rule for is the tool family's generic fallback
+// (`equivalent-rewrite`, `title-changed`, `field-changed`), pushed through
+// that family.
+
+/// The MCP annotations of one tool, hint by hint (by effective value: an
+/// absent hint means its spec default), then every other member.
+pub(crate) fn check_annotations(
+    ctx: &ToolContext,
+    before: &Value,
+    after: &Value,
+    out: &mut Vec<Finding>,
+) {
+    let (server, tool) = (ctx.server, ctx.name);
+    let flips: [(&'static Rule, &'static Rule); 4] = [
+        (&ANNOTATION_READONLY_ASSERTED, &ANNOTATION_READONLY_REVOKED),
+        (
+            &ANNOTATION_DESTRUCTIVE_ASSERTED,
+            &ANNOTATION_DESTRUCTIVE_REVOKED,
+        ),
+        (
+            &ANNOTATION_IDEMPOTENT_ASSERTED,
+            &ANNOTATION_IDEMPOTENT_REVOKED,
+        ),
+        (
+            &ANNOTATION_OPENWORLD_ASSERTED,
+            &ANNOTATION_OPENWORLD_REVOKED,
+        ),
+    ];
+    let (eb, ea) = (effective_hints(before), effective_hints(after));
+    for (i, (key, _)) in HINT_DEFAULTS.iter().enumerate() {
+        let at = format!("/annotations/{key}");
+        let (vb, va) = (before.pointer(&at), after.pointer(&at));
+        let (asserted, revoked) = flips[i];
+        // A tool that now says it is read-only destroys nothing: that is
+        // the readOnly finding, not a second one.
+        if *key == "destructiveHint" && ea[0] == Some(true) {
+            continue;
+        }
+        match (eb[i], ea[i]) {
+            (Some(false), Some(true)) => ANNOTATION_FAMILY.push(out,
+                Finding::new(asserted, server, tool, at)
+                    .message(format!("{tool}: {key} false → true (effective; an absent hint means its spec default)"))
+                    .values(vb, va),
+            ),
+            (Some(true), Some(false)) => ANNOTATION_FAMILY.push(out,
+                Finding::new(revoked, server, tool, at)
+                    .message(format!("{tool}: {key} true → false (effective; an absent hint means its spec default)"))
+                    .values(vb, va),
+            ),
+            // The same effective value spelled differently (a hint spelled
+            // out with its spec default, or dropped back to it).
+            (Some(_), Some(_)) if vb != va => TOOL_FAMILY.push(out,
+                Finding::new(&tool::EQUIVALENT_REWRITE, server, tool, at)
+                    .message(format!("{tool}: {key}{} (the same effective value)", scalar_change(vb, va)))
+                    .values(vb, va),
+            ),
+            (Some(_), Some(_)) => {}
+            _ if vb != va => TOOL_FAMILY.push(out,
+                Finding::new(&tool::FIELD_CHANGED, server, tool, at.clone())
+                    .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
+                    .values(vb, va),
+            ),
+            _ => {}
+        }
+    }
+    let empty = serde_json::Map::new();
+    let ab = before
+        .get("annotations")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let aa = after
+        .get("annotations")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let keys: std::collections::BTreeSet<&String> = ab.keys().chain(aa.keys()).collect();
+    for key in keys {
+        if HINT_DEFAULTS.iter().any(|(k, _)| k == key) {
+            continue;
+        }
+        let (vb, va) = (ab.get(key.as_str()), aa.get(key.as_str()));
+        if vb == va {
+            continue;
+        }
+        let at = format!("/annotations/{}", escape_token(key));
+        let rule: &'static Rule = if key == "title" {
+            &tool::TITLE_CHANGED
+        } else {
+            &tool::FIELD_CHANGED
+        };
+        TOOL_FAMILY.push(
+            out,
+            Finding::new(rule, server, tool, at.clone())
+                .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
+                .values(vb, va),
+        );
+    }
+    if !before.get("annotations").is_some_and(Value::is_object)
+        && before.get("annotations").is_some()
+        || !after.get("annotations").is_some_and(Value::is_object)
+            && after.get("annotations").is_some()
+    {
+        TOOL_FAMILY.push(
+            out,
+            Finding::new(&tool::FIELD_CHANGED, server, tool, "/annotations".into())
+                .message(format!("{tool}: /annotations changed"))
+                .values(before.get("annotations"), after.get("annotations")),
+        );
     }
 }

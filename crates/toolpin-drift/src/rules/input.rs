@@ -2,9 +2,10 @@
 //! what is accepted breaks calls loudly, and one that widens may move meaning.
 
 crate::rules! {
-    family INPUT_RULES;
+    family INPUT_RULES, INPUT_FAMILY: "input", "inputSchema rules";
     INPUT_REQUIRED_PROPERTY_ADDED {
         id: "input-required-property-added",
+        since: "0.1.0",
         summary: "a new required key, or an existing key became required",
         breaks: "Every call that does not pass it now fails (medium when it has a default the server fills in).",
         kind: Structural, severity: High,
@@ -13,6 +14,7 @@ crate::rules! {
     }
     INPUT_OPTIONAL_PROPERTY_ADDED {
         id: "input-optional-property-added",
+        since: "0.1.0",
         summary: "a new optional key",
         breaks: "The model may start passing it, changing what the call does (medium on a tool that writes).",
         kind: Semantic, severity: Low,
@@ -21,6 +23,7 @@ crate::rules! {
     }
     INPUT_PROPERTY_BECAME_OPTIONAL {
         id: "input-property-became-optional",
+        since: "0.1.0",
         summary: "a key dropped from `required`",
         breaks: "The agent may stop passing it and silently get the server's default behaviour.",
         kind: Semantic, severity: Medium,
@@ -29,6 +32,7 @@ crate::rules! {
     }
     INPUT_PROPERTY_REMOVED {
         id: "input-property-removed",
+        since: "0.1.0",
         summary: "a key gone from a closed object (`additionalProperties: false`)",
         breaks: "Calls that still pass it are rejected (medium if it was deprecated first).",
         kind: Structural, severity: High,
@@ -37,6 +41,7 @@ crate::rules! {
     }
     INPUT_PROPERTY_SILENTLY_IGNORED {
         id: "input-property-silently-ignored",
+        since: "0.1.0",
         summary: "a key gone from an open object",
         breaks: "The argument is now dropped without an error: the agent thinks it filtered, sorted or confirmed and did not.",
         kind: Semantic, severity: High,
@@ -45,6 +50,7 @@ crate::rules! {
     }
     INPUT_TYPE_NARROWED {
         id: "input-type-narrowed",
+        since: "0.1.0",
         summary: "a type leaves the accepted set",
         breaks: "Arguments of the dropped type are rejected (number → integer, null no longer accepted).",
         kind: Structural, severity: High,
@@ -53,6 +59,7 @@ crate::rules! {
     }
     INPUT_TYPE_WIDENED {
         id: "input-type-widened",
+        since: "0.1.0",
         summary: "a type is added to the accepted set",
         breaks: "Compatible on the wire; the model may start sending the new type.",
         kind: Semantic, severity: Low,
@@ -61,6 +68,7 @@ crate::rules! {
     }
     INPUT_TYPE_CHANGED {
         id: "input-type-changed",
+        since: "0.1.0",
         summary: "old and new type sets do not overlap",
         breaks: "Every call that passed this argument now fails validation.",
         kind: Structural, severity: Critical,
@@ -69,6 +77,7 @@ crate::rules! {
     }
     INPUT_ENUM_VALUE_REMOVED {
         id: "input-enum-value-removed",
+        since: "0.1.0",
         summary: "an allowed literal is gone, or a free value became an enum",
         breaks: "Calls with the dropped value are rejected; paths the agent relied on close.",
         kind: Structural, severity: High,
@@ -77,6 +86,7 @@ crate::rules! {
     }
     INPUT_ENUM_VALUE_ADDED {
         id: "input-enum-value-added",
+        since: "0.1.0",
         summary: "a new allowed literal (a new mode or action)",
         breaks: "The model meets an option it was never evaluated with; on a tool that writes, a new action is security-relevant.",
         kind: Semantic, severity: Medium,
@@ -85,6 +95,7 @@ crate::rules! {
     }
     INPUT_FORMAT_CHANGED {
         id: "input-format-changed",
+        since: "0.1.0",
         summary: "`format` added, removed or changed (containment such as int32 → int64 is a relaxation instead)",
         breaks: "Values the agent formats one way are now expected another way (date vs date-time, email).",
         kind: Semantic, severity: Medium,
@@ -93,6 +104,7 @@ crate::rules! {
     }
     INPUT_PATTERN_CHANGED {
         id: "input-pattern-changed",
+        since: "0.1.0",
         summary: "`pattern` added or changed",
         breaks: "Arguments that matched the old pattern may be rejected.",
         kind: Structural, severity: Medium,
@@ -101,6 +113,7 @@ crate::rules! {
     }
     INPUT_BOUND_TIGHTENED {
         id: "input-bound-tightened",
+        since: "0.1.0",
         summary: "a minimum rose, a maximum fell, a bound was newly set, or multipleOf no longer divides the old one",
         breaks: "Arguments in the cut range are rejected (medium when the bound is new).",
         kind: Structural, severity: High,
@@ -109,6 +122,7 @@ crate::rules! {
     }
     INPUT_BOUND_RELAXED {
         id: "input-bound-relaxed",
+        since: "0.1.0",
         summary: "a bound was loosened or removed",
         breaks: "Nothing breaks; larger or looser values become possible.",
         kind: Semantic, severity: Info,
@@ -117,6 +131,7 @@ crate::rules! {
     }
     INPUT_DEFAULT_CHANGED {
         id: "input-default-changed",
+        since: "0.1.0",
         summary: "`default` added, removed or changed",
         breaks: "Calls that omit the argument behave differently with nothing in the call changing: page size 50 → 20 and the agent sees less data; dry_run true → false and it acts. High for booleans and limit/page/size/confirm/force/dry-run names.",
         kind: Semantic, severity: Medium,
@@ -125,6 +140,7 @@ crate::rules! {
     }
     INPUT_ADDITIONAL_PROPERTIES_CLOSED {
         id: "input-additional-properties-closed",
+        since: "0.1.0",
         summary: "`additionalProperties` true/absent → false, or its schema narrows",
         breaks: "Calls passing keys that used to be tolerated are rejected.",
         kind: Structural, severity: High,
@@ -133,6 +149,7 @@ crate::rules! {
     }
     INPUT_UNION_BRANCH_REMOVED {
         id: "input-union-branch-removed",
+        since: "0.1.0",
         summary: "an anyOf/oneOf branch dropped, or an allOf conjunct added",
         breaks: "Arguments that matched only the dropped branch are rejected.",
         kind: Structural, severity: High,
@@ -141,6 +158,7 @@ crate::rules! {
     }
     INPUT_UNION_BRANCH_ADDED {
         id: "input-union-branch-added",
+        since: "0.1.0",
         summary: "an anyOf/oneOf branch added",
         breaks: "Compatible; the model may start using the new shape.",
         kind: Semantic, severity: Low,

@@ -3,9 +3,10 @@
 //! never seen.
 
 crate::rules! {
-    family OUTPUT_RULES;
+    family OUTPUT_RULES, OUTPUT_FAMILY: "output", "outputSchema rules";
     OUTPUT_PROPERTY_ADDED {
         id: "output-property-added",
+        since: "0.1.0",
         summary: "a new key in results",
         breaks: "Its content reaches the context window: more tokens, and text the agent was not evaluated with.",
         kind: Semantic, severity: Low,
@@ -14,6 +15,7 @@ crate::rules! {
     }
     OUTPUT_REQUIRED_PROPERTY_REMOVED {
         id: "output-required-property-removed",
+        since: "0.1.0",
         summary: "a guaranteed key is gone or no longer required",
         breaks: "Consumers that read it break or read nothing.",
         kind: Structural, severity: High,
@@ -22,6 +24,7 @@ crate::rules! {
     }
     OUTPUT_OPTIONAL_PROPERTY_REMOVED {
         id: "output-optional-property-removed",
+        since: "0.1.0",
         summary: "a key that was not guaranteed is gone",
         breaks: "Consumers that used it when present lose it.",
         kind: Structural, severity: Medium,
@@ -30,6 +33,7 @@ crate::rules! {
     }
     OUTPUT_TYPE_WIDENED {
         id: "output-type-widened",
+        since: "0.1.0",
         summary: "a new type may come back, including null",
         breaks: "Consumers meet a type they never handled.",
         kind: Structural, severity: High,
@@ -38,6 +42,7 @@ crate::rules! {
     }
     OUTPUT_TYPE_CHANGED {
         id: "output-type-changed",
+        since: "0.1.0",
         summary: "old and new type sets do not overlap",
         breaks: "Every consumer of the field reads something else.",
         kind: Structural, severity: Critical,
@@ -46,6 +51,7 @@ crate::rules! {
     }
     OUTPUT_ENUM_VALUE_ADDED {
         id: "output-enum-value-added",
+        since: "0.1.0",
         summary: "a value the model has never seen may come back",
         breaks: "The agent meets a status it has no instructions for and improvises.",
         kind: Semantic, severity: High,
@@ -54,6 +60,7 @@ crate::rules! {
     }
     OUTPUT_ENUM_VALUE_REMOVED {
         id: "output-enum-value-removed",
+        since: "0.1.0",
         summary: "a value will no longer come back",
         breaks: "Branches for it become dead; nothing breaks.",
         kind: Semantic, severity: Info,
@@ -62,6 +69,7 @@ crate::rules! {
     }
     OUTPUT_FORMAT_CHANGED {
         id: "output-format-changed",
+        since: "0.1.0",
         summary: "`format` or `pattern` of a result value changed",
         breaks: "The same field now means something else (a country name becomes an ISO code).",
         kind: Semantic, severity: High,
@@ -70,6 +78,7 @@ crate::rules! {
     }
     OUTPUT_BOUND_RELAXED {
         id: "output-bound-relaxed",
+        since: "0.1.0",
         summary: "larger or unbounded results",
         breaks: "More tokens reach the context window; budgets may no longer hold.",
         kind: Semantic, severity: Medium,
@@ -78,6 +87,7 @@ crate::rules! {
     }
     OUTPUT_ADDITIONAL_PROPERTIES_OPENED {
         id: "output-additional-properties-opened",
+        since: "0.1.0",
         summary: "`additionalProperties` false → true or wider",
         breaks: "Results may carry keys no one declared, and their text.",
         kind: Semantic, severity: Medium,
@@ -86,6 +96,7 @@ crate::rules! {
     }
     OUTPUT_UNION_BRANCH_ADDED {
         id: "output-union-branch-added",
+        since: "0.1.0",
         summary: "a new anyOf/oneOf branch may come back",
         breaks: "Consumers meet a shape they never handled.",
         kind: Structural, severity: High,

@@ -2,10 +2,16 @@
 //! by comparing manifests (except `server-version-changed`). Registered so
 //! their ids are reserved.
 
+use serde_json::Value;
+use toolpin_manifest::Catalog;
+
+use crate::finding::Finding;
+
 crate::rules! {
-    family RUNTIME_RULES;
+    family RUNTIME_RULES, RUNTIME_FAMILY: "runtime", "Run-time and contract rules";
     SERVER_VERSION_CHANGED {
         id: "server-version-changed",
+        since: "0.1.0",
         summary: "the server's serverInfo.version moved",
         breaks: "The declaration may be unchanged while the service behind it changed: results, latency, validation. Reported, never failed: it asks for contract tests, not a re-pin.",
         kind: Behavioural, severity: Info,
@@ -14,6 +20,7 @@ crate::rules! {
     }
     RESULT_NONCONFORMANT {
         id: "result-nonconformant",
+        since: "0.1.0",
         summary: "a real result fails the pinned outputSchema",
         breaks: "The service returns what its declaration does not allow.",
         kind: Behavioural, severity: High, runtime: true,
@@ -22,6 +29,7 @@ crate::rules! {
     }
     RESULT_UNKNOWN_ENUM_VALUE {
         id: "result-unknown-enum-value",
+        since: "0.1.0",
         summary: "a result or an argument carries an enum value never pinned",
         breaks: "The model meets, or produced, a value outside the evaluated set.",
         kind: Semantic, severity: High, runtime: true,
@@ -30,6 +38,7 @@ crate::rules! {
     }
     UNKNOWN_TOOL_CALLED {
         id: "unknown-tool-called",
+        since: "0.1.0",
         summary: "the model called a tool name that is not in the pin",
         breaks: "A call the pin does not allow: refused, never forwarded.",
         kind: Behavioural, severity: Critical, security: true, runtime: true,
@@ -38,10 +47,48 @@ crate::rules! {
     }
     CONTRACT_FAILED {
         id: "contract-failed",
+        since: "0.1.0",
         summary: "a golden call's assertion failed (field present, enum set, default, latency budget)",
         breaks: "The service no longer behaves as the agent was evaluated against.",
         kind: Behavioural, severity: High, runtime: true,
         rerun: ["tool-cases"],
         example: "`search_orders` without `page_size` returns 20 rows, not 50",
+    }
+}
+
+// The check: the only code that emits this family's rules.
+
+/// The pointer of a server's version inside its lockfile entry.
+pub const SERVER_VERSION_POINTER: &str = "/session/server_info/version";
+
+/// A server present on both sides whose serverInfo.version moved.
+pub(crate) fn check_server_versions(old: &Catalog, new: &Catalog, out: &mut Vec<Finding>) {
+    for (name, before) in &old.servers {
+        let Some(after) = new.servers.get(name) else {
+            continue;
+        };
+        let version = |pin: &toolpin_manifest::ServerPin| {
+            pin.session
+                .as_ref()
+                .and_then(|s| s.pointer("/server_info/version"))
+                .cloned()
+        };
+        let (b, a) = (version(before), version(after));
+        if b.is_some() && a.is_some() && b != a {
+            let mut f = Finding::new(
+                &SERVER_VERSION_CHANGED,
+                name,
+                "",
+                SERVER_VERSION_POINTER.into(),
+            );
+            f.message = format!(
+                "server {name}: version {} → {}",
+                b.as_ref().map(Value::to_string).unwrap_or_default(),
+                a.as_ref().map(Value::to_string).unwrap_or_default()
+            );
+            f.before = b;
+            f.after = a;
+            RUNTIME_FAMILY.push(out, f);
+        }
     }
 }
