@@ -431,7 +431,7 @@ pub fn run(args: &InitArgs) -> Result<(), CliError> {
         ),
     };
     if args.print {
-        crate::print(&rendered.text)?;
+        crate::commands::print(&rendered.text)?;
         eprintln!("{summary}{exports}");
     } else {
         toolpin_manifest::fs::write_atomic(&args.output, rendered.text.as_bytes())

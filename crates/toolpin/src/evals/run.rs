@@ -449,7 +449,7 @@ fn render_table(
             eval.name.clone(),
             cell(pinned),
             cell(live),
-            crate::display(&out.join(&eval.name)),
+            crate::commands::display(&out.join(&eval.name)),
         ]);
     }
     let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
@@ -497,7 +497,7 @@ fn render_table(
     let _ = writeln!(
         text,
         "summary: {}",
-        printable(&crate::display(&out.join("summary.json")), false)
+        printable(&crate::commands::display(&out.join("summary.json")), false)
     );
     text
 }
