@@ -29,3 +29,9 @@ impl fmt::Display for CliError {
 }
 
 impl std::error::Error for CliError {}
+
+impl From<toolpin_config::Error> for CliError {
+    fn from(e: toolpin_config::Error) -> Self {
+        Self::new(e.message())
+    }
+}

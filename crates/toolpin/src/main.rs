@@ -11,7 +11,7 @@ mod commands;
 mod config;
 mod error;
 mod evals;
-mod expand;
+use toolpin_config::expand;
 mod init;
 mod pin;
 mod proxy;
