@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use toolpin_capture::Format;
 
 use crate::commands::report_target::{parse_report_target, ReportTarget};
-use crate::{approve, init, pin};
+use crate::{approve, pin};
 
 #[derive(Parser)]
 #[command(
@@ -134,7 +134,7 @@ pub enum Command {
     /// Windsurf, Zed, Codex and Gemini CLI, in the current directory and in your home
     /// directory, and writes one commented [servers.NAME] table per server found.
     /// Secrets are never copied: literal values become ${VAR} references to export.
-    Init(init::InitArgs),
+    Init(InitArgs),
     /// Capture every configured server and write the lockfile
     Lock {
         #[command(flatten)]
@@ -281,6 +281,28 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+}
+
+/// `toolpin init`.
+#[derive(clap::Args)]
+pub struct InitArgs {
+    /// Read only this MCP client config file instead of searching the project
+    /// and home directory
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// The client whose format --from FILE is in [default: detected from its
+    /// path and content]; without --from, search only this client's files
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub client: Option<toolpin_init::Client>,
+    /// Overwrite the output file if it exists
+    #[arg(long)]
+    pub force: bool,
+    /// Where to write the configuration
+    #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+    pub output: PathBuf,
+    /// Write the configuration to stdout instead of a file
+    #[arg(long, conflicts_with = "output")]
+    pub print: bool,
 }
 
 #[derive(Subcommand)]

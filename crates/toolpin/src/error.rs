@@ -35,3 +35,21 @@ impl From<toolpin_config::Error> for CliError {
         Self::new(e.message())
     }
 }
+
+impl From<toolpin_evals::Error> for CliError {
+    fn from(e: toolpin_evals::Error) -> Self {
+        Self::new(e.message())
+    }
+}
+
+impl From<toolpin_approve::Error> for CliError {
+    fn from(e: toolpin_approve::Error) -> Self {
+        Self::new(e.message())
+    }
+}
+
+impl From<toolpin_init::Error> for CliError {
+    fn from(e: toolpin_init::Error) -> Self {
+        Self::new(e.message())
+    }
+}

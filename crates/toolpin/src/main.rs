@@ -5,14 +5,13 @@
 //! `main` parses the arguments (`cli.rs`) and hands them to
 //! `commands::run`, which dispatches to one module per command.
 
-mod approve;
+use toolpin_approve as approve;
 mod cli;
 mod commands;
 mod config;
 mod error;
-mod evals;
 use toolpin_config::expand;
-mod init;
+use toolpin_evals as evals;
 mod pin;
 mod proxy;
 mod review;

@@ -6,6 +6,7 @@ pub mod check;
 pub mod diff;
 pub mod evals;
 pub mod fingerprint;
+pub mod init;
 pub mod lock;
 pub mod ls;
 mod pending;
@@ -43,7 +44,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
     };
     let quiet = cli.quiet;
     match &cli.command {
-        Command::Init(args) => crate::init::run(args).map(|()| Outcome::Clean),
+        Command::Init(args) => init::run(args),
         Command::Lock { config } => lock::run(config, quiet),
         Command::Ls { config } => ls::run(config, quiet, style),
         Command::Check { config, report } => check::run(config, report, quiet, style),
