@@ -13,8 +13,6 @@ mod error;
 use toolpin_config::expand;
 use toolpin_evals as evals;
 mod pin;
-mod proxy;
-mod review;
 
 use std::process::ExitCode;
 
