@@ -21,6 +21,7 @@ pub mod flags;
 pub mod http;
 pub mod metrics;
 pub mod scan;
+pub mod serve;
 pub mod served;
 pub mod session;
 pub mod stdio;

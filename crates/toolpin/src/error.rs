@@ -29,3 +29,27 @@ impl fmt::Display for CliError {
 }
 
 impl std::error::Error for CliError {}
+
+impl From<toolpin_config::Error> for CliError {
+    fn from(e: toolpin_config::Error) -> Self {
+        Self::new(e.message())
+    }
+}
+
+impl From<toolpin_evals::Error> for CliError {
+    fn from(e: toolpin_evals::Error) -> Self {
+        Self::new(e.message())
+    }
+}
+
+impl From<toolpin_approve::Error> for CliError {
+    fn from(e: toolpin_approve::Error) -> Self {
+        Self::new(e.message())
+    }
+}
+
+impl From<toolpin_init::Error> for CliError {
+    fn from(e: toolpin_init::Error) -> Self {
+        Self::new(e.message())
+    }
+}

@@ -13,7 +13,33 @@ use toolpin_drift::Comparison;
 use toolpin_manifest::catalog::tools_fingerprint;
 use toolpin_manifest::{Catalog, Fingerprint, Glob, PinnedTool, ServerPin};
 
-use crate::error::CliError;
+/// A change that cannot be accepted, or an approvals log that cannot be
+/// read or written: one line for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    message: String,
+}
+
+impl Error {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message as written.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// Version of the approvals record layout (the `version` member).
 pub const RECORD_VERSION: u64 = 1;
@@ -192,7 +218,7 @@ pub fn changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> 
 /// The pin with the accepted changes applied: accepted tools take their
 /// live definition, everything else stays exactly as pinned. Accepting
 /// every change gives the live catalog.
-pub fn apply(pinned: &Catalog, live: &Catalog, accepted: &[&Change]) -> Result<Catalog, CliError> {
+pub fn apply(pinned: &Catalog, live: &Catalog, accepted: &[&Change]) -> Result<Catalog, Error> {
     let mut servers = pinned.servers.clone();
     let empty_like = |pin: &ServerPin| ServerPin {
         tools: BTreeMap::new(),
@@ -234,7 +260,7 @@ pub fn apply(pinned: &Catalog, live: &Catalog, accepted: &[&Change]) -> Result<C
             let pin = live.servers.get(&ch.server);
             let tool = pin.and_then(|p| p.tools.get(&ch.tool));
             let (Some(pin), Some(tool)) = (pin, tool) else {
-                return Err(CliError::new(format!(
+                return Err(Error::new(format!(
                     "{} is not in the live catalog",
                     ch.address()
                 )));
@@ -258,7 +284,7 @@ pub fn apply(pinned: &Catalog, live: &Catalog, accepted: &[&Change]) -> Result<C
     for pin in servers.values_mut() {
         pin.fingerprint = tools_fingerprint(&pin.tools);
     }
-    Catalog::new(pinned.environment.clone(), servers).map_err(|e| CliError::new(e.to_string()))
+    Catalog::new(pinned.environment.clone(), servers).map_err(|e| Error::new(e.to_string()))
 }
 
 /// `--tool PATTERN[@FINGERPRINT]`: which changes to accept, optionally only
@@ -303,10 +329,7 @@ impl Selector {
 
 /// The changes `selectors` pick (all of them when there are none). Every
 /// selector must pick something, and a fingerprint must be the live one.
-pub fn select<'a>(
-    changes: &'a [Change],
-    selectors: &[Selector],
-) -> Result<Vec<&'a Change>, CliError> {
+pub fn select<'a>(changes: &'a [Change], selectors: &[Selector]) -> Result<Vec<&'a Change>, Error> {
     if selectors.is_empty() {
         return Ok(changes.iter().collect());
     }
@@ -317,7 +340,7 @@ pub fn select<'a>(
             .collect();
         if matched.is_empty() {
             let all: Vec<String> = changes.iter().map(Change::address).collect();
-            return Err(CliError::new(format!(
+            return Err(Error::new(format!(
                 "--tool {}: no such change (changed: {})",
                 sel.text,
                 all.join(", ")
@@ -328,7 +351,7 @@ pub fn select<'a>(
                 let ch = &changes[i];
                 let live = ch.after.map(|f| f.to_hex());
                 if !live.as_deref().is_some_and(|l| l.starts_with(fp.as_str())) {
-                    return Err(CliError::new(format!(
+                    return Err(Error::new(format!(
                         "--tool {}: {} is now {}, not the definition that was reviewed; review it again",
                         sel.text,
                         ch.address(),
@@ -353,9 +376,9 @@ pub struct Evidence {
 
 impl Evidence {
     /// Reads `path` (relative to the working directory) and digests it.
-    pub fn read(path: &Path, lockfile: &Path) -> Result<Self, CliError> {
+    pub fn read(path: &Path, lockfile: &Path) -> Result<Self, Error> {
         let bytes = std::fs::read(path)
-            .map_err(|e| CliError::new(format!("evidence {}: {e}", path.display())))?;
+            .map_err(|e| Error::new(format!("evidence {}: {e}", path.display())))?;
         let base = lockfile_dir(lockfile);
         let recorded = match (path.canonicalize(), base.canonicalize()) {
             (Ok(p), Ok(b)) => p
@@ -436,16 +459,12 @@ fn lockfile_dir(lockfile: &Path) -> PathBuf {
 /// Writes the decisions: the log first, then the lockfile (only when
 /// something was accepted). If the lockfile cannot be written, the log is
 /// put back as it was, so the two never disagree.
-pub fn commit(
-    lockfile: &Path,
-    updated: Option<&Catalog>,
-    records: &[Value],
-) -> Result<(), CliError> {
+pub fn commit(lockfile: &Path, updated: Option<&Catalog>, records: &[Value]) -> Result<(), Error> {
     let log = log_path(lockfile);
     let previous = match std::fs::read(&log) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(CliError::new(format!("cannot read {}: {e}", log.display()))),
+        Err(e) => return Err(Error::new(format!("cannot read {}: {e}", log.display()))),
     };
     if !records.is_empty() {
         let mut text = previous.clone().unwrap_or_default();
@@ -457,7 +476,7 @@ pub fn commit(
             text.push(b'\n');
         }
         toolpin_manifest::fs::write_atomic(&log, &text)
-            .map_err(|e| CliError::new(format!("cannot write {}: {e}", log.display())))?;
+            .map_err(|e| Error::new(format!("cannot write {}: {e}", log.display())))?;
     }
     if let Some(catalog) = updated {
         if let Err(e) = toolpin_manifest::lockfile::write(catalog, lockfile) {
@@ -469,7 +488,7 @@ pub fn commit(
                 Ok(()) => String::new(),
                 Err(r) => format!(" (and {} could not be restored: {r})", log.display()),
             };
-            return Err(CliError::new(format!("{e}{note}")));
+            return Err(Error::new(format!("{e}{note}")));
         }
     }
     Ok(())

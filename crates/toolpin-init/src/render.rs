@@ -50,7 +50,7 @@ const TOKEN_PREFIXES: [&str; 14] = [
 
 /// The same test the lockfile's redaction uses.
 pub fn secret_key(key: &str) -> bool {
-    crate::config::secret_looking(key)
+    toolpin_config::secret_looking(key)
 }
 
 fn token_like(value: &str) -> bool {

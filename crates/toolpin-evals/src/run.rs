@@ -14,9 +14,9 @@ use toolpin_manifest::{export, Catalog, ToolFormat};
 use toolpin_report::style::printable;
 use toolpin_report::Style;
 
-use crate::config::Eval;
-use crate::error::CliError;
-use crate::expand::{expand, redact};
+use crate::Error;
+use toolpin_config::expand::{expand, redact};
+use toolpin_config::Eval;
 
 /// The two catalogs, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,10 +84,10 @@ pub struct Request<'a> {
 
 /// Runs the evals and returns the side-by-side table and whether any eval
 /// regressed (passed pinned, failed live).
-pub fn run(req: &Request, style: Style) -> Result<(String, bool), CliError> {
+pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
     let shown_out = req.out.clone();
     let out = std::path::absolute(&req.out)
-        .map_err(|e| CliError::new(format!("cannot resolve {}: {e}", req.out.display())))?;
+        .map_err(|e| Error::new(format!("cannot resolve {}: {e}", req.out.display())))?;
     let manifests_dir = out.join("manifests");
     create_dir(&manifests_dir)?;
     // A summary from an earlier run must not describe this one if it fails.
@@ -96,7 +96,7 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), CliError> {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            return Err(CliError::new(format!(
+            return Err(Error::new(format!(
                 "cannot remove {}: {e}",
                 summary_path.display()
             )))
@@ -120,7 +120,7 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), CliError> {
             let path =
                 manifests_dir.join(format!("{}.{}.json", side.name(), format.manifest_name()));
             toolpin_manifest::fs::write_atomic(&path, export::to_text(catalog, format).as_bytes())
-                .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))?;
+                .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))?;
             manifests.insert((side.name(), format), path);
         }
     }
@@ -129,12 +129,12 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), CliError> {
     let progress = req.progress && std::io::stderr().is_terminal();
     let mut results: Vec<[RunResult; 2]> = Vec::new();
     for (eval, (env, secrets)) in req.evals.iter().zip(&envs) {
-        let run_side = |side: Side| -> Result<RunResult, CliError> {
+        let run_side = |side: Side| -> Result<RunResult, Error> {
             let manifest = manifests
                 .get(&(side.name(), eval.manifest))
                 .cloned()
                 .ok_or_else(|| {
-                    CliError::new(format!(
+                    Error::new(format!(
                         "internal error: no {} manifest was written for the {} catalog",
                         eval.manifest,
                         side.name()
@@ -145,7 +145,7 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), CliError> {
                 eprintln!("{} on the {} catalog…", eval.name, side.name());
             }
             let result = run_one(eval, side, &dir, &manifest, catalog_of(req, side), env)
-                .map_err(|e| CliError::new(redact(&e, secrets)))?;
+                .map_err(|e| Error::new(redact(&e, secrets)))?;
             if progress {
                 eprintln!(
                     "{} on the {} catalog: {} in {}",
@@ -174,7 +174,7 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), CliError> {
     // Serializing a Value cannot fail.
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n";
     toolpin_manifest::fs::write_atomic(&summary_path, text.as_bytes())
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", summary_path.display())))?;
+        .map_err(|e| Error::new(format!("cannot write {}: {e}", summary_path.display())))?;
 
     let table = render_table(req, &results, &shown_out, &regressed, style);
     Ok((table, !regressed.is_empty()))
@@ -218,22 +218,22 @@ pub fn regression(pinned: &RunResult, live: &RunResult) -> bool {
     pinned.status.passed() && !live.status.passed()
 }
 
-fn create_dir(dir: &Path) -> Result<(), CliError> {
+fn create_dir(dir: &Path) -> Result<(), Error> {
     std::fs::create_dir_all(dir)
-        .map_err(|e| CliError::new(format!("cannot create {}: {e}", dir.display())))
+        .map_err(|e| Error::new(format!("cannot create {}: {e}", dir.display())))
 }
 
 /// Where the eval runs, made absolute; it must be a directory.
-fn working_dir(eval: &Eval) -> Result<PathBuf, CliError> {
+fn working_dir(eval: &Eval) -> Result<PathBuf, Error> {
     let cwd = std::path::absolute(&eval.cwd).map_err(|e| {
-        CliError::new(format!(
+        Error::new(format!(
             "evals.{}: cannot resolve {}: {e}",
             eval.name,
             eval.cwd.display()
         ))
     })?;
     if !cwd.is_dir() {
-        return Err(CliError::new(format!(
+        return Err(Error::new(format!(
             "evals.{}: the working directory {} is not a directory (check `cwd`)",
             eval.name,
             cwd.display()
@@ -246,13 +246,13 @@ fn working_dir(eval: &Eval) -> Result<PathBuf, CliError> {
 /// that came from it (kept out of messages).
 type EvalEnv = (BTreeMap<String, String>, Vec<(String, String)>);
 
-fn eval_env(eval: &Eval) -> Result<EvalEnv, CliError> {
+fn eval_env(eval: &Eval) -> Result<EvalEnv, Error> {
     let mut env = BTreeMap::new();
     let mut secrets = Vec::new();
     for (key, value) in &eval.env {
         let e = expand(value, &|k| std::env::var(k).ok())
-            .map_err(|m| CliError::new(format!("evals.{}: `env.{key}`: {m}", eval.name)))?;
-        if crate::config::secret_looking(key) && !value.contains("${") {
+            .map_err(|m| Error::new(format!("evals.{}: `env.{key}`: {m}", eval.name)))?;
+        if toolpin_config::secret_looking(key) && !value.contains("${") {
             secrets.push(("<redacted>".to_string(), value.clone()));
         }
         secrets.extend(e.secrets);

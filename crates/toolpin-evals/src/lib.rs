@@ -1,4 +1,4 @@
-//! Eval routing (docs/evals.md): from the re-run tags of the failing
+//! Evals (docs/evals.md). Eval routing: from the re-run tags of the failing
 //! findings to the evals configured in `[evals]` and `[routing]`. This is
 //! `check --plan`, `diff --plan` and `evals list`; running the evals against
 //! both catalogs is in `run.rs`.
@@ -14,7 +14,42 @@ use toolpin_drift::{Comparison, Finding};
 use toolpin_report::style::printable;
 use toolpin_report::Style;
 
-use crate::config::{Evals, Route};
+use toolpin_config::{Evals, Route};
+
+/// An eval that could not be run: one line for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    message: String,
+}
+
+impl Error {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message as written.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A path as messages show it: without a leading `./`.
+fn display(path: &std::path::Path) -> String {
+    path.strip_prefix("./")
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
 
 /// The evals the failing findings route to.
 #[derive(Debug, Default, PartialEq)]
@@ -199,7 +234,7 @@ pub fn plan_json(plan: &Plan, evals: &Evals, c: &Comparison, verdict: &Verdict) 
             json!({
                 "eval": name,
                 "run": eval.map(|e| e.run.as_str()),
-                "manifest": eval.map(|e| e.manifest.name()),
+                "manifest": eval.map(|e| e.manifest.manifest_name()),
                 "tags": p.tags,
                 "findings": p.findings.iter().map(|&i| finding_json(c, i)).collect::<Vec<_>>(),
             })
@@ -253,7 +288,7 @@ pub fn render_list(evals: &Evals, s: Style) -> String {
         let _ = writeln!(
             out,
             "  {name:<width$}  {:<9}  {}{extra}",
-            eval.manifest.name(),
+            eval.manifest.manifest_name(),
             printable(&eval.run, false)
         );
     }
@@ -279,8 +314,8 @@ pub fn render_list(evals: &Evals, s: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Eval;
     use std::path::PathBuf;
+    use toolpin_config::Eval;
     use toolpin_manifest::ToolFormat;
 
     fn evals(names: &[&str], routing: &[(&str, &[&str])]) -> Evals {

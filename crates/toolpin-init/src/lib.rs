@@ -1,4 +1,4 @@
-//! `toolpin init`: find the MCP servers configured for the agents on this
+//! What `toolpin init` does: find the MCP servers configured for the agents on this
 //! machine (Claude Desktop, Claude Code, Cursor, VS Code, Windsurf, Zed,
 //! Codex, Gemini CLI) and write them as a commented `toolpin.toml`.
 //!
@@ -12,31 +12,36 @@ mod render;
 
 use std::path::{Path, PathBuf};
 
-use crate::error::CliError;
-
 use clients::Parsed;
 use render::FileFinds;
+pub use render::Rendered;
 
-#[derive(clap::Args)]
-pub struct InitArgs {
-    /// Read only this MCP client config file instead of searching the project
-    /// and home directory
-    #[arg(long, value_name = "FILE")]
-    from: Option<PathBuf>,
-    /// The client whose format --from FILE is in [default: detected from its
-    /// path and content]; without --from, search only this client's files
-    #[arg(long, value_enum, value_name = "NAME")]
-    client: Option<Client>,
-    /// Overwrite the output file if it exists
-    #[arg(long)]
-    force: bool,
-    /// Where to write the configuration
-    #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
-    output: PathBuf,
-    /// Write the configuration to stdout instead of a file
-    #[arg(long, conflicts_with = "output")]
-    print: bool,
+/// A client file that cannot be read or understood: one line for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    message: String,
 }
+
+impl Error {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message as written.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// The MCP clients whose configuration `init` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -264,7 +269,7 @@ fn search(ctx: &Context, only: Option<Client>) -> Search {
 }
 
 /// Reads one file named by `--from`.
-fn read_from(ctx: &Context, path: &Path, client: Option<Client>) -> Result<FileFinds, CliError> {
+fn read_from(ctx: &Context, path: &Path, client: Option<Client>) -> Result<FileFinds, Error> {
     let abs = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -272,18 +277,18 @@ fn read_from(ctx: &Context, path: &Path, client: Option<Client>) -> Result<FileF
     };
     let origin = shown(ctx, &abs);
     let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::new(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| Error::new(format!("cannot read {}: {e}", path.display())))?;
     let client = client.or_else(|| detect(path, &text)).ok_or_else(|| {
-        CliError::new(format!(
+        Error::new(format!(
             "{}: cannot tell which MCP client wrote it; pass --client (one of: {})",
             path.display(),
             client_ids()
         ))
     })?;
     let parsed: Parsed = clients::parse(client, &text, ctx)
-        .map_err(|e| CliError::new(format!("{} ({}): {e}", path.display(), client.title())))?;
+        .map_err(|e| Error::new(format!("{} ({}): {e}", path.display(), client.title())))?;
     if parsed.servers.is_empty() {
-        return Err(CliError::new(format!(
+        return Err(Error::new(format!(
             "{}: no MCP servers in it (read as a {} configuration; pass --client if it is another client's)",
             path.display(),
             client.title()
@@ -324,11 +329,11 @@ fn found_summary(files: &[FileFinds]) -> String {
 
 /// The generated file, and the one-line summary for stderr (without where it
 /// went).
-fn generate(
+pub fn generate(
     ctx: &Context,
     from: Option<&Path>,
     client: Option<Client>,
-) -> Result<(render::Rendered, String), CliError> {
+) -> Result<(Rendered, String), Error> {
     let files = match from {
         Some(path) => vec![read_from(ctx, path, client)?],
         None => {
@@ -349,7 +354,7 @@ fn generate(
                     message.push_str(&format!("; could not read {}", s.unreadable.join("; ")));
                 }
                 message.push_str("; use --from FILE to read another client configuration");
-                return Err(CliError::new(message));
+                return Err(Error::new(message));
             }
             s.files
         }
@@ -357,7 +362,7 @@ fn generate(
     let summary = found_summary(&files);
     let rendered = render::render(&files, &summary);
     if rendered.servers == 0 {
-        return Err(CliError::new(format!(
+        return Err(Error::new(format!(
             "found no server toolpin can run: {summary}; each needs a command or a url"
         )));
     }
@@ -382,7 +387,7 @@ fn generate(
     Ok((rendered, line))
 }
 
-fn home_dir() -> Option<PathBuf> {
+pub fn home_dir() -> Option<PathBuf> {
     ["HOME", "USERPROFILE"]
         .iter()
         .filter_map(std::env::var_os)
@@ -390,71 +395,24 @@ fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// Runs `toolpin init`.
-pub fn run(args: &InitArgs) -> Result<(), CliError> {
-    if !args.print && args.output.exists() && !args.force {
-        return Err(CliError::new(format!(
-            "{} already exists; pass --force to overwrite it, or --print to see what init would write",
-            args.output.display()
-        )));
-    }
-    let project = std::env::current_dir()
-        .map_err(|e| CliError::new(format!("cannot read the current directory: {e}")))?;
-    let project = std::fs::canonicalize(&project).unwrap_or(project);
-    let home = home_dir().map(|h| std::fs::canonicalize(&h).unwrap_or(h));
-    let output_dir = if args.print {
-        Some(project.clone())
-    } else {
-        let abs = project.join(&args.output);
-        abs.parent()
-            .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_path_buf()))
-    };
-    let workspace = if output_dir.as_deref() == Some(project.as_path()) {
-        ".".to_string()
-    } else {
-        project.display().to_string()
-    };
-    let ctx = Context {
-        home,
-        project,
-        workspace,
-    };
-    let (rendered, summary) = generate(&ctx, args.from.as_deref(), args.client)?;
-    let exports = match rendered.exports.len() {
-        0 => String::new(),
-        1..=4 => format!(
-            "; export {} before `toolpin lock`",
-            rendered.exports.join(", ")
-        ),
-        n => format!(
-            "; export the {n} variables listed at the top of the file before `toolpin lock`"
-        ),
-    };
-    if args.print {
-        crate::print(&rendered.text)?;
-        eprintln!("{summary}{exports}");
-    } else {
-        toolpin_manifest::fs::write_atomic(&args.output, rendered.text.as_bytes())
-            .map_err(|e| CliError::new(format!("cannot write {}: {e}", args.output.display())))?;
-        eprintln!("{summary}; wrote {}{exports}", args.output.display());
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    const DESKTOP: &str = include_str!("../tests/fixtures/clients/claude_desktop_config.json");
-    const CODE_PROJECT: &str = include_str!("../tests/fixtures/clients/claude-code.mcp.json");
-    const CODE_USER: &str = include_str!("../tests/fixtures/clients/claude-code.claude.json");
-    const CURSOR: &str = include_str!("../tests/fixtures/clients/cursor.mcp.json");
-    const VSCODE: &str = include_str!("../tests/fixtures/clients/vscode.mcp.json");
-    const WINDSURF: &str = include_str!("../tests/fixtures/clients/windsurf.mcp_config.json");
-    const ZED: &str = include_str!("../tests/fixtures/clients/zed.settings.json");
-    const CODEX: &str = include_str!("../tests/fixtures/clients/codex.config.toml");
-    const GEMINI: &str = include_str!("../tests/fixtures/clients/gemini.settings.json");
+    const DESKTOP: &str =
+        include_str!("../../toolpin/tests/fixtures/clients/claude_desktop_config.json");
+    const CODE_PROJECT: &str =
+        include_str!("../../toolpin/tests/fixtures/clients/claude-code.mcp.json");
+    const CODE_USER: &str =
+        include_str!("../../toolpin/tests/fixtures/clients/claude-code.claude.json");
+    const CURSOR: &str = include_str!("../../toolpin/tests/fixtures/clients/cursor.mcp.json");
+    const VSCODE: &str = include_str!("../../toolpin/tests/fixtures/clients/vscode.mcp.json");
+    const WINDSURF: &str =
+        include_str!("../../toolpin/tests/fixtures/clients/windsurf.mcp_config.json");
+    const ZED: &str = include_str!("../../toolpin/tests/fixtures/clients/zed.settings.json");
+    const CODEX: &str = include_str!("../../toolpin/tests/fixtures/clients/codex.config.toml");
+    const GEMINI: &str = include_str!("../../toolpin/tests/fixtures/clients/gemini.settings.json");
 
     /// Literal secrets in the fixtures, none of which may be written.
     const SECRETS: [&str; 12] = [
@@ -530,7 +488,7 @@ mod tests {
         let dir = temp_dir();
         let path = dir.join("toolpin.toml");
         std::fs::write(&path, &rendered.text).expect("write");
-        let loaded = crate::config::load(&path, None);
+        let loaded = toolpin_config::load(&path, None);
         let _ = std::fs::remove_dir_all(dir);
         match loaded {
             Ok(config) => assert_eq!(config.servers.len(), enabled),

@@ -1,0 +1,346 @@
+//! The command line: clap definitions only. `main.rs` parses, and
+//! `commands::run` dispatches.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use toolpin_capture::Format;
+
+use crate::commands::report_target::ReportTarget;
+use crate::{approve, pin};
+
+#[derive(Parser)]
+#[command(
+    name = "toolpin",
+    version,
+    about = "Pin the tool definitions your agent is handed, and fail CI when they drift",
+    long_about = "toolpin captures the tool definitions an agent receives (live MCP servers, \
+OpenAI, Anthropic and Gemini tool arrays, OpenAPI documents, or a command that prints them), \
+writes them to a lockfile with fingerprints, reports every unreviewed change, and can serve the \
+pinned catalog to the agent (toolpin proxy).\n\n\
+Exit codes: 0 no drift, 1 drift, 2 error.",
+    after_help = "Start with `toolpin lock`, commit toolpin.lock, and run `toolpin check` in CI."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// When to colour output [env: NO_COLOR disables colour in auto mode]
+    #[arg(long, global = true, value_enum, default_value_t = ColorArg::Auto)]
+    pub color: ColorArg,
+    /// Print nothing but errors and reports
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(clap::Args)]
+pub struct ConfigArgs {
+    /// The configuration file
+    #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+    pub config: PathBuf,
+    /// Use [env.NAME] overrides and the lockfile toolpin.NAME.lock
+    #[arg(long, value_name = "NAME")]
+    pub env: Option<String>,
+    /// The lockfile to write or check [default: beside the config file]
+    #[arg(long, value_name = "PATH")]
+    pub lockfile: Option<PathBuf>,
+    /// How many servers to capture at once
+    #[arg(short, long, default_value_t = 16, value_name = "N", value_parser = parse_jobs)]
+    pub jobs: usize,
+    /// Capture every server and report every failure instead of stopping at the first
+    #[arg(long)]
+    pub keep_going: bool,
+}
+
+/// `--jobs`: at least one server at a time.
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("--jobs must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl ConfigArgs {
+    pub fn capture_options(&self, quiet: bool) -> pin::CaptureOptions {
+        pin::CaptureOptions {
+            jobs: self.jobs,
+            keep_going: self.keep_going,
+            progress: !quiet,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Report format, optionally written to a file: text, json, markdown,
+    /// sarif, junit or github, as FORMAT or FORMAT=PATH; repeatable
+    /// (`--format text --format sarif=drift.sarif`). Default: text to stdout
+    #[arg(long, value_name = "FORMAT[=PATH]", value_parser = ReportTarget::parse)]
+    pub format: Vec<ReportTarget>,
+    /// Show whole before/after values in the text report
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Print the eval plan instead of the report: the evals ([evals] and
+    /// [routing] in toolpin.toml) the failing findings ask to re-run, each
+    /// with the findings that pull it in. With --format json, the plan
+    /// document (docs/evals.md)
+    #[arg(long)]
+    pub plan: bool,
+}
+
+/// `toolpin proxy`.
+#[derive(clap::Args)]
+pub struct ProxyArgs {
+    /// Front only this server (repeatable) [default: every MCP server in toolpin.toml]
+    #[arg(long = "server", value_name = "NAME")]
+    pub servers: Vec<String>,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8931)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// In stdio mode, serve Prometheus /metrics on ADDR (with --listen, /metrics is on the listener)
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// A Host header value to accept besides localhost, 127.0.0.1 and [::1] (repeatable)
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+    /// An Origin to accept besides loopback origins (repeatable)
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+    /// Where drift events and refusals go, as JSON lines: a file, or - for stderr [default: [proxy] events, else stderr]
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<String>,
+    /// With --listen, the most HTTP sessions open at once; past it initialize gets 503 [default: [proxy] max_sessions, else 32]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: Option<u64>,
+    /// Skip the capture at start that compares upstream with the pin
+    #[arg(long)]
+    pub no_start_check: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Write a toolpin.toml from the MCP servers your clients already use
+    ///
+    /// Reads the MCP configuration of Claude Desktop, Claude Code, Cursor, VS Code,
+    /// Windsurf, Zed, Codex and Gemini CLI, in the current directory and in your home
+    /// directory, and writes one commented [servers.NAME] table per server found.
+    /// Secrets are never copied: literal values become ${VAR} references to export.
+    Init(InitArgs),
+    /// Capture every configured server and write the lockfile
+    Lock {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Capture every configured server and list its tools, without writing anything
+    // `ls` reads and writes no lockfile: --lockfile is accepted but not shown.
+    #[command(mut_arg("lockfile", |a| a.hide(true)))]
+    Ls {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Capture again and compare with the lockfile (exit 1 on drift)
+    Check {
+        #[command(flatten)]
+        config: ConfigArgs,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// Pin reviewed changes and record why, leaving every other tool pinned
+    ///
+    /// Captures again and writes the live definition of each selected change
+    /// into the lockfile; every other tool keeps its pinned definition. Each
+    /// acceptance appends a record (tool, rule ids, fingerprints before and
+    /// after, reason, author, time, evidence digests) to the approvals log
+    /// beside the lockfile: toolpin.approvals.jsonl for toolpin.lock.
+    /// `toolpin lock` is the blunt tool that re-pins everything unrecorded.
+    Accept {
+        /// A change to accept, as server/tool (globs allowed), optionally
+        /// with at least 8 hex digits of the reviewed fingerprint so that
+        /// only that exact definition is accepted (orders/list_orders@9f2a1c4b);
+        /// repeatable. Default: every change
+        #[arg(long = "tool", value_name = "SERVER/TOOL[@FP]", value_parser = approve::Selector::parse)]
+        tools: Vec<approve::Selector>,
+        /// Why the change is acceptable, for the approvals log
+        #[arg(long)]
+        reason: String,
+        /// A file backing the decision, such as an eval report; its SHA-256
+        /// is recorded. Repeatable
+        #[arg(long, value_name = "FILE")]
+        evidence: Vec<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Review each change interactively: accept (with a reason), reject or skip
+    ///
+    /// Shows one changed tool at a time with its classified diff. Accepted
+    /// tools are written into the lockfile; rejected ones stay pinned at
+    /// their old definition. Every decision is appended to the approvals
+    /// log beside the lockfile. In scripts, use `toolpin accept`.
+    Review {
+        /// Show whole before/after values
+        #[arg(short, long)]
+        verbose: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Serve the pinned catalog to an agent and relay its calls upstream
+    ///
+    /// The agent's MCP configuration runs `toolpin proxy --server NAME` as its
+    /// server command (stdio), or connects to `--listen ADDR` (Streamable HTTP,
+    /// endpoint /mcp). The agent is handed the tools in the lockfile, reshaped
+    /// by [facade."server/tool"] and without withdrawn ones; calls to anything
+    /// else are refused; arguments are checked against the pinned schema; and
+    /// everything else MCP carries is relayed both ways. Upstream drift, found
+    /// at start and on tools/list_changed, is handled per severity by
+    /// [proxy.on_drift] and never changes what is served.
+    Proxy(ProxyArgs),
+    /// Withdraw a tool from running proxies without a deploy
+    ///
+    /// Writes the flags file beside the lockfile (toolpin.flags.toml), which a
+    /// running `toolpin proxy` reloads within a second (or on SIGHUP): the tool
+    /// leaves tools/list, clients are told the list changed, and calls to it
+    /// get a clear error.
+    Withdraw {
+        /// The pinned tool, as server/tool (the lockfile's names)
+        tool: String,
+        /// Why, for the flags file and the proxy's refusals
+        #[arg(long)]
+        reason: String,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Put a withdrawn tool back into running proxies
+    Restore {
+        /// The withdrawn tool, as server/tool
+        tool: String,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Compare two lockfiles or tool files (exit 1 when they differ)
+    Diff {
+        /// The pinned side: a lockfile or a tool-definition file
+        old: PathBuf,
+        /// The new side: a lockfile or a tool-definition file
+        new: PathBuf,
+        /// Read both files as this format instead of detecting it
+        #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
+        input_format: Option<Format>,
+        /// Take the [policy] from this configuration file [default: the default policy]
+        #[arg(short, long, value_name = "PATH")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// List the drift rules, or explain one
+    Rules {
+        /// A rule id, e.g. input-default-changed
+        id: Option<String>,
+        /// Print docs/rules.md (generated from the registry)
+        #[arg(long, conflicts_with = "id")]
+        markdown: bool,
+    },
+    /// Run your evals against the pinned and the live catalog, side by side
+    ///
+    /// Evals are configured in [evals.NAME] tables of toolpin.toml, and
+    /// [routing] maps re-run tags to them; see docs/evals.md.
+    Evals {
+        #[command(subcommand)]
+        command: EvalsCommand,
+    },
+    /// Print the release record: the tools fingerprint, and the model and
+    /// prompt from [release] when set
+    Stamp {
+        /// Print the record as JSON
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Print the catalog fingerprint of a lockfile or tool file
+    Fingerprint {
+        /// A lockfile or tool-definition file [default: the configured lockfile]
+        path: Option<PathBuf>,
+        /// Print catalog, per-server and per-tool fingerprints as JSON
+        #[arg(long, conflicts_with = "release")]
+        json: bool,
+        /// Print the release-record line `tools <12 hex>`
+        #[arg(long)]
+        release: bool,
+        /// Read PATH as this format instead of detecting it
+        #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
+        input_format: Option<Format>,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+}
+
+/// `toolpin init`.
+#[derive(clap::Args)]
+pub struct InitArgs {
+    /// Read only this MCP client config file instead of searching the project
+    /// and home directory
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// The client whose format --from FILE is in [default: detected from its
+    /// path and content]; without --from, search only this client's files
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub client: Option<toolpin_init::Client>,
+    /// Overwrite the output file if it exists
+    #[arg(long)]
+    pub force: bool,
+    /// Where to write the configuration
+    #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+    pub output: PathBuf,
+    /// Write the configuration to stdout instead of a file
+    #[arg(long, conflicts_with = "output")]
+    pub print: bool,
+}
+
+#[derive(Subcommand)]
+pub enum EvalsCommand {
+    /// Run evals twice, with TOOLPIN_MANIFEST pointing at the pinned catalog
+    /// and then at the live one, and print both results side by side
+    ///
+    /// Exit 0 when every eval did as well on the live catalog as on the
+    /// pinned one, 1 when some eval passed pinned and failed live, 2 on error
+    /// (an eval that cannot start included).
+    Run {
+        /// Evals to run [default: all of them]
+        #[arg(value_name = "NAME", conflicts_with = "plan")]
+        names: Vec<String>,
+        /// Run only the evals the current drift routes to (as `check --plan`
+        /// shows them)
+        #[arg(long)]
+        plan: bool,
+        /// Where the manifests, each run's output and summary.json go
+        /// [default: .toolpin/evals beside the config file]
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// List the configured evals and where each re-run tag routes
+    List {
+        /// The configuration file
+        #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+        config: PathBuf,
+    },
+}
+
+/// `--input-format` values, listed in `--help`.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    // Aliases (`openai` for `openai-chat`) are accepted but not listed.
+    let values = Format::ALL
+        .map(|f| clap::builder::PossibleValue::new(f.name()).aliases(f.aliases().iter().copied()));
+    clap::builder::PossibleValuesParser::new(values).try_map(|s| s.parse::<Format>())
+}

@@ -1,0 +1,134 @@
+//! One module per command. `run` dispatches; each command is one function,
+//! `commands::<name>::run`, which returns what it concluded.
+
+pub mod accept;
+pub mod check;
+pub mod diff;
+pub mod evals;
+pub mod fingerprint;
+pub mod init;
+pub mod lock;
+pub mod ls;
+mod pending;
+pub mod proxy;
+pub mod report_target;
+pub mod review;
+pub mod rules;
+pub mod stamp;
+pub mod withdraw;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use toolpin_report::{ColorChoice, Style};
+
+use crate::cli::{Cli, ColorArg, Command, ConfigArgs};
+use crate::config;
+use crate::error::CliError;
+
+/// What a command concluded.
+pub enum Outcome {
+    Clean,
+    Drift,
+}
+
+/// Runs the command the arguments name.
+pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
+    let color = match cli.color {
+        ColorArg::Auto => ColorChoice::Auto,
+        ColorArg::Always => ColorChoice::Always,
+        ColorArg::Never => ColorChoice::Never,
+    };
+    let style = Style {
+        color: toolpin_report::use_color(color),
+    };
+    let quiet = cli.quiet;
+    match &cli.command {
+        Command::Init(args) => init::run(args),
+        Command::Lock { config } => lock::run(config, quiet),
+        Command::Ls { config } => ls::run(config, quiet, style),
+        Command::Check { config, report } => check::run(config, report, quiet, style),
+        Command::Accept {
+            tools,
+            reason,
+            evidence,
+            config,
+        } => accept::run(config, tools, reason, evidence, quiet),
+        Command::Review { verbose, config } => review::run(config, *verbose, style, quiet),
+        Command::Proxy(args) => proxy::run(args),
+        Command::Withdraw {
+            tool,
+            reason,
+            config,
+        } => withdraw::withdraw(config, tool, reason, quiet),
+        Command::Restore { tool, config } => withdraw::restore(config, tool, quiet),
+        Command::Diff {
+            old,
+            new,
+            input_format,
+            config,
+            report,
+        } => diff::run(old, new, *input_format, config.as_deref(), report, style),
+        Command::Stamp { json, config } => stamp::run(config, *json),
+        Command::Evals { command } => evals::run(command, quiet, style),
+        Command::Rules { id, markdown } => rules::run(id.as_deref(), *markdown),
+        Command::Fingerprint {
+            path,
+            json,
+            release,
+            input_format,
+            config,
+        } => fingerprint::run(path.as_deref(), *json, *release, *input_format, config),
+    }
+}
+
+/// The lockfile a command reads: `--lockfile`, else the configured one.
+fn lockfile_path(args: &ConfigArgs) -> Result<PathBuf, CliError> {
+    match &args.lockfile {
+        Some(p) => Ok(p.clone()),
+        None => Ok(config::load(&args.config, args.env.as_deref())?.default_lockfile()),
+    }
+}
+
+/// `1 change`, `2 changes`.
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a message.
+pub(crate) fn print(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::new(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+/// The lockfile as code scanning and workflow annotations name it: relative
+/// to the root of the git repository that holds it (found by its `.git`),
+/// whatever directory toolpin runs in; outside a repository, as given.
+fn repository_path(path: &Path) -> String {
+    let Ok(absolute) = path.canonicalize() else {
+        return display(path);
+    };
+    for dir in absolute.ancestors().skip(1) {
+        if dir.join(".git").exists() {
+            if let Ok(relative) = absolute.strip_prefix(dir) {
+                return relative
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect::<Vec<_>>()
+                    .join("/");
+            }
+        }
+    }
+    display(path)
+}
+
+pub(crate) fn display(path: &Path) -> String {
+    path.strip_prefix("./")
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
