@@ -1804,14 +1804,14 @@ fn bad_input_50mb_truncated_json() {
         w.flush().expect("flush");
     }
     assert!(fs::metadata(&path).expect("meta").len() >= 50 << 20);
-    let start = Instant::now();
+    // No time limit here: it failed under load on a shared 2-core machine
+    // (15.6 s, 17.1 s at load 13) while passing in 6.6 s alone. The reader's
+    // speed is measured by scripts/bench-check, side by side, not timed here.
     let message = sb.fails(
         &["lock"],
         &["server \"svc\"", "tools.json:", "EOF while parsing"],
     );
-    let elapsed = start.elapsed();
     assert_eq!(located(&message, "tools.json").0, lines, "{message}");
-    assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
 }
 
 /// `{"a": {"a": … {} … }}` nested `depth` objects deep.
