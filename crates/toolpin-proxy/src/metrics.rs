@@ -75,7 +75,10 @@ impl ErrorClass {
         let m = message.to_ascii_lowercase();
         if m.contains("rate limit") || m.contains("too many requests") || m.contains("429") {
             Self::RateLimit
-        } else if code == Some(-32001) || m.contains("timed out") || m.contains("timeout") {
+        } else if code == Some(crate::jsonrpc::REQUEST_TIMEOUT)
+            || m.contains("timed out")
+            || m.contains("timeout")
+        {
             Self::Timeout
         } else if m.contains("unauthori")
             || m.contains("forbidden")
