@@ -213,7 +213,7 @@ pub struct Proxy {
     drift_withdrawn: Mutex<BTreeMap<String, String>>,
     /// Listed, but calls are refused because of drift.
     blocked: Mutex<BTreeMap<String, Blocked>>,
-    pub events: events::Log,
+    pub events: Arc<events::Log>,
     pub metrics: metrics::Metrics,
     pub telemetry: telemetry::Telemetry,
     list_changed: broadcast::Sender<()>,
@@ -246,14 +246,16 @@ impl Proxy {
             None => BTreeMap::new(),
         };
         let (list_changed, _) = broadcast::channel(16);
+        let events = Arc::new(events::Log::new(events, settings.redactor.clone()));
+        telemetry.log_failures_to(Arc::clone(&events));
         let proxy = Self {
             served: RwLock::new(Arc::new(Served::default())),
             flagged: Mutex::new(flagged),
             drift_withdrawn: Mutex::new(BTreeMap::new()),
             blocked: Mutex::new(BTreeMap::new()),
-            metrics: metrics::Metrics::default(),
+            metrics: metrics::Metrics::with_export_health(Arc::clone(telemetry.health())),
             telemetry,
-            events: events::Log::new(events, settings.redactor.clone()),
+            events,
             list_changed,
             upstream_pids: Mutex::new(std::collections::BTreeSet::new()),
             catalog_hex: settings.catalog.fingerprint.to_hex(),

@@ -130,9 +130,19 @@ struct Registry {
 #[derive(Default)]
 pub struct Metrics {
     registry: Mutex<Registry>,
+    /// The OTLP exporter's failures.
+    export: std::sync::Arc<crate::telemetry::Health>,
 }
 
 impl Metrics {
+    /// Metrics that count the failed exports of `export`.
+    pub fn with_export_health(export: std::sync::Arc<crate::telemetry::Health>) -> Self {
+        Self {
+            export,
+            ..Self::default()
+        }
+    }
+
     /// One finished call: `error` is `None` on success.
     pub fn call(&self, server: &str, tool: &str, seconds: f64, error: Option<ErrorClass>) {
         let Ok(mut r) = self.registry.lock() else {
@@ -374,6 +384,12 @@ impl Metrics {
                 "toolpin_connections_closed_total{{reason=\"{reason}\"}} {n}"
             );
         }
+        let _ = writeln!(out, "# HELP toolpin_otlp_export_failures_total OTLP trace exports that failed (spans dropped).\n# TYPE toolpin_otlp_export_failures_total counter");
+        let _ = writeln!(
+            out,
+            "toolpin_otlp_export_failures_total {}",
+            self.export.failures()
+        );
         out
     }
 }
