@@ -80,8 +80,6 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_CONNECTION_IDLE: Duration = Duration::from_secs(60);
 /// `Retry-After` of the refusal at the session cap, in seconds.
 const RETRY_AFTER_SECONDS: u64 = 10;
-/// JSON-RPC code of the refusal at the session cap (server error range).
-const SESSION_LIMIT_CODE: i64 = -32000;
 
 impl Default for Options {
     fn default() -> Self {
@@ -439,7 +437,7 @@ fn refuse_undeliverable(session: &std::sync::Weak<Session>, message: &Outgoing) 
     };
     let answer = error_response(
         &id,
-        -32603,
+        crate::jsonrpc::INTERNAL_ERROR,
         "toolpin proxy: this request cannot be delivered: the stateless clients share one session and it belongs with no one call in flight",
         None,
     );
@@ -1009,7 +1007,7 @@ fn session_limit_reply(front: &Front, request: &Value, open: usize) -> Reply {
     let data = json!({"toolpin": {"limit": "max_sessions", "max_sessions": max, "retry_after_seconds": RETRY_AFTER_SECONDS}});
     let mut r = json_reply(
         StatusCode::SERVICE_UNAVAILABLE,
-        &error_response(&id, SESSION_LIMIT_CODE, text, Some(data)),
+        &error_response(&id, crate::jsonrpc::SESSION_LIMIT, text, Some(data)),
     );
     r.headers_mut().insert(
         hyper::header::RETRY_AFTER,
@@ -1038,10 +1036,13 @@ fn invalid(message: &Value) -> Option<Value> {
         _ => "invalid request: not a JSON-RPC object",
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    Some(error_response(&id, INVALID_REQUEST, why, None))
+    Some(error_response(
+        &id,
+        crate::jsonrpc::INVALID_REQUEST,
+        why,
+        None,
+    ))
 }
-
-const INVALID_REQUEST: i64 = -32600;
 
 /// The body's messages that can be handled (a batch keeps its shape), and
 /// the answers to those that cannot. `Err` when nothing can be: the
@@ -1067,7 +1068,7 @@ fn sort_out(message: Value) -> Result<(Value, Vec<Value>), Value> {
         }
         Value::Array(_) => Err(error_response(
             &Value::Null,
-            INVALID_REQUEST,
+            crate::jsonrpc::INVALID_REQUEST,
             "invalid request: an empty batch",
             None,
         )),
@@ -1118,7 +1119,12 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         Err(e) => {
             return json_reply(
                 StatusCode::BAD_REQUEST,
-                &error_response(&Value::Null, -32700, format!("parse error: {e}"), None),
+                &error_response(
+                    &Value::Null,
+                    crate::jsonrpc::PARSE_ERROR,
+                    format!("parse error: {e}"),
+                    None,
+                ),
             )
         }
     };
@@ -1167,7 +1173,7 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
             StatusCode::BAD_REQUEST,
             &error_response(
                 &Value::Null,
-                INVALID_REQUEST,
+                crate::jsonrpc::INVALID_REQUEST,
                 "no Mcp-Session-Id: send initialize first",
                 None,
             ),

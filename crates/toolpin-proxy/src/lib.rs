@@ -8,13 +8,65 @@
 //! `notifications/tools/list_changed`, and handled per severity; it never
 //! changes what is served without a review.
 //!
+//! # The way of a `tools/call`
+//!
+//! ```text
+//!  agent ──▶ front ──▶ session ──▶ admit/validate ──▶ upstream ──▶ server
+//!  (stdio,   stdio.rs   session.rs   session.rs         upstream.rs
+//!   HTTP)    http.rs    handle_text  admit(),           request_call
+//!                                    validate.rs        (text) / request
+//!                                                       (tree)
+//!  agent ◀── front ◀── session ◀── relay/parse ◀──── upstream ◀── server
+//!                      on_upstream   wire.rs Reply     reader task
+//!                      check_result  (text; parsed
+//!                      metrics.rs,   only in part)
+//!                      telemetry.rs
+//! ```
+//!
+//! 1. **Front** ([`stdio`], [`http`]): reads a message and hands its text
+//!    to [`session::Session::handle_text`]. HTTP also owns session ids,
+//!    the session cap, SSE and connection limits.
+//! 2. **Session** ([`session`]): one agent connection. A `tools/call`
+//!    whose envelope the scanner ([`scan`]) can read stays text
+//!    ([`wire::Call`]); anything else is parsed and handled as a tree.
+//! 3. **Admit and validate** (`Session::admit`): the tool must be served
+//!    ([`served`]; else refused with the registry's `unknown-tool-called`
+//!    or the refusal reason [`refusal::TOOL_WITHDRAWN`]), not blocked by
+//!    drift (refused with the drift rule's id), and its arguments, in the
+//!    upstream's shape, must pass the pinned inputSchema ([`validate`];
+//!    else [`refusal::INVALID_ARGUMENTS`] under `enforce`). Enum argument
+//!    values are counted ([`metrics`]).
+//! 4. **Upstream** ([`upstream`]): one connection per server per session.
+//!    Whether the call goes as text or is parsed and reprinted is decided
+//!    in one place, `session::relay_path`: text unless the facade reshapes
+//!    the arguments, the arguments are `null`, the stateless revision adds
+//!    `_meta`, or the agent's `_meta` names a protocol version. Exporting
+//!    traces does not parse the call: the span's `traceparent` is spliced
+//!    into `_meta`. The call waits in the upstream's pending map; the
+//!    session's ticker answers it with a timeout if the server does not.
+//! 5. **Relay or parse** ([`wire::Reply`]): the answer is relayed as the
+//!    text the server wrote, with the agent's id spliced in; only the
+//!    parts a check reads (`error`, `isError`, `structuredContent` when an
+//!    outputSchema is pinned) are parsed. Secrets are redacted.
+//! 6. **Metrics and trace** ([`metrics`], [`telemetry`]): the call is
+//!    counted by tool and outcome, its latency observed, result findings
+//!    (`result-nonconformant`, `result-unknown-enum-value`) counted, and
+//!    its span, if any, finished and queued for OTLP export.
+//!
+//! Every id the proxy reports as a `rule` is a drift registry id
+//! ([`toolpin_drift::rules`]) except the two [`refusal`] reasons, which
+//! name why the proxy itself refused a call and are kept out of the rule
+//! namespace (no manifest comparison can produce them).
+//!
 //! - [`served`]: the served catalog and each tool's route upstream.
 //! - [`session`]: one agent connection and the relay.
 //! - [`upstream`]: one upstream server connection.
 //! - [`stdio`] / [`http`]: the fronts.
 //! - [`flags`]: the withdrawn-tools file; [`events`]: the JSON-lines log;
 //!   [`metrics`]: Prometheus; [`validate`]: JSON Schema checks.
-//! - [`wire`]: responses relayed as the text the server sent.
+//! - [`wire`]: messages relayed as the text the other side sent;
+//!   [`scan`]: the one-pass envelope scanner under it.
+//! - [`jsonrpc`]: the JSON-RPC error codes the proxy answers with.
 
 pub mod events;
 pub mod flags;
@@ -29,6 +81,36 @@ pub mod telemetry;
 pub mod upstream;
 pub mod validate;
 pub mod wire;
+
+/// JSON-RPC error codes the proxy answers with.
+pub mod jsonrpc {
+    /// The message is not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid JSON-RPC request.
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Refused arguments, or a tool that is not served.
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Server error range: the HTTP front's session cap was reached.
+    pub const SESSION_LIMIT: i64 = -32000;
+    /// The MCP SDKs' code for a request that timed out.
+    pub const REQUEST_TIMEOUT: i64 = -32001;
+}
+
+/// Why the proxy itself refused a call, where no drift rule applies: the
+/// `rule` of the refusal's `data.toolpin` and of `toolpin_findings_total`.
+/// Not drift rules (no comparison of two manifests produces them, and
+/// policy cannot be written against them), so they are not in the
+/// registry; a test keeps them from ever colliding with a rule id.
+pub mod refusal {
+    /// A tool withdrawn by the flags file or by drift policy.
+    pub const TOOL_WITHDRAWN: &str = "tool-withdrawn";
+    /// Arguments the facade or the pinned inputSchema refused.
+    pub const INVALID_ARGUMENTS: &str = "invalid-arguments";
+    /// Every refusal reason.
+    pub const ALL: [&str; 2] = [TOOL_WITHDRAWN, INVALID_ARGUMENTS];
+}
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -132,7 +214,7 @@ pub struct Proxy {
     drift_withdrawn: Mutex<BTreeMap<String, String>>,
     /// Listed, but calls are refused because of drift.
     blocked: Mutex<BTreeMap<String, Blocked>>,
-    pub events: events::Log,
+    pub events: Arc<events::Log>,
     pub metrics: metrics::Metrics,
     pub telemetry: telemetry::Telemetry,
     list_changed: broadcast::Sender<()>,
@@ -165,14 +247,16 @@ impl Proxy {
             None => BTreeMap::new(),
         };
         let (list_changed, _) = broadcast::channel(16);
+        let events = Arc::new(events::Log::new(events, settings.redactor.clone()));
+        telemetry.log_failures_to(Arc::clone(&events));
         let proxy = Self {
             served: RwLock::new(Arc::new(Served::default())),
             flagged: Mutex::new(flagged),
             drift_withdrawn: Mutex::new(BTreeMap::new()),
             blocked: Mutex::new(BTreeMap::new()),
-            metrics: metrics::Metrics::default(),
+            metrics: metrics::Metrics::with_export_health(Arc::clone(telemetry.health())),
             telemetry,
-            events: events::Log::new(events, settings.redactor.clone()),
+            events,
             list_changed,
             upstream_pids: Mutex::new(std::collections::BTreeSet::new()),
             catalog_hex: settings.catalog.fingerprint.to_hex(),
@@ -395,5 +479,15 @@ pub fn severity_index(s: Severity) -> usize {
         Severity::Medium => 2,
         Severity::Low => 3,
         Severity::Info => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn refusal_reasons_are_not_rule_ids() {
+        for reason in crate::refusal::ALL {
+            assert!(toolpin_drift::rule::by_id(reason).is_none(), "{reason}");
+        }
     }
 }

@@ -13,7 +13,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use serde_json::Value;
 
@@ -75,7 +76,10 @@ impl ErrorClass {
         let m = message.to_ascii_lowercase();
         if m.contains("rate limit") || m.contains("too many requests") || m.contains("429") {
             Self::RateLimit
-        } else if code == Some(-32001) || m.contains("timed out") || m.contains("timeout") {
+        } else if code == Some(crate::jsonrpc::REQUEST_TIMEOUT)
+            || m.contains("timed out")
+            || m.contains("timeout")
+        {
             Self::Timeout
         } else if m.contains("unauthori")
             || m.contains("forbidden")
@@ -90,87 +94,162 @@ impl ErrorClass {
     }
 }
 
+/// The error classes in the order of their names (the order they are
+/// rendered in).
+const CLASSES: [ErrorClass; 6] = [
+    ErrorClass::Auth,
+    ErrorClass::Cancelled,
+    ErrorClass::RateLimit,
+    ErrorClass::Timeout,
+    ErrorClass::Upstream,
+    ErrorClass::Validation,
+];
+
+fn class_index(class: ErrorClass) -> usize {
+    CLASSES.iter().position(|c| *c == class).unwrap_or(0)
+}
+
+/// Cumulative buckets, count and sum, each an atomic. A call adds to the
+/// count first and the buckets from the widest down, and `/metrics` reads
+/// the buckets from the narrowest up and the count last, so a scrape during
+/// a call never sees a bucket above a wider one or above the count.
 #[derive(Default)]
 struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    count: u64,
-    sum: f64,
+    counts: [AtomicU64; BUCKETS.len()],
+    count: AtomicU64,
+    /// An `f64`, as its bits.
+    sum: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, seconds: f64) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        for (i, bound) in BUCKETS.iter().enumerate().rev() {
+            if seconds <= *bound {
+                self.counts[i].fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let mut current = self.sum.load(Ordering::Relaxed);
+        loop {
+            let next = (f64::from_bits(current) + seconds).to_bits();
+            match self
+                .sum
+                .compare_exchange_weak(current, next, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(seen) => current = seen,
+            }
+        }
+    }
 }
 
 /// One tool's calls.
 #[derive(Default)]
 struct ToolStats {
-    ok: u64,
-    error: u64,
-    /// By class name.
-    errors: BTreeMap<&'static str, u64>,
+    ok: AtomicU64,
+    error: AtomicU64,
+    /// By class, in [`CLASSES`] order.
+    errors: [AtomicU64; CLASSES.len()],
     latency: Histogram,
 }
 
+impl ToolStats {
+    fn record(&self, seconds: f64, error: Option<ErrorClass>) {
+        match error {
+            None => self.ok.fetch_add(1, Ordering::Relaxed),
+            Some(class) => {
+                self.errors[class_index(class)].fetch_add(1, Ordering::Relaxed);
+                self.error.fetch_add(1, Ordering::Relaxed)
+            }
+        };
+        self.latency.observe(seconds);
+    }
+}
+
+/// Series that change on rare events (drift, refusals, findings, closed
+/// connections): one lock between them is never taken on a relayed call.
 #[derive(Default)]
-struct Registry {
-    /// server → tool → calls (looked up by &str: no allocation per call).
-    tools: BTreeMap<String, BTreeMap<String, ToolStats>>,
-    /// (tool, parameter, value) → times passed.
-    arguments: BTreeMap<(String, String, String), u64>,
+struct Rare {
     /// (server, rule, severity) → events.
     drift: BTreeMap<(String, String, String), u64>,
     /// (rule) → refusals and result findings.
     findings: BTreeMap<String, u64>,
-    /// `initialize` refused: the session cap was reached.
-    sessions_refused: u64,
     /// HTTP connections closed by the proxy, by reason.
     connections_closed: BTreeMap<&'static str, u64>,
 }
 
-/// The proxy's metrics.
+/// The proxy's metrics. Each series of a call is an atomic: counting a
+/// call takes a read lock of the series map (to find its series) and no
+/// exclusive lock, except the first call of a tool, which adds its series.
+/// (`prometheus-client` keeps atomics per series too, but renders
+/// OpenMetrics: `# EOF`, counters named without `_total` in `# TYPE`,
+/// bounds as `1.0`; the 0.0.4 text that dashboards and the tests read
+/// would change.)
 #[derive(Default)]
 pub struct Metrics {
-    registry: Mutex<Registry>,
+    /// server → tool → calls (looked up by &str: no allocation per call).
+    tools: RwLock<BTreeMap<String, BTreeMap<String, ToolStats>>>,
+    /// (tool, parameter, value) → times passed.
+    arguments: RwLock<BTreeMap<(String, String, String), AtomicU64>>,
+    rare: Mutex<Rare>,
+    /// `initialize` refused: the session cap was reached.
+    sessions_refused: AtomicU64,
+    /// The OTLP exporter's failures.
+    export: std::sync::Arc<crate::telemetry::Health>,
 }
 
 impl Metrics {
+    /// Metrics that count the failed exports of `export`.
+    pub fn with_export_health(export: std::sync::Arc<crate::telemetry::Health>) -> Self {
+        Self {
+            export,
+            ..Self::default()
+        }
+    }
+
     /// One finished call: `error` is `None` on success.
     pub fn call(&self, server: &str, tool: &str, seconds: f64, error: Option<ErrorClass>) {
-        let Ok(mut r) = self.registry.lock() else {
-            return;
-        };
         let server = bounded(server);
-        let mut tool = bounded(tool);
-        if !r.tools.contains_key(server.as_ref()) {
-            r.tools.insert(server.to_string(), BTreeMap::new());
-        }
-        let Some(per_server) = r.tools.get_mut(server.as_ref()) else {
-            return;
-        };
+        let tool = bounded(tool);
         // `server=""`: a name the catalog does not serve, chosen by the agent.
-        if server.is_empty()
-            && !per_server.contains_key(tool.as_ref())
-            && per_server.keys().filter(|t| *t != UNKNOWN_TOOL).count() >= MAX_UNSERVED_TOOLS
-        {
-            tool = Cow::Borrowed(UNKNOWN_TOOL);
+        let past_cap = |per_server: &BTreeMap<String, ToolStats>| {
+            server.is_empty()
+                && !per_server.contains_key(tool.as_ref())
+                && per_server.keys().filter(|t| *t != UNKNOWN_TOOL).count() >= MAX_UNSERVED_TOOLS
+        };
+        if let Ok(map) = self.tools.read() {
+            if let Some(per_server) = map.get(server.as_ref()) {
+                let name = if past_cap(per_server) {
+                    UNKNOWN_TOOL
+                } else {
+                    tool.as_ref()
+                };
+                if let Some(t) = per_server.get(name) {
+                    t.record(seconds, error);
+                    return;
+                }
+            }
         }
-        let tool = tool.as_ref();
-        if !per_server.contains_key(tool) {
-            per_server.insert(tool.to_string(), ToolStats::default());
-        }
-        let Some(t) = per_server.get_mut(tool) else {
+        // A new series.
+        let Ok(mut map) = self.tools.write() else {
             return;
         };
-        match error {
-            None => t.ok += 1,
-            Some(class) => {
-                t.error += 1;
-                *t.errors.entry(class.name()).or_default() += 1;
-            }
+        if !map.contains_key(server.as_ref()) {
+            map.insert(server.to_string(), BTreeMap::new());
         }
-        let h = &mut t.latency;
-        h.count += 1;
-        h.sum += seconds;
-        for (i, bound) in BUCKETS.iter().enumerate() {
-            if seconds <= *bound {
-                h.counts[i] += 1;
-            }
+        let Some(per_server) = map.get_mut(server.as_ref()) else {
+            return;
+        };
+        let name = if past_cap(per_server) {
+            UNKNOWN_TOOL
+        } else {
+            tool.as_ref()
+        };
+        if !per_server.contains_key(name) {
+            per_server.insert(name.to_string(), ToolStats::default());
+        }
+        if let Some(t) = per_server.get(name) {
+            t.record(seconds, error);
         }
     }
 
@@ -182,7 +261,7 @@ impl Metrics {
 
     /// A finding seen at run time (`result-nonconformant`, …).
     pub fn finding(&self, rule: &str) {
-        if let Ok(mut r) = self.registry.lock() {
+        if let Ok(mut r) = self.rare.lock() {
             *r.findings.entry(bounded(rule).into_owned()).or_default() += 1;
         }
     }
@@ -196,8 +275,6 @@ impl Metrics {
         ) else {
             return;
         };
-        // Locked only when a parameter has enum values to count.
-        let mut registry = None;
         for (name, value) in args {
             let Some(prop) = props.get(name) else {
                 continue;
@@ -205,13 +282,6 @@ impl Metrics {
             if prop.get("enum").is_none() && prop.get("const").is_none() {
                 continue;
             }
-            if registry.is_none() {
-                match self.registry.lock() {
-                    Ok(r) => registry = Some(r),
-                    Err(_) => return,
-                }
-            }
-            let Some(r) = registry.as_mut() else { return };
             let label = match value {
                 Value::String(s) => bounded(s).into_owned(),
                 other => bounded(&other.to_string()).into_owned(),
@@ -221,9 +291,17 @@ impl Metrics {
                 bounded(name).into_owned(),
                 label,
             );
-            if !r.arguments.contains_key(&key) {
-                let distinct = r
-                    .arguments
+            if let Ok(map) = self.arguments.read() {
+                if let Some(n) = map.get(&key) {
+                    n.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
+            let Ok(mut map) = self.arguments.write() else {
+                return;
+            };
+            if !map.contains_key(&key) {
+                let distinct = map
                     .keys()
                     .filter(|(t, p, _)| *t == key.0 && *p == key.1)
                     .count();
@@ -231,13 +309,13 @@ impl Metrics {
                     continue;
                 }
             }
-            *r.arguments.entry(key).or_default() += 1;
+            map.entry(key).or_default().fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// A drift finding found at run time.
     pub fn drift_event(&self, server: &str, rule: &str, severity: &str) {
-        if let Ok(mut r) = self.registry.lock() {
+        if let Ok(mut r) = self.rare.lock() {
             *r.drift
                 .entry((
                     bounded(server).into_owned(),
@@ -250,21 +328,21 @@ impl Metrics {
 
     /// An `initialize` refused because the session cap was reached.
     pub fn session_refused(&self) {
-        if let Ok(mut r) = self.registry.lock() {
-            r.sessions_refused += 1;
-        }
+        self.sessions_refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// An HTTP connection closed by the proxy (`header_timeout`, `idle`).
     pub fn connection_closed(&self, reason: &'static str) {
-        if let Ok(mut r) = self.registry.lock() {
+        if let Ok(mut r) = self.rare.lock() {
             *r.connections_closed.entry(reason).or_default() += 1;
         }
     }
 
     /// The exposition text for `/metrics`.
     pub fn render(&self, catalog_fingerprint: &str) -> String {
-        let Ok(r) = self.registry.lock() else {
+        let (Ok(tools), Ok(arguments), Ok(r)) =
+            (self.tools.read(), self.arguments.read(), self.rare.lock())
+        else {
             return String::new();
         };
         let mut out = String::new();
@@ -274,8 +352,7 @@ impl Metrics {
             "toolpin_catalog_info{{fingerprint=\"{}\"}} 1",
             label(catalog_fingerprint)
         );
-        let stats: Vec<(&str, &str, &ToolStats)> = r
-            .tools
+        let stats: Vec<(&str, &str, &ToolStats)> = tools
             .iter()
             .flat_map(|(server, tools)| {
                 tools
@@ -285,7 +362,11 @@ impl Metrics {
             .collect();
         let _ = writeln!(out, "# HELP toolpin_tool_calls_total tools/call requests by tool and outcome.\n# TYPE toolpin_tool_calls_total counter");
         for (server, tool, t) in &stats {
-            for (outcome, n) in [("error", t.error), ("ok", t.ok)] {
+            let (error, ok) = (
+                t.error.load(Ordering::Relaxed),
+                t.ok.load(Ordering::Relaxed),
+            );
+            for (outcome, n) in [("error", error), ("ok", ok)] {
                 if n > 0 {
                     let _ = writeln!(
                         out,
@@ -298,7 +379,12 @@ impl Metrics {
         }
         let _ = writeln!(out, "# HELP toolpin_tool_errors_total Failed tools/call requests by class.\n# TYPE toolpin_tool_errors_total counter");
         for (server, tool, t) in &stats {
-            for (class, n) in &t.errors {
+            for (class, n) in CLASSES.iter().zip(&t.errors) {
+                let n = n.load(Ordering::Relaxed);
+                if n == 0 {
+                    continue;
+                }
+                let class = class.name();
                 let _ = writeln!(
                     out,
                     "toolpin_tool_errors_total{{server=\"{}\",tool=\"{}\",class=\"{class}\"}} {n}",
@@ -315,27 +401,30 @@ impl Metrics {
                 let _ = writeln!(
                     out,
                     "toolpin_tool_call_duration_seconds_bucket{{server=\"{s}\",tool=\"{t}\",le=\"{bound}\"}} {}",
-                    h.counts[i]
+                    h.counts[i].load(Ordering::SeqCst)
                 );
             }
+            let count = h.count.load(Ordering::SeqCst);
+            let sum = f64::from_bits(h.sum.load(Ordering::SeqCst));
             let _ = writeln!(
                 out,
                 "toolpin_tool_call_duration_seconds_bucket{{server=\"{s}\",tool=\"{t}\",le=\"+Inf\"}} {}",
-                h.count
+                count
             );
             let _ = writeln!(
                 out,
                 "toolpin_tool_call_duration_seconds_sum{{server=\"{s}\",tool=\"{t}\"}} {}",
-                h.sum
+                sum
             );
             let _ = writeln!(
                 out,
                 "toolpin_tool_call_duration_seconds_count{{server=\"{s}\",tool=\"{t}\"}} {}",
-                h.count
+                count
             );
         }
         let _ = writeln!(out, "# HELP toolpin_tool_argument_values_total Enum argument values passed, by tool and parameter.\n# TYPE toolpin_tool_argument_values_total counter");
-        for ((tool, param, value), n) in &r.arguments {
+        for ((tool, param, value), n) in arguments.iter() {
+            let n = n.load(Ordering::Relaxed);
             let _ = writeln!(
                 out,
                 "toolpin_tool_argument_values_total{{tool=\"{}\",parameter=\"{}\",value=\"{}\"}} {n}",
@@ -363,7 +452,11 @@ impl Metrics {
             );
         }
         let _ = writeln!(out, "# HELP toolpin_sessions_refused_total initialize requests refused because the session cap was reached.\n# TYPE toolpin_sessions_refused_total counter");
-        let _ = writeln!(out, "toolpin_sessions_refused_total {}", r.sessions_refused);
+        let _ = writeln!(
+            out,
+            "toolpin_sessions_refused_total {}",
+            self.sessions_refused.load(Ordering::Relaxed)
+        );
         let _ = writeln!(out, "# HELP toolpin_connections_closed_total HTTP connections the proxy closed, by reason.\n# TYPE toolpin_connections_closed_total counter");
         for (reason, n) in &r.connections_closed {
             let _ = writeln!(
@@ -371,6 +464,12 @@ impl Metrics {
                 "toolpin_connections_closed_total{{reason=\"{reason}\"}} {n}"
             );
         }
+        let _ = writeln!(out, "# HELP toolpin_otlp_export_failures_total OTLP trace exports that failed (spans dropped).\n# TYPE toolpin_otlp_export_failures_total counter");
+        let _ = writeln!(
+            out,
+            "toolpin_otlp_export_failures_total {}",
+            self.export.failures()
+        );
         out
     }
 }
@@ -486,5 +585,46 @@ mod tests {
         assert_eq!(bounded("short"), "short");
         assert_eq!(bounded(&"a".repeat(128)).len(), 128);
         assert_eq!(bounded(&"a".repeat(129)).len(), 128);
+    }
+
+    /// Calls counted from several threads while `/metrics` is read: nothing
+    /// is lost, and no scrape sees a bucket above a wider one.
+    #[test]
+    fn concurrent_calls_are_all_counted_and_scrapes_stay_consistent() {
+        let m = std::sync::Arc::new(Metrics::default());
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let m = std::sync::Arc::clone(&m);
+                std::thread::spawn(move || {
+                    for n in 0..2000 {
+                        let error = (n % 5 == 0).then_some(ErrorClass::Upstream);
+                        m.call("orders", "search", f64::from(i * n % 7) * 0.001, error);
+                    }
+                })
+            })
+            .collect();
+        let bucket = |line: &str| line.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok());
+        for _ in 0..50 {
+            let text = m.render("abc");
+            let counts: Vec<u64> = text
+                .lines()
+                .filter(|l| l.starts_with("toolpin_tool_call_duration_seconds_bucket"))
+                .filter_map(bucket)
+                .collect();
+            assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+        }
+        for t in threads {
+            t.join().expect("thread");
+        }
+        let text = m.render("abc");
+        assert!(text.contains(
+            "toolpin_tool_call_duration_seconds_count{server=\"orders\",tool=\"search\"} 8000"
+        ));
+        assert!(text.contains(
+            "toolpin_tool_calls_total{server=\"orders\",tool=\"search\",outcome=\"error\"} 1600"
+        ));
+        assert!(text.contains(
+            "toolpin_tool_errors_total{server=\"orders\",tool=\"search\",class=\"upstream\"} 1600"
+        ));
     }
 }

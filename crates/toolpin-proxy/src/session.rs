@@ -31,13 +31,9 @@ use crate::Proxy;
 /// How often deadlines are checked while calls are in flight.
 const TICK: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// JSON-RPC error codes.
-const INVALID_REQUEST: i64 = -32600;
-const INVALID_PARAMS: i64 = -32602;
-const INTERNAL_ERROR: i64 = -32603;
-const METHOD_NOT_FOUND: i64 = -32601;
-/// The MCP SDKs' code for a request that timed out.
-const REQUEST_TIMEOUT: i64 = -32001;
+use crate::jsonrpc::{
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, REQUEST_TIMEOUT,
+};
 
 /// What the agent declared about itself.
 #[derive(Clone, Debug)]
@@ -51,8 +47,38 @@ struct ClientInit {
 /// A request on its way upstream.
 enum Outbound {
     Tree(Value),
-    /// A `tools/call` as the agent wrote it.
-    Call(Call),
+    /// A `tools/call` as the agent wrote it, with its arguments in the
+    /// upstream's shape (for when it has to be parsed: see [`relay_path`]).
+    Call(Call, Value),
+}
+
+/// How a `tools/call` goes upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RelayPath {
+    /// As the text the agent wrote: a new id, the server's name for the
+    /// tool, and the proxy's span in `_meta` when traces are exported.
+    Text,
+    /// Parsed into a tree, changed, and printed again.
+    Parsed,
+}
+
+/// The one place that decides whether a `tools/call` is relayed as text or
+/// parsed. It is parsed only when the text cannot say what the upstream
+/// must get: the facade reshapes the arguments (renames, fixed values),
+/// `null` arguments go up as `{}`, the stateless revision adds its own
+/// `_meta`, or the agent's `_meta` names a protocol version (the upstream
+/// gets the one it negotiated). A trace context does not parse the call:
+/// it is spliced into `_meta` ([`Call::to_upstream_traced`]).
+fn relay_path(call: &Call, route: &Route, upstream: &Upstream) -> RelayPath {
+    if route.reshapes()
+        || call.arguments() == Some("null")
+        || upstream.adds_meta()
+        || call.names_protocol_version()
+    {
+        RelayPath::Parsed
+    } else {
+        RelayPath::Text
+    }
 }
 
 impl Outbound {
@@ -60,11 +86,12 @@ impl Outbound {
     fn into_tree(self, tool: Option<&(String, Arc<Route>)>) -> Value {
         match self {
             Outbound::Tree(message) => message,
-            Outbound::Call(call) => {
+            Outbound::Call(call, upstream_args) => {
                 let mut message = call.into_value();
                 let params = message.get_mut("params").and_then(Value::as_object_mut);
                 if let (Some(params), Some((_, route))) = (params, tool) {
                     params.insert("name".into(), json!(route.upstream_name));
+                    params.insert("arguments".into(), upstream_args);
                 }
                 message
             }
@@ -233,7 +260,7 @@ impl Session {
                 Ok(message) => self.handle(message).await,
                 Err(e) => self.send(error_response(
                     &Value::Null,
-                    -32700,
+                    PARSE_ERROR,
                     format!("parse error: {e}"),
                     None,
                 )),
@@ -536,7 +563,7 @@ impl Session {
             Some(Err(e)) => {
                 return self.send(error_response(
                     &id,
-                    -32700,
+                    PARSE_ERROR,
                     format!("parse error: {e}"),
                     None,
                 ));
@@ -547,19 +574,13 @@ impl Session {
             return;
         };
         let server = route.server.clone();
-        // `null` arguments go upstream as `{}`, as on the tree path.
-        let outbound = if route.reshapes() || call.arguments() == Some("null") {
-            let mut message = call.into_value();
-            if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
-                params.insert("name".into(), json!(route.upstream_name));
-                params.insert("arguments".into(), upstream_args);
-            }
-            Outbound::Tree(message)
-        } else {
-            Outbound::Call(call)
-        };
-        self.forward(&server, id, outbound, Some((name, route)))
-            .await;
+        self.forward(
+            &server,
+            id,
+            Outbound::Call(call, upstream_args),
+            Some((name, route)),
+        )
+        .await;
     }
 
     /// The checks every call goes through: a tool that is served, not
@@ -572,11 +593,11 @@ impl Session {
         let Some(tool) = served.tools.get(name) else {
             let (rule, text) = match served.withdrawn_names.get(name) {
                 Some(reason) => (
-                    "tool-withdrawn",
+                    crate::refusal::TOOL_WITHDRAWN,
                     format!("tool {name:?} is withdrawn ({reason})"),
                 ),
                 None => (
-                    "unknown-tool-called",
+                    toolpin_drift::rules::UNKNOWN_TOOL_CALLED.id,
                     format!("unknown tool {name:?}: it is not in the pinned catalog"),
                 ),
             };
@@ -620,7 +641,7 @@ impl Session {
                 let text = format!("invalid arguments for tool {name:?}: {e}");
                 self.proxy
                     .metrics
-                    .refused(&route.server, name, "invalid-arguments");
+                    .refused(&route.server, name, crate::refusal::INVALID_ARGUMENTS);
                 self.send(error_response(id, INVALID_PARAMS, text, None));
                 return None;
             }
@@ -641,9 +662,11 @@ impl Session {
                 if let ViolationKind::UnknownEnumValue { .. } = v.kind {
                     self.proxy.events.emit(
                         "finding",
-                        json!({"rule": "result-unknown-enum-value", "where": "arguments", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
+                        json!({"rule": toolpin_drift::rules::RESULT_UNKNOWN_ENUM_VALUE.id, "where": "arguments", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
                     );
-                    self.proxy.metrics.finding("result-unknown-enum-value");
+                    self.proxy
+                        .metrics
+                        .finding(toolpin_drift::rules::RESULT_UNKNOWN_ENUM_VALUE.id);
                 }
             }
             if !violations.is_empty() {
@@ -661,9 +684,11 @@ impl Session {
                     json!({"server": route.server, "tool": name, "message": text, "enforced": self.proxy.settings.validation == crate::Validation::Enforce}),
                 );
                 if self.proxy.settings.validation == crate::Validation::Enforce {
-                    self.proxy
-                        .metrics
-                        .refused(&route.server, name, "invalid-arguments");
+                    self.proxy.metrics.refused(
+                        &route.server,
+                        name,
+                        crate::refusal::INVALID_ARGUMENTS,
+                    );
                     self.send(error_response(id, INVALID_PARAMS, text, None));
                     return None;
                 }
@@ -687,7 +712,7 @@ impl Session {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
-            Outbound::Call(_) => "tools/call".to_string(),
+            Outbound::Call(..) => "tools/call".to_string(),
         };
         let upstream = match self.upstream(server).await {
             Ok(u) => u,
@@ -704,44 +729,36 @@ impl Session {
             }
         };
         let started = Instant::now();
-        // A call goes as text unless something is added to it (a trace
-        // context, the stateless `_meta`) or taken out (the agent's own
-        // protocol version: the upstream gets the one it negotiated).
         let message = match (outbound, &tool) {
-            (Outbound::Call(call), Some((_, route)))
-                if !upstream.adds_meta()
-                    && !self.proxy.telemetry.enabled()
-                    && !call.names_protocol_version() =>
-            {
-                let name = route.upstream_name.as_str();
-                let waiter = Waiter::Front(Box::new(FrontCall {
-                    front_id: id.clone(),
-                    method,
-                    tool: tool.clone(),
-                    started,
-                    span: None,
-                }));
-                let sent = upstream.request_call(&call, name, waiter);
-                self.relayed(server, &id, tool.as_ref(), started, sent);
-                return;
+            (Outbound::Call(call, upstream_args), Some(tool_route)) => {
+                match relay_path(&call, &tool_route.1, &upstream) {
+                    RelayPath::Text => {
+                        let meta = call.meta();
+                        let span = self.start_span(tool_route, meta.as_ref());
+                        let traceparent = span.as_ref().map(|s| s.traceparent());
+                        let name = tool_route.1.upstream_name.as_str();
+                        let waiter = Waiter::Front(Box::new(FrontCall {
+                            front_id: id.clone(),
+                            method,
+                            tool: tool.clone(),
+                            started,
+                            span,
+                        }));
+                        let sent =
+                            upstream.request_call(&call, name, traceparent.as_deref(), waiter);
+                        self.relayed(server, &id, tool.as_ref(), started, sent);
+                        return;
+                    }
+                    RelayPath::Parsed => {
+                        Outbound::Call(call, upstream_args).into_tree(tool.as_ref())
+                    }
+                }
             }
             (other, _) => other.into_tree(tool.as_ref()),
         };
         let span = tool
             .as_ref()
-            .filter(|_| self.proxy.telemetry.enabled())
-            .and_then(|(name, route)| {
-                let catalog = self.proxy.catalog_hex.as_str();
-                let fingerprint = route.fingerprint.to_hex();
-                self.proxy.telemetry.start_call(crate::telemetry::CallInfo {
-                    server: &route.server,
-                    tool: name,
-                    upstream_tool: &route.upstream_name,
-                    tool_fingerprint: &fingerprint,
-                    catalog_fingerprint: catalog,
-                    meta: message.pointer("/params/_meta"),
-                })
-            });
+            .and_then(|t| self.start_span(t, message.pointer("/params/_meta")));
         // The upstream continues the trace from the proxy's span.
         let mut message = message;
         if let (Some(sp), Some(params)) = (
@@ -764,6 +781,26 @@ impl Session {
             .request(message, Waiter::Front(Box::new(call)))
             .await;
         self.relayed(server, &id, tool.as_ref(), started, sent);
+    }
+
+    /// The call's span, when traces are exported.
+    fn start_span(
+        &self,
+        (name, route): &(String, Arc<Route>),
+        meta: Option<&Value>,
+    ) -> Option<crate::telemetry::CallSpan> {
+        if !self.proxy.telemetry.enabled() {
+            return None;
+        }
+        let fingerprint = route.fingerprint.to_hex();
+        self.proxy.telemetry.start_call(crate::telemetry::CallInfo {
+            server: &route.server,
+            tool: name,
+            upstream_tool: &route.upstream_name,
+            tool_fingerprint: &fingerprint,
+            catalog_fingerprint: &self.proxy.catalog_hex,
+            meta,
+        })
     }
 
     /// After a request went upstream (`Ok`) or could not.
@@ -1262,9 +1299,11 @@ impl Session {
         };
         for v in validator.validate(&structured) {
             let rule = match v.kind {
-                ViolationKind::UnknownEnumValue { .. } => "result-unknown-enum-value",
+                ViolationKind::UnknownEnumValue { .. } => {
+                    toolpin_drift::rules::RESULT_UNKNOWN_ENUM_VALUE.id
+                }
                 ViolationKind::LimitExceeded => continue,
-                ViolationKind::Nonconformant => "result-nonconformant",
+                ViolationKind::Nonconformant => toolpin_drift::rules::RESULT_NONCONFORMANT.id,
             };
             self.proxy.metrics.finding(rule);
             self.proxy.events.emit(

@@ -81,7 +81,7 @@ pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
         if buf.len() > MAX_LINE {
             let _ = to_client.send(Outgoing::Json(error_response(
                 &Value::Null,
-                -32700,
+                crate::jsonrpc::PARSE_ERROR,
                 format!("message longer than {MAX_LINE} bytes"),
                 None,
             )));
@@ -98,7 +98,7 @@ pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
                     .map_or_else(|| "invalid UTF-8".to_string(), |e| e.to_string());
                 let _ = to_client.send(Outgoing::Json(error_response(
                     &Value::Null,
-                    -32700,
+                    crate::jsonrpc::PARSE_ERROR,
                     format!("parse error: {why}"),
                     None,
                 )));

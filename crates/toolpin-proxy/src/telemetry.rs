@@ -16,7 +16,9 @@
 //! span joins the agent's trace), and the relayed request carries the
 //! proxy's span as its `traceparent`, so the upstream can continue it.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -26,11 +28,64 @@ const BATCH: usize = 512;
 /// Longest a finished span waits for export.
 const INTERVAL: Duration = Duration::from_secs(1);
 
+/// How often at most a failed export is logged; every failure is counted.
+pub const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
 /// The exporter, or nothing.
 #[derive(Default)]
 pub struct Telemetry {
     tx: Option<mpsc::UnboundedSender<Export>>,
     service: String,
+    health: Arc<Health>,
+}
+
+/// Failed exports: counted (`toolpin_otlp_export_failures_total`) and
+/// logged as an `otlp-export-failed` event at most once per
+/// [`FAILURE_LOG_INTERVAL`], with the number of failures since the last.
+#[derive(Default)]
+pub struct Health {
+    failures: AtomicU64,
+    /// Failures not yet logged.
+    unlogged: AtomicU64,
+    last_logged: Mutex<Option<Instant>>,
+    log: OnceLock<Arc<crate::events::Log>>,
+}
+
+impl Health {
+    /// Exports that failed since start.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    #[cfg_attr(not(feature = "otlp"), allow(dead_code))]
+    fn failed(&self, spans: usize, why: &str) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        let unlogged = self.unlogged.fetch_add(1, Ordering::Relaxed) + 1;
+        let due = match self.last_logged.lock() {
+            Ok(mut last) => {
+                let due = last.is_none_or(|t| t.elapsed() >= FAILURE_LOG_INTERVAL);
+                if due {
+                    *last = Some(Instant::now());
+                }
+                due
+            }
+            Err(_) => false,
+        };
+        if !due {
+            return;
+        }
+        self.unlogged.fetch_sub(unlogged, Ordering::Relaxed);
+        let fields = json!({
+            "message": why,
+            "spans": spans,
+            "failures": unlogged,
+            "failures_total": self.failures(),
+        });
+        match self.log.get() {
+            Some(log) => log.emit("otlp-export-failed", fields),
+            None => eprintln!("toolpin proxy: OTLP export failed: {why}"),
+        }
+    }
 }
 
 enum Export {
@@ -100,14 +155,32 @@ impl Telemetry {
             .build()
             .map_err(|e| format!("OTLP exporter: {e}"))?;
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(export_loop(client, endpoint, headers, rx));
+        let health = Arc::new(Health::default());
+        tokio::spawn(export_loop(
+            client,
+            endpoint,
+            headers,
+            rx,
+            Arc::clone(&health),
+        ));
         Ok(Self {
             tx: Some(tx),
             service: std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "toolpin-proxy".into()),
+            health,
         })
     }
 
     /// Whether spans are exported.
+    /// The exporter's failures.
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
+    }
+
+    /// Where failed exports are logged (else standard error).
+    pub fn log_failures_to(&self, log: Arc<crate::events::Log>) {
+        let _ = self.health.log.set(log);
+    }
+
     pub fn enabled(&self) -> bool {
         self.tx.is_some()
     }
@@ -196,6 +269,7 @@ async fn export_loop(
     endpoint: String,
     headers: Vec<(String, String)>,
     mut rx: mpsc::UnboundedReceiver<Export>,
+    health: Arc<Health>,
 ) {
     let mut batch: Vec<Value> = Vec::new();
     // A span waits at most INTERVAL from when its batch started.
@@ -205,7 +279,14 @@ async fn export_loop(
             Some(d) => match tokio::time::timeout_at(d, rx.recv()).await {
                 Ok(m) => m,
                 Err(_) => {
-                    send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+                    send(
+                        &client,
+                        &endpoint,
+                        &headers,
+                        std::mem::take(&mut batch),
+                        &health,
+                    )
+                    .await;
                     deadline = None;
                     continue;
                 }
@@ -219,17 +300,38 @@ async fn export_loop(
                 }
                 batch.push(s);
                 if batch.len() >= BATCH {
-                    send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+                    send(
+                        &client,
+                        &endpoint,
+                        &headers,
+                        std::mem::take(&mut batch),
+                        &health,
+                    )
+                    .await;
                     deadline = None;
                 }
             }
             Some(Export::Flush(done)) => {
-                send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+                send(
+                    &client,
+                    &endpoint,
+                    &headers,
+                    std::mem::take(&mut batch),
+                    &health,
+                )
+                .await;
                 deadline = None;
                 let _ = done.send(());
             }
             None => {
-                send(&client, &endpoint, &headers, std::mem::take(&mut batch)).await;
+                send(
+                    &client,
+                    &endpoint,
+                    &headers,
+                    std::mem::take(&mut batch),
+                    &health,
+                )
+                .await;
                 return;
             }
         }
@@ -244,10 +346,12 @@ async fn send(
     endpoint: &str,
     headers: &[(String, String)],
     spans: Vec<Value>,
+    health: &Health,
 ) {
     if spans.is_empty() {
         return;
     }
+    let count = spans.len();
     let service = spans
         .first()
         .and_then(|s| s.get("service"))
@@ -282,7 +386,11 @@ async fn send(
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
     }
-    let _ = req.send().await;
+    match req.send().await {
+        Ok(r) if r.status().is_success() => {}
+        Ok(r) => health.failed(count, &format!("{endpoint}: HTTP {}", r.status())),
+        Err(e) => health.failed(count, &format!("{endpoint}: {e}")),
+    }
 }
 
 /// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`; all-zero ids
@@ -322,21 +430,12 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// Bytes from the system's generator (ids that must not collide).
+/// `N` bytes from the system's generator (`getrandom(2)`). There is no
+/// fallback: a trace or session id made from the clock could be guessed,
+/// and the generator fails only where the kernel has none to offer.
 pub fn random_bytes<const N: usize>() -> [u8; N] {
-    use std::io::Read;
     let mut out = [0u8; N];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut out))
-        .is_ok();
-    if !ok || out.iter().all(|b| *b == 0) {
-        // Never all zero (an invalid id): time and a counter mixed in.
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n =
-            now_nanos() ^ u128::from(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        for (i, b) in out.iter_mut().enumerate() {
-            *b = (n >> ((i % 16) * 8)) as u8 | 1;
-        }
-    }
+    getrandom::getrandom(&mut out).expect("the system's random number generator");
     out
 }
 
@@ -382,5 +481,56 @@ mod tests {
             Some("http://collector:4318/v1/traces".into())
         );
         assert_eq!(endpoint_from_env(None), None);
+    }
+
+    /// A collector that is not there: every failed export is counted, the
+    /// first logged, the next within the minute not.
+    #[cfg(feature = "otlp")]
+    #[test]
+    fn failed_exports_are_counted_and_logged_once_a_minute() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.local_addr().expect("addr").port()
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let telemetry = Telemetry::otlp(format!("http://127.0.0.1:{port}/v1/traces"), vec![])
+                .expect("exporter");
+            let log = Arc::new(crate::events::Log::new(
+                crate::events::Sink::Memory(Mutex::new(Vec::new())),
+                toolpin_manifest::Redactor::default(),
+            ));
+            telemetry.log_failures_to(Arc::clone(&log));
+            for _ in 0..2 {
+                let span = telemetry
+                    .start_call(CallInfo {
+                        server: "s",
+                        tool: "t",
+                        upstream_tool: "t",
+                        tool_fingerprint: "f",
+                        catalog_fingerprint: "c",
+                        meta: None,
+                    })
+                    .expect("a span");
+                span.finish(None);
+                telemetry.flush().await;
+            }
+            assert_eq!(telemetry.health().failures(), 2);
+            let logged: Vec<Value> = log
+                .recorded()
+                .into_iter()
+                .filter(|e| e["event"] == "otlp-export-failed")
+                .collect();
+            assert_eq!(logged.len(), 1, "{logged:#?}");
+            assert_eq!(logged[0]["failures"], 1);
+            let metrics =
+                crate::metrics::Metrics::with_export_health(Arc::clone(telemetry.health()));
+            assert!(metrics
+                .render("abc")
+                .contains("\ntoolpin_otlp_export_failures_total 2\n"));
+        });
     }
 }

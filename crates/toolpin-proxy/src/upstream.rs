@@ -368,13 +368,20 @@ impl Upstream {
     }
 
     /// Relays the agent's `tools/call` as it wrote it, with a fresh id and
-    /// the server's name for the tool. Returns the upstream id.
-    pub fn request_call(&self, call: &Call, name: &str, waiter: Waiter) -> Result<i64, String> {
+    /// the server's name for the tool (and the proxy's span as `_meta`'s
+    /// `traceparent`, when given). Returns the upstream id.
+    pub fn request_call(
+        &self,
+        call: &Call,
+        name: &str,
+        traceparent: Option<&str>,
+        waiter: Waiter,
+    ) -> Result<i64, String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut p) = self.pending.lock() {
             p.insert(id, waiter);
         }
-        if let Err(e) = self.queue(Frame::Text(call.to_upstream(id, name))) {
+        if let Err(e) = self.queue(Frame::Text(call.to_upstream_traced(id, name, traceparent))) {
             let _ = self.take(id);
             return Err(e);
         }

@@ -1087,24 +1087,27 @@ fn unescape(token: &str) -> Option<String> {
     Some(out)
 }
 
+/// A `$ref` fragment, percent-decoded; `None` for a malformed escape (a `%`
+/// without two hex digits) or bytes that are not UTF-8.
 fn percent_decode(s: &str) -> Option<String> {
     if !s.contains('%') {
         return Some(s.to_string());
     }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    // The crate passes a malformed escape through as it is; a `$ref` that
+    // has one points nowhere.
+    let b = s.as_bytes();
+    let malformed = b.iter().enumerate().any(|(i, c)| {
+        *c == b'%'
+            && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    });
+    if malformed {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(|d| d.into_owned())
 }
 
 /// Whether `v` nests at most `max` levels (checked without recursion).

@@ -26,6 +26,7 @@ pub struct Call {
     name_at: Range<usize>,
     arguments: Option<Range<usize>>,
     meta: Option<Range<usize>>,
+    params: Option<Range<usize>>,
 }
 
 impl Call {
@@ -59,6 +60,7 @@ impl Call {
             name_at,
             arguments,
             meta: s.params_meta,
+            params: s.params,
         })
     }
 
@@ -90,11 +92,27 @@ impl Call {
         serde_json::from_str(&self.text).unwrap_or(Value::Null)
     }
 
+    /// `params._meta`, parsed (it is small, and only read to continue the
+    /// agent's trace), if there is one.
+    pub fn meta(&self) -> Option<Value> {
+        self.meta
+            .clone()
+            .and_then(|r| serde_json::from_str(&self.text[r]).ok())
+    }
+
     /// The call as the server gets it: its id, and the server's name for
     /// the tool; every other byte as the agent wrote it.
     pub fn to_upstream(&self, id: i64, name: &str) -> String {
+        self.to_upstream_traced(id, name, None)
+    }
+
+    /// As [`Call::to_upstream`], with the proxy's span as
+    /// `params._meta.traceparent` when `traceparent` is given (as the tree
+    /// path sets it: an object `_meta` gets the member, replacing the
+    /// agent's; a `_meta` that is not an object is left alone; no `_meta`
+    /// gets one). Only `_meta` is reprinted.
+    pub fn to_upstream_traced(&self, id: i64, name: &str, traceparent: Option<&str>) -> String {
         let id_text = id.to_string();
-        let mut out = String::with_capacity(self.text.len() + 16);
         let name_text;
         let name_new = if name == self.name {
             &self.text[self.name_at.clone()]
@@ -102,18 +120,43 @@ impl Call {
             name_text = Value::String(name.to_string()).to_string();
             name_text.as_str()
         };
-        // The two spans never overlap: the id is top-level, the name is in
-        // `params`.
-        let (first, first_new, second, second_new) = if self.id.start < self.name_at.start {
-            (&self.id, id_text.as_str(), &self.name_at, name_new)
-        } else {
-            (&self.name_at, name_new, &self.id, id_text.as_str())
-        };
-        out.push_str(&self.text[..first.start]);
-        out.push_str(first_new);
-        out.push_str(&self.text[first.end..second.start]);
-        out.push_str(second_new);
-        out.push_str(&self.text[second.end..]);
+        // Replacements, by range; an empty range inserts.
+        let mut edits: Vec<(Range<usize>, String)> = Vec::with_capacity(3);
+        if let Some(tp) = traceparent {
+            match (&self.meta, &self.params) {
+                (Some(at), _) => {
+                    if let Ok(Value::Object(mut meta)) =
+                        serde_json::from_str::<Value>(&self.text[at.clone()])
+                    {
+                        meta.insert("traceparent".into(), json!(tp));
+                        edits.push((at.clone(), Value::Object(meta).to_string()));
+                    }
+                }
+                // `params` holds `name`, so it has members: `_meta` goes
+                // first, before a comma.
+                (None, Some(params)) => {
+                    let at = params.start + 1;
+                    edits.push((at..at, format!("\"_meta\":{},", json!({"traceparent": tp}))));
+                }
+                (None, None) => {}
+            }
+        }
+        let mut out = String::with_capacity(
+            self.text.len() + 16 + edits.iter().map(|e| e.1.len()).sum::<usize>(),
+        );
+        // The spans never overlap: the id is top-level, the name and
+        // `_meta` are members of `params`.
+        let mut all: Vec<(&Range<usize>, &str)> =
+            vec![(&self.id, id_text.as_str()), (&self.name_at, name_new)];
+        all.extend(edits.iter().map(|(r, t)| (r, t.as_str())));
+        all.sort_by_key(|(r, _)| r.start);
+        let mut at = 0;
+        for (range, new) in all {
+            out.push_str(&self.text[at..range.start]);
+            out.push_str(new);
+            at = range.end;
+        }
+        out.push_str(&self.text[at..]);
         out
     }
 }
@@ -173,7 +216,7 @@ impl Reply {
         // call still gets an answer.
         Reply::parse(text).ok().or_else(|| {
             Reply::parse(
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "toolpin proxy: the server's answer could not be relayed"}})
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": crate::jsonrpc::INTERNAL_ERROR, "message": "toolpin proxy: the server's answer could not be relayed"}})
                     .to_string(),
             )
             .ok()
@@ -191,7 +234,7 @@ impl Reply {
         // Redaction only rewrites strings, so the response still scans; the
         // fallback keeps the secret out should it somehow not.
         Reply::parse(text).unwrap_or_else(|_| {
-            let text = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "toolpin proxy: the server's answer could not be relayed"}}).to_string();
+            let text = json!({"jsonrpc": "2.0", "id": id, "error": {"code": crate::jsonrpc::INTERNAL_ERROR, "message": "toolpin proxy: the server's answer could not be relayed"}}).to_string();
             Reply::parse(text).unwrap_or(self)
         })
     }
@@ -430,6 +473,51 @@ mod tests {
         assert_eq!(
             call.to_upstream(1, "other"),
             r#"{"method":"tools/call","params":{"name":"other"},"id":1}"#
+        );
+    }
+
+    #[test]
+    fn a_traced_call_gets_the_span_in_its_meta_and_nothing_else_changes() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        // No `_meta`: one is added first in `params`.
+        let text = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"n":1.50}}}"#;
+        let call = Call::parse(text.to_string()).expect("a call");
+        assert_eq!(call.meta(), None);
+        assert_eq!(
+            call.to_upstream_traced(9, "up", Some(tp)),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"_meta":{{"traceparent":"{tp}"}},"name":"up","arguments":{{"n":1.50}}}}}}"#
+            )
+        );
+        assert_eq!(
+            call.to_upstream_traced(9, "up", None),
+            call.to_upstream(9, "up")
+        );
+        // An object `_meta` keeps its members; the agent's traceparent is
+        // replaced by the proxy's span.
+        let text = r#"{"params":{"name":"echo","_meta":{"progressToken":"p1","traceparent":"x"},"arguments":{}},"id":"a","method":"tools/call"}"#;
+        let call = Call::parse(text.to_string()).expect("a call");
+        assert_eq!(
+            call.meta(),
+            Some(json!({"progressToken": "p1", "traceparent": "x"}))
+        );
+        let out = call.to_upstream_traced(4, "echo", Some(tp));
+        let tree: Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(tree["id"], json!(4));
+        assert_eq!(
+            tree["params"]["_meta"],
+            json!({"progressToken": "p1", "traceparent": tp})
+        );
+        assert!(
+            out.ends_with(r#","arguments":{}},"id":4,"method":"tools/call"}"#),
+            "{out}"
+        );
+        // A `_meta` that is not an object is left as it is.
+        let text = r#"{"params":{"name":"echo","_meta":7},"id":1,"method":"tools/call"}"#;
+        let call = Call::parse(text.to_string()).expect("a call");
+        assert_eq!(
+            call.to_upstream_traced(2, "echo", Some(tp)),
+            text.replace(r#""id":1"#, r#""id":2"#)
         );
     }
 
