@@ -271,6 +271,8 @@ async fn export_loop(
     mut rx: mpsc::UnboundedReceiver<Export>,
     health: Arc<Health>,
 ) {
+    let flush =
+        |batch: &mut Vec<Value>| send(&client, &endpoint, &headers, std::mem::take(batch), &health);
     let mut batch: Vec<Value> = Vec::new();
     // A span waits at most INTERVAL from when its batch started.
     let mut deadline: Option<tokio::time::Instant> = None;
@@ -279,14 +281,7 @@ async fn export_loop(
             Some(d) => match tokio::time::timeout_at(d, rx.recv()).await {
                 Ok(m) => m,
                 Err(_) => {
-                    send(
-                        &client,
-                        &endpoint,
-                        &headers,
-                        std::mem::take(&mut batch),
-                        &health,
-                    )
-                    .await;
+                    flush(&mut batch).await;
                     deadline = None;
                     continue;
                 }
@@ -300,46 +295,25 @@ async fn export_loop(
                 }
                 batch.push(s);
                 if batch.len() >= BATCH {
-                    send(
-                        &client,
-                        &endpoint,
-                        &headers,
-                        std::mem::take(&mut batch),
-                        &health,
-                    )
-                    .await;
+                    flush(&mut batch).await;
                     deadline = None;
                 }
             }
             Some(Export::Flush(done)) => {
-                send(
-                    &client,
-                    &endpoint,
-                    &headers,
-                    std::mem::take(&mut batch),
-                    &health,
-                )
-                .await;
+                flush(&mut batch).await;
                 deadline = None;
                 let _ = done.send(());
             }
             None => {
-                send(
-                    &client,
-                    &endpoint,
-                    &headers,
-                    std::mem::take(&mut batch),
-                    &health,
-                )
-                .await;
+                flush(&mut batch).await;
                 return;
             }
         }
     }
 }
 
-/// One OTLP/JSON export request; failures are dropped (telemetry never
-/// blocks or fails a call).
+/// One OTLP/JSON export request. Telemetry never blocks or fails a call: a
+/// failure is counted in `health` and logged at most once a minute.
 #[cfg(feature = "otlp")]
 async fn send(
     client: &reqwest::Client,
@@ -429,7 +403,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Bytes from the system's generator (ids that must not collide).
 /// `N` bytes from the system's generator (`getrandom(2)`). There is no
 /// fallback: a trace or session id made from the clock could be guessed,
 /// and the generator fails only where the kernel has none to offer.
