@@ -5,11 +5,15 @@
 //! `serde_json::Value` tools; `toolpin-manifest` normalizes them.
 
 pub mod exec;
+pub mod file;
 pub mod format;
 pub mod mcp;
 pub mod openapi;
+pub mod servers;
 pub mod source;
 
+pub use file::{catalog_from_path, FileCatalog, FileError};
 pub use format::{Format, ToolSink};
 pub use openapi::{DocumentLocation, OpenApiSpec};
+pub use servers::{capture_servers, Server};
 pub use source::{CaptureError, Captured, Endpoint, Source};

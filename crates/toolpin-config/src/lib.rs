@@ -646,18 +646,9 @@ impl ServerConfig {
     }
 }
 
-/// A server ready to capture.
-#[derive(Debug, Clone)]
-pub struct Server {
-    pub name: String,
-    pub source: Source,
-    pub format: Option<Format>,
-    pub transform: Transform,
-    /// What the lockfile records about how the server was reached.
-    pub record: Value,
-    /// Values expanded from the environment, never to be printed.
-    pub secrets: Vec<(String, String)>,
-}
+/// A server ready to capture (the capture crate's type: it captures many
+/// at once).
+pub use toolpin_capture::Server;
 
 /// The resolved configuration for one environment.
 #[derive(Debug)]

@@ -24,6 +24,13 @@ pub enum LockfileError {
     Version { origin: String, found: u64 },
     #[error("{origin}: {what} does not match its content (edited by hand?); run `toolpin lock` to re-pin")]
     Tampered { origin: String, what: String },
+    #[error("{origin} not found; run `toolpin lock` to create it")]
+    NotFound { origin: String },
+    #[error("cannot read {origin}: {source}")]
+    Read {
+        origin: String,
+        source: std::io::Error,
+    },
     #[error("cannot write {origin}: {source}")]
     Write {
         origin: String,
@@ -185,6 +192,20 @@ pub fn write(catalog: &Catalog, path: &Path) -> Result<Replaced, LockfileError> 
         origin: path.display().to_string(),
         source,
     })
+}
+
+/// Reads and verifies the lockfile at `path`; an absent one says how to
+/// create it.
+pub fn read(path: &std::path::Path) -> Result<Catalog, LockfileError> {
+    let origin = path.display().to_string();
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LockfileError::NotFound { origin })
+        }
+        Err(source) => return Err(LockfileError::Read { origin, source }),
+    };
+    parse(&bytes, &origin)
 }
 
 /// Parses and verifies a lockfile: every fingerprint must match the content

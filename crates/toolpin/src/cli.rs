@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 use toolpin_capture::Format;
 
+use crate::approve;
 use crate::commands::report_target::ReportTarget;
-use crate::{approve, pin};
 
 #[derive(Parser)]
 #[command(
@@ -68,8 +68,8 @@ fn parse_jobs(text: &str) -> Result<usize, String> {
 }
 
 impl ConfigArgs {
-    pub fn capture_options(&self, quiet: bool) -> pin::CaptureOptions {
-        pin::CaptureOptions {
+    pub fn capture_options(&self, quiet: bool) -> toolpin_capture::servers::Options {
+        toolpin_capture::servers::Options {
             jobs: self.jobs,
             keep_going: self.keep_going,
             progress: !quiet,

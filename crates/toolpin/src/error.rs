@@ -28,28 +28,10 @@ impl fmt::Display for CliError {
     }
 }
 
-impl std::error::Error for CliError {}
-
-impl From<toolpin_config::Error> for CliError {
-    fn from(e: toolpin_config::Error) -> Self {
-        Self::new(e.message())
-    }
-}
-
-impl From<toolpin_evals::Error> for CliError {
-    fn from(e: toolpin_evals::Error) -> Self {
-        Self::new(e.message())
-    }
-}
-
-impl From<toolpin_approve::Error> for CliError {
-    fn from(e: toolpin_approve::Error) -> Self {
-        Self::new(e.message())
-    }
-}
-
-impl From<toolpin_init::Error> for CliError {
-    fn from(e: toolpin_init::Error) -> Self {
-        Self::new(e.message())
+// Deliberately not `std::error::Error` (anyhow's trick): that is what lets
+// every library error turn into a `CliError` through `?` with one impl.
+impl<E: std::error::Error> From<E> for CliError {
+    fn from(e: E) -> Self {
+        Self::new(e.to_string())
     }
 }

@@ -10,9 +10,7 @@ mod cli;
 mod commands;
 mod config;
 mod error;
-use toolpin_config::expand;
 use toolpin_evals as evals;
-mod pin;
 
 use std::process::ExitCode;
 

@@ -6,8 +6,8 @@ use toolpin_report::Style;
 use super::report_target::{check_plan_formats, report_comparison};
 use super::{repository_path, Outcome};
 use crate::cli::{ConfigArgs, ReportArgs};
+use crate::config;
 use crate::error::CliError;
-use crate::{config, pin};
 
 pub fn run(
     config: &ConfigArgs,
@@ -21,8 +21,8 @@ pub fn run(
         .lockfile
         .clone()
         .unwrap_or_else(|| cfg.default_lockfile());
-    let pinned = pin::read_lockfile(&path)?;
-    let live = pin::capture_config(&cfg, config.capture_options(quiet))?;
+    let pinned = super::read_lockfile(&path)?;
+    let live = super::capture_config(&cfg, config.capture_options(quiet))?;
     let context = toolpin_report::context::Context::new(
         repository_path(&path),
         std::fs::read_to_string(&path).ok(),

@@ -11,8 +11,8 @@ use toolpin_report::Style;
 use super::report_target::{check_plan_formats, report_comparison};
 use super::{repository_path, Outcome};
 use crate::cli::ReportArgs;
+use crate::config;
 use crate::error::CliError;
-use crate::{config, pin};
 
 pub fn run(
     old: &Path,
@@ -28,8 +28,8 @@ pub fn run(
         None => (Policy::default(), config::Evals::default()),
     };
     let old_path = old;
-    let old = pin::catalog_from_path(old, input_format)?;
-    let new = pin::catalog_from_path(new, input_format)?;
+    let old = super::catalog_from_path(old, input_format)?;
+    let new = super::catalog_from_path(new, input_format)?;
     let context = toolpin_report::context::Context::new(
         repository_path(old_path),
         lockfile::looks_like_lockfile(&std::fs::read(old_path).unwrap_or_default())

@@ -7,7 +7,7 @@ use toolpin_report::Style;
 use super::{display, print, Outcome};
 use crate::cli::EvalsCommand;
 use crate::error::CliError;
-use crate::{config, evals, pin};
+use crate::{config, evals};
 
 pub fn run(command: &EvalsCommand, quiet: bool, style: Style) -> Result<Outcome, CliError> {
     match command {
@@ -42,8 +42,8 @@ pub fn run(command: &EvalsCommand, quiet: bool, style: Style) -> Result<Outcome,
                 .lockfile
                 .clone()
                 .unwrap_or_else(|| cfg.default_lockfile());
-            let pinned = pin::read_lockfile(&path)?;
-            let live = pin::capture_config(&cfg, config.capture_options(quiet))?;
+            let pinned = super::read_lockfile(&path)?;
+            let live = super::capture_config(&cfg, config.capture_options(quiet))?;
             let (selected, plan_doc, how) = if *plan {
                 let mut comparison = toolpin_drift::compare(&pinned, &live);
                 let verdict = cfg.policy.apply(&mut comparison);

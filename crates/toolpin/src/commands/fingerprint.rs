@@ -8,8 +8,8 @@ use toolpin_manifest::Catalog;
 
 use super::{print, Outcome};
 use crate::cli::ConfigArgs;
+use crate::config;
 use crate::error::CliError;
-use crate::{config, pin};
 
 pub fn run(
     path: Option<&Path>,
@@ -19,13 +19,13 @@ pub fn run(
     config: &ConfigArgs,
 ) -> Result<Outcome, CliError> {
     let catalog = match path {
-        Some(p) => pin::catalog_from_path(p, input_format)?,
+        Some(p) => super::catalog_from_path(p, input_format)?,
         None => {
             let lock = match &config.lockfile {
                 Some(p) => p.clone(),
                 None => config::load(&config.config, config.env.as_deref())?.default_lockfile(),
             };
-            pin::read_lockfile(&lock)?
+            super::read_lockfile(&lock)?
         }
     };
     let text = if json {

@@ -4,8 +4,8 @@ use toolpin_manifest::lockfile;
 
 use super::{display, Outcome};
 use crate::cli::ConfigArgs;
+use crate::config;
 use crate::error::CliError;
-use crate::{config, pin};
 
 pub fn run(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     let cfg = config::load(&args.config, args.env.as_deref())?;
@@ -13,7 +13,7 @@ pub fn run(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
         .lockfile
         .clone()
         .unwrap_or_else(|| cfg.default_lockfile());
-    let catalog = pin::capture_config(&cfg, args.capture_options(quiet))?;
+    let catalog = super::capture_config(&cfg, args.capture_options(quiet))?;
     let unchanged = lockfile::write(&catalog, &path).map_err(|e| CliError::new(e.to_string()))?
         == toolpin_manifest::fs::Replaced::Unchanged;
     if !quiet {

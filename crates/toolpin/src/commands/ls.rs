@@ -7,12 +7,12 @@ use toolpin_report::Style;
 
 use super::{print, Outcome};
 use crate::cli::ConfigArgs;
+use crate::config;
 use crate::error::CliError;
-use crate::{config, pin};
 
 pub fn run(args: &ConfigArgs, quiet: bool, style: Style) -> Result<Outcome, CliError> {
     let cfg = config::load(&args.config, args.env.as_deref())?;
-    let catalog = pin::capture_config(&cfg, args.capture_options(quiet))?;
+    let catalog = super::capture_config(&cfg, args.capture_options(quiet))?;
     print(&list_tools(&catalog, style))?;
     Ok(Outcome::Clean)
 }

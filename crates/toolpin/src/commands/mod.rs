@@ -20,6 +20,8 @@ pub mod withdraw;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use toolpin_capture::{servers, Format};
+use toolpin_manifest::{lockfile, Catalog};
 use toolpin_report::{ColorChoice, Style};
 
 use crate::cli::{Cli, ColorArg, Command, ConfigArgs};
@@ -79,6 +81,74 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
             input_format,
             config,
         } => fingerprint::run(path.as_deref(), *json, *release, *input_format, config),
+    }
+}
+
+/// Captures `servers` into one catalog. Unless quiet, the sources' warnings
+/// are printed; when several servers fail, all but the last are printed and
+/// the last is the error.
+pub(crate) fn capture(
+    servers: &[config::Server],
+    environment: &str,
+    opts: servers::Options,
+) -> Result<Catalog, CliError> {
+    match servers::capture_servers(servers, environment, opts) {
+        Ok(done) => {
+            if opts.progress {
+                for (who, warnings) in &done.warnings {
+                    print_warnings(who, warnings);
+                }
+            }
+            Ok(done.catalog)
+        }
+        Err(failed) => {
+            for f in failed.0.iter().rev().skip(1).rev() {
+                eprintln!("error: {f}");
+            }
+            Err(failed.into())
+        }
+    }
+}
+
+/// Captures every server of a configuration.
+pub(crate) fn capture_config(
+    cfg: &config::Config,
+    opts: servers::Options,
+) -> Result<Catalog, CliError> {
+    capture(&cfg.servers, &cfg.environment, opts)
+}
+
+/// A lockfile, tool file or OpenAPI document as a catalog; what converting
+/// a document warned about is printed.
+pub(crate) fn catalog_from_path(path: &Path, forced: Option<Format>) -> Result<Catalog, CliError> {
+    let read = toolpin_capture::catalog_from_path(path, forced)?;
+    print_warnings(&path.display().to_string(), &read.warnings);
+    Ok(read.catalog)
+}
+
+/// The lockfile at `path` (an absent one says to run `toolpin lock`).
+pub(crate) fn read_lockfile(path: &Path) -> Result<Catalog, CliError> {
+    Ok(lockfile::read(path)?)
+}
+
+/// Warnings printed per source; past this, a count.
+const MAX_WARNINGS: usize = 20;
+
+/// A source's warnings on stderr after `who` (`server "x"`, or a file), at
+/// most [`MAX_WARNINGS`] of them and then how many more there were.
+/// (Secrets were redacted where the warnings were collected.)
+fn print_warnings(who: &str, warnings: &[String]) {
+    for w in warnings.iter().take(MAX_WARNINGS) {
+        eprintln!(
+            "warning: {who}: {}",
+            toolpin_report::style::printable(w, false)
+        );
+    }
+    if warnings.len() > MAX_WARNINGS {
+        eprintln!(
+            "warning: {who}: {} more warnings not shown",
+            warnings.len() - MAX_WARNINGS
+        );
     }
 }
 

@@ -7,8 +7,8 @@ use toolpin_manifest::Catalog;
 
 use crate::approve;
 use crate::cli::ConfigArgs;
+use crate::config;
 use crate::error::CliError;
-use crate::{config, pin};
 
 pub struct Pending {
     pub lockfile: PathBuf,
@@ -26,8 +26,8 @@ impl Pending {
             .lockfile
             .clone()
             .unwrap_or_else(|| cfg.default_lockfile());
-        let pinned = pin::read_lockfile(&lockfile)?;
-        let live = pin::capture_config(&cfg, args.capture_options(quiet))?;
+        let pinned = super::read_lockfile(&lockfile)?;
+        let live = super::capture_config(&cfg, args.capture_options(quiet))?;
         let mut comparison = toolpin_drift::compare(&pinned, &live);
         let verdict = cfg.policy.apply(&mut comparison);
         let changes = approve::changes(&pinned, &live, &comparison);

@@ -57,7 +57,7 @@ struct ProxyRun<'a> {
     /// `--max-sessions`, over `[proxy] max_sessions`.
     pub max_sessions: Option<usize>,
     pub start_check: bool,
-    pub capture: crate::pin::CaptureOptions,
+    pub capture: toolpin_capture::servers::Options,
 }
 
 /// The configured MCP servers to front, by name (all of them by default).
@@ -102,7 +102,7 @@ fn selected<'a>(
 /// Resolves the selected servers and the pin into `Settings` and serves.
 fn serve(args: ProxyRun) -> Result<(), CliError> {
     let servers = selected(args.config, args.servers)?;
-    let pinned = crate::pin::read_lockfile(&args.lockfile)?;
+    let pinned = super::read_lockfile(&args.lockfile)?;
     let mut pins = BTreeMap::new();
     let mut upstreams = Vec::new();
     for server in &servers {
@@ -191,8 +191,8 @@ fn serve(args: ProxyRun) -> Result<(), CliError> {
             return Ok(());
         }
         let subset: Vec<crate::config::Server> = servers.iter().map(|s| (*s).clone()).collect();
-        let live = crate::pin::capture_servers(&subset, &args.config.environment, args.capture)
-            .map_err(|e| {
+        let live =
+            super::capture(&subset, &args.config.environment, args.capture).map_err(|e| {
                 let message = e.to_string();
                 start_error = Some(e);
                 message

@@ -4,8 +4,8 @@ use serde_json::{json, Value};
 
 use super::{print, Outcome};
 use crate::cli::ConfigArgs;
+use crate::config;
 use crate::error::CliError;
-use crate::{config, pin};
 
 pub fn run(config: &ConfigArgs, json: bool) -> Result<Outcome, CliError> {
     let cfg = config::load(&config.config, config.env.as_deref())?;
@@ -13,7 +13,7 @@ pub fn run(config: &ConfigArgs, json: bool) -> Result<Outcome, CliError> {
         .lockfile
         .clone()
         .unwrap_or_else(|| cfg.default_lockfile());
-    let catalog = pin::read_lockfile(&path)?;
+    let catalog = super::read_lockfile(&path)?;
     let tools = catalog.fingerprint.to_hex()[..12].to_string();
     let text = if json {
         let mut doc = serde_json::Map::new();

@@ -43,7 +43,7 @@ fn set_withdrawn(
     reason: Option<&str>,
     author: String,
 ) -> Result<String, CliError> {
-    let pinned = crate::pin::read_lockfile(lockfile)?;
+    let pinned = super::read_lockfile(lockfile)?;
     let known = tool
         .split_once('/')
         .and_then(|(s, t)| pinned.servers.get(s)?.tools.get(t))
