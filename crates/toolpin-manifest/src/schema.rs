@@ -31,27 +31,21 @@ pub use crate::pointer::{escape_token, unescape_token};
 /// escape is not `%` followed by two hex digits or the decoded bytes are
 /// not UTF-8. Borrows when there is nothing to decode.
 pub fn percent_decode(text: &str) -> Option<Cow<'_, str>> {
-    if !text.contains('%') {
-        return Some(Cow::Borrowed(text));
-    }
+    // The crate passes a malformed escape through as text; a `$ref` with
+    // one names nothing, so it is refused here first.
     let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                return None;
-            }
-            let hex = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let malformed = bytes.iter().enumerate().any(|(i, &b)| {
+        b == b'%'
+            && !bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    });
+    if malformed {
+        return None;
     }
-    String::from_utf8(out).ok().map(Cow::Owned)
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
 }
 
 /// The value an (escaped) JSON pointer names in `root`: `""` is the root,

@@ -77,42 +77,25 @@ pub fn serve(
     })
 }
 
-/// `OTEL_EXPORTER_OTLP_HEADERS` (`k=v,k2=v2`, values percent-decoded).
+/// `OTEL_EXPORTER_OTLP_HEADERS` (or the traces-only variable).
 fn otlp_headers() -> Vec<(String, String)> {
-    let Ok(text) = std::env::var("OTEL_EXPORTER_OTLP_HEADERS")
+    std::env::var("OTEL_EXPORTER_OTLP_HEADERS")
         .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_TRACES_HEADERS"))
-    else {
-        return Vec::new();
-    };
-    text.split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.trim().to_string(), percent_decode(v.trim())))
-        .filter(|(k, _)| !k.is_empty())
-        .collect()
+        .map(|text| parse_otlp_headers(&text))
+        .unwrap_or_default()
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// `k=v,k2=v2`, values percent-decoded (the OTel exporter specification's
+/// W3C-baggage-like form); a pair without `=` or a key is skipped.
+fn parse_otlp_headers(text: &str) -> Vec<(String, String)> {
+    text.split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| {
+            let value = percent_encoding::percent_decode_str(v.trim()).decode_utf8_lossy();
+            (k.trim().to_string(), value.into_owned())
+        })
+        .filter(|(k, _)| !k.is_empty())
+        .collect()
 }
 
 /// On SIGTERM or SIGINT (an agent stopping its server), the upstream
@@ -183,4 +166,21 @@ fn watch_flags(proxy: Arc<Proxy>) {
             proxy.reload_flags();
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_otlp_headers;
+
+    #[test]
+    fn otlp_headers_are_pairs_with_decoded_values() {
+        assert_eq!(
+            parse_otlp_headers("api-key=a%20b%3D, x-team = core ,broken,=v,bad=%zz"),
+            vec![
+                ("api-key".to_string(), "a b=".to_string()),
+                ("x-team".to_string(), "core".to_string()),
+                ("bad".to_string(), "%zz".to_string()),
+            ]
+        );
+    }
 }
