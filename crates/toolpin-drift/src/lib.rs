@@ -2,6 +2,7 @@
 //! difference a [`Finding`] with a rule id from the registry in [`rules`].
 
 pub mod budget;
+pub mod cluster;
 pub mod compare;
 pub mod finding;
 pub mod policy;

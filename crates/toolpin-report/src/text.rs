@@ -1,10 +1,13 @@
-//! The human report: grouped by tool, most severe first, with before/after
-//! values shown like a diff.
+//! The human report: a summary when there is much to read, each repeated
+//! change once (a cluster, with its tools collapsed), then the findings
+//! grouped by tool, most severe first, with before/after values shown like
+//! a diff. A large report shows only its most severe details unless `-v`.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 
 use serde_json::Value;
+use toolpin_drift::cluster::{clusters, membership, Cluster};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding, Severity};
 
@@ -31,6 +34,19 @@ pub struct TextOptions {
 /// Longest value shown without `-v`, in lines.
 const MAX_LINES: usize = 12;
 
+/// Findings shown in detail without `-v`; past this, the least severe are
+/// counted instead (a cluster counts once).
+pub const MAX_DETAILED: usize = 200;
+
+/// Findings from which the report opens with a summary.
+const SUMMARY_FROM: usize = 20;
+
+/// Tools named in a cluster before the rest are counted.
+const CLUSTER_TOOLS: usize = 5;
+
+/// Tools listed as most at risk in the summary.
+const AT_RISK: usize = 5;
+
 pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
     let s = opts.style;
     let mut out = String::new();
@@ -54,9 +70,214 @@ pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
     } else {
         push_drift_header(&mut out, c, s);
     }
-    push_groups(&mut out, c, verdict, opts);
-    push_plan(&mut out, c, verdict, s);
+    let clusters = clusters(&c.findings);
+    let member = membership(c.findings.len(), &clusters);
+    let shown = detail_floor(c, &clusters, &member, opts.verbose);
+    if c.findings.len() >= SUMMARY_FROM || !clusters.is_empty() {
+        push_summary(&mut out, c, &clusters, s);
+    }
+    push_clusters(&mut out, c, &clusters, shown, opts);
+    push_groups_with(&mut out, c, verdict, opts, &clusters, &member, shown);
+    push_left_out(&mut out, c, &clusters, &member, shown, s);
+    push_plan(&mut out, c, verdict, s, opts.verbose);
     out
+}
+
+/// The least severe severity shown in detail: every one with `-v` or when
+/// the report is small; otherwise the lowest whose details (a cluster
+/// counting once) stay within [`MAX_DETAILED`], and never less than
+/// critical.
+fn detail_floor(
+    c: &Comparison,
+    clusters: &[Cluster],
+    member: &[Option<usize>],
+    verbose: bool,
+) -> Severity {
+    if verbose {
+        return Severity::Info;
+    }
+    let mut items = [0usize; 5];
+    for (f, m) in c.findings.iter().zip(member) {
+        if m.is_none() {
+            items[f.severity as usize] += 1;
+        }
+    }
+    for k in clusters {
+        items[k.severity as usize] += 1;
+    }
+    let mut floor = Severity::Critical;
+    let mut total = 0;
+    for sev in Severity::ALL {
+        total += items[sev as usize];
+        if total > MAX_DETAILED && sev != Severity::Critical {
+            break;
+        }
+        floor = sev;
+    }
+    floor
+}
+
+/// Counts by severity and by rule family, the clusters, and the tools most
+/// at risk.
+fn push_summary(out: &mut String, c: &Comparison, clusters: &[Cluster], s: Style) {
+    let by_severity: Vec<String> = Severity::ALL
+        .iter()
+        .map(|sev| {
+            (
+                sev,
+                c.summary.by_severity.get(sev.name()).copied().unwrap_or(0),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .map(|(sev, n)| format!("{n} {}", sev.name()))
+        .collect();
+    let _ = writeln!(out, "\n{}", s.bold("summary:"));
+    let _ = writeln!(out, "  by severity   {}", by_severity.join(", "));
+    let mut families: Vec<(&str, usize)> = toolpin_drift::rules::FAMILIES
+        .iter()
+        .map(|family| {
+            let n = c.findings.iter().filter(|f| family.has(f.rule)).count();
+            (family.name, n)
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    families.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let families: Vec<String> = families.iter().map(|(f, n)| format!("{n} {f}")).collect();
+    let _ = writeln!(out, "  by family     {}", families.join(", "));
+    if let Some(largest) = clusters.iter().max_by_key(|k| (k.tools, k.findings.len())) {
+        let held: usize = clusters.iter().map(|k| k.findings.len()).sum();
+        let _ = writeln!(
+            out,
+            "  repeated      {} in {} (largest: {} {} in {})",
+            plural(held, "finding"),
+            plural(clusters.len(), "cluster"),
+            largest.rule,
+            printable(&largest.pointer, false),
+            plural(largest.tools, "tool"),
+        );
+    }
+    // Most at risk: most severe first, then most findings.
+    let mut per_tool: HashMap<(&str, &str), [usize; 5]> = HashMap::new();
+    for f in c.findings.iter().filter(|f| !f.tool.is_empty()) {
+        per_tool.entry((&f.server, &f.tool)).or_default()[f.severity as usize] += 1;
+    }
+    let mut ranked: Vec<((&str, &str), [usize; 5])> = per_tool.into_iter().collect();
+    ranked.sort_by(|a, b| {
+        let key = |n: &[usize; 5]| n.map(std::cmp::Reverse);
+        key(&a.1).cmp(&key(&b.1)).then(a.0.cmp(&b.0))
+    });
+    if ranked.len() > 1 {
+        let at_risk: Vec<String> = ranked
+            .iter()
+            .take(AT_RISK)
+            .map(|((_, tool), n)| {
+                let counts: Vec<String> = Severity::ALL
+                    .iter()
+                    .filter(|sev| n[**sev as usize] > 0)
+                    .take(2)
+                    .map(|sev| format!("{} {}", n[*sev as usize], sev.name()))
+                    .collect();
+                format!("{} ({})", printable(tool, false), counts.join(", "))
+            })
+            .collect();
+        let _ = writeln!(out, "  most at risk  {}", at_risk.join(", "));
+    }
+}
+
+/// Each cluster at or above `shown` once: the change, one member's message
+/// and values, and its tools collapsed.
+fn push_clusters(
+    out: &mut String,
+    c: &Comparison,
+    clusters: &[Cluster],
+    shown: Severity,
+    opts: TextOptions,
+) {
+    let s = opts.style;
+    let listed: Vec<&Cluster> = clusters.iter().filter(|k| k.severity <= shown).collect();
+    if listed.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n{}", s.bold("repeated changes:"));
+    for k in listed {
+        let first = &c.findings[k.findings[0]];
+        let _ = writeln!(
+            out,
+            "  {}  {}  {}  {}",
+            severity_label(k.severity, s),
+            k.rule,
+            s.dim(&printable(&k.pointer, false)),
+            s.bold(&format!(
+                "× {} ({})",
+                plural(k.tools, "tool"),
+                plural(k.findings.len(), "finding")
+            )),
+        );
+        let _ = writeln!(out, "    {}", printable(&first.message, false));
+        push_values(out, first, opts);
+        let mut tools: Vec<&str> = k
+            .findings
+            .iter()
+            .map(|&i| c.findings[i].tool.as_str())
+            .collect();
+        tools.sort_unstable();
+        tools.dedup();
+        let names = if opts.verbose || tools.len() <= CLUSTER_TOOLS {
+            tools.join(", ")
+        } else {
+            format!(
+                "{} and {} more",
+                tools[..CLUSTER_TOOLS].join(", "),
+                tools.len() - CLUSTER_TOOLS
+            )
+        };
+        let _ = writeln!(
+            out,
+            "    {} {}",
+            s.dim(&format!("{}:", k.id)),
+            printable(&names, false)
+        );
+    }
+}
+
+/// What the floor left out, and how to see it.
+fn push_left_out(
+    out: &mut String,
+    c: &Comparison,
+    clusters: &[Cluster],
+    member: &[Option<usize>],
+    shown: Severity,
+    s: Style,
+) {
+    let mut left = [0usize; 5];
+    for (f, m) in c.findings.iter().zip(member) {
+        let sev = m.map_or(f.severity, |k| clusters[k].severity);
+        if sev > shown {
+            left[f.severity as usize] += 1;
+        }
+    }
+    let total: usize = left.iter().sum();
+    if total == 0 {
+        return;
+    }
+    let parts: Vec<String> = Severity::ALL
+        .iter()
+        .filter(|sev| left[**sev as usize] > 0)
+        .map(|sev| format!("{} {}", left[*sev as usize], sev.name()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n{}",
+        s.dim(&format!(
+            "… {} not shown ({}): -v shows all, --format json writes every finding",
+            plural(total, "finding"),
+            parts.join(", ")
+        ))
+    );
+}
+
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Only the findings, grouped by tool as in [`render`], without the
@@ -64,13 +285,16 @@ pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
 /// (`toolpin review`).
 pub fn render_findings(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
     let mut out = String::new();
-    push_groups(&mut out, c, verdict, opts);
+    push_groups_with(&mut out, c, verdict, opts, &[], &[], Severity::Info);
     out
 }
 
 /// The evals to re-run: the union of the routing of failing findings, each
 /// with the tools that pull it in.
-fn push_plan(out: &mut String, c: &Comparison, verdict: &Verdict, s: Style) {
+/// Tools named per eval tag without `-v`; past this, a count.
+const PLAN_TOOLS: usize = 8;
+
+fn push_plan(out: &mut String, c: &Comparison, verdict: &Verdict, s: Style, verbose: bool) {
     if verdict.plan.is_empty() {
         return;
     }
@@ -83,7 +307,16 @@ fn push_plan(out: &mut String, c: &Comparison, verdict: &Verdict, s: Style) {
             .collect();
         tools.sort_unstable();
         tools.dedup();
-        let _ = writeln!(out, "  {:<16} {}", tag, printable(&tools.join(", "), false));
+        let names = if verbose || tools.len() <= PLAN_TOOLS {
+            tools.join(", ")
+        } else {
+            format!(
+                "{} and {} more",
+                tools[..PLAN_TOOLS].join(", "),
+                tools.len() - PLAN_TOOLS
+            )
+        };
+        let _ = writeln!(out, "  {:<16} {}", tag, printable(&names, false));
     }
 }
 
@@ -110,7 +343,19 @@ fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
 /// A finding and its index in the comparison.
 type Indexed<'c> = (usize, &'c Finding);
 
-fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOptions) {
+/// The findings grouped by tool. A finding in one of `clusters` is one
+/// line naming its cluster (shown above); a finding less severe than
+/// `shown` (by its cluster's severity, if it is in one) is left out, and a
+/// tool left with nothing is not listed.
+fn push_groups_with(
+    out: &mut String,
+    c: &Comparison,
+    verdict: &Verdict,
+    opts: TextOptions,
+    clusters: &[Cluster],
+    member: &[Option<usize>],
+    shown: Severity,
+) {
     let s = opts.style;
     // Group findings by tool (server-level findings have no tool and group
     // by server); the most severe tool first, then by name.
@@ -120,6 +365,10 @@ fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOp
     let mut groups: Vec<(&str, &str, Vec<Indexed>)> = Vec::new();
     let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
     for (i, f) in c.findings.iter().enumerate() {
+        let cluster = member.get(i).copied().flatten();
+        if cluster.map_or(f.severity, |k| clusters[k].severity) > shown {
+            continue;
+        }
         let g = *group_of
             .entry((f.server.as_str(), f.tool.as_str()))
             .or_insert_with(|| {
@@ -173,18 +422,37 @@ fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, opts: TextOp
             } else {
                 String::new()
             };
+            if let Some(k) = member.get(index).copied().flatten() {
+                let k = &clusters[k];
+                let _ = writeln!(
+                    out,
+                    "  {sev}  {}{where_}{flag}{note}  {}",
+                    f.rule,
+                    s.dim(&format!(
+                        "(repeated: {}, {})",
+                        k.id,
+                        plural(k.tools, "tool")
+                    ))
+                );
+                continue;
+            }
             let _ = writeln!(out, "  {sev}  {}{where_}{flag}{note}", f.rule);
             let _ = writeln!(out, "    {}", printable(&f.message, false));
-            // Prose is shown as text; any other value as JSON, so that
-            // "50" and 50 look different.
-            let prose = f.pointer.ends_with("/description") || f.pointer.ends_with("/title");
-            if let Some(b) = &f.before {
-                push_value(out, "-", b, prose, opts, |t| s.red(t));
-            }
-            if let Some(a) = &f.after {
-                push_value(out, "+", a, prose, opts, |t| s.green(t));
-            }
+            push_values(out, f, opts);
         }
+    }
+}
+
+/// A finding's before and after values. Prose is shown as text; any other
+/// value as JSON, so that "50" and 50 look different.
+fn push_values(out: &mut String, f: &Finding, opts: TextOptions) {
+    let s = opts.style;
+    let prose = f.pointer.ends_with("/description") || f.pointer.ends_with("/title");
+    if let Some(b) = &f.before {
+        push_value(out, "-", b, prose, opts, |t| s.red(t));
+    }
+    if let Some(a) = &f.after {
+        push_value(out, "+", a, prose, opts, |t| s.green(t));
     }
 }
 

@@ -1085,7 +1085,8 @@ fn check_json_report_has_documented_shape() {
             "fingerprints",
             "verdict",
             "plan",
-            "tools"
+            "tools",
+            "clusters"
         ]),
         "{report:#}"
     );
