@@ -1,6 +1,12 @@
 //! The pull-request comment (`--format markdown`): a verdict title, a
-//! severity table, one collapsible section per tool (most severe first),
+//! severity table, on a large change a summary and each repeated change
+//! once (a cluster), one collapsible section per tool (most severe first),
 //! the re-run plan and the catalog fingerprints. Renders on GitHub.
+//!
+//! It always fits a comment: GitHub takes 65,536 characters in a comment
+//! and 1 MiB in a job summary, so the report is cut to [`MAX_CHARS`] by
+//! leaving out the least severe details first, and says what it left out
+//! and where everything is.
 //!
 //! Everything that comes from a server (tool names, pointers, messages,
 //! values) is neutralized: inline text has HTML and markdown punctuation
@@ -10,6 +16,7 @@
 use std::fmt::Write;
 
 use serde_json::Value;
+use toolpin_drift::cluster::{clusters, membership, Cluster};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding, Severity};
 
@@ -21,6 +28,27 @@ pub const RULES_DOC: &str = "docs/rules.md";
 /// Longest value shown, in lines, before it is cut with a note.
 const MAX_LINES: usize = 40;
 
+/// Longest fenced value, in bytes.
+const MAX_BLOCK: usize = 4_000;
+
+/// Longest report, in bytes (so in characters too): under GitHub's 65,536
+/// characters for a comment, with room for what a workflow adds around it.
+pub const MAX_CHARS: usize = 60_000;
+
+/// Findings from which the report has a summary.
+const SUMMARY_FROM: usize = 20;
+
+/// Tools named in a cluster or a re-run line before the rest are counted.
+const LISTED_TOOLS: usize = 10;
+
+/// Bytes a tool's section header and fingerprint line take, at most
+/// (names are capped well below this by the MCP name rules; a longer one
+/// only eats into [`NOTE_ROOM`]).
+const GROUP_HEADER: usize = 400;
+
+/// Room kept for the note on what was left out.
+const NOTE_ROOM: usize = 1_000;
+
 /// The comment, rule ids linking to [`RULES_DOC`].
 pub fn render(c: &Comparison, verdict: &Verdict) -> String {
     render_with(c, verdict, RULES_DOC)
@@ -30,19 +58,125 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
 /// `https://github.com/…/blob/main/docs/rules.md`, since relative links in
 /// PR comments resolve against the PR page).
 pub fn render_with(c: &Comparison, verdict: &Verdict, rules_doc: &str) -> String {
-    let mut out = String::new();
-    push_title(&mut out, c, verdict);
-    push_table(&mut out, c);
-    push_groups(&mut out, c, verdict, rules_doc);
-    push_plan(&mut out, c, verdict);
-    let fp = |s: &str| s.get(..16).unwrap_or(s).to_string();
-    let _ = writeln!(
-        out,
-        "\nCatalog fingerprint `{}` → `{}`",
-        fp(&c.fingerprints.before),
-        fp(&c.fingerprints.after)
-    );
-    out
+    let clusters = clusters(&c.findings);
+    let member = membership(c.findings.len(), &clusters);
+    let parts = Parts {
+        c,
+        verdict,
+        rules_doc,
+        clusters: &clusters,
+        member: &member,
+    };
+    // Every severity in full if that fits; else the most severe in full
+    // and as many of the next severity as fit; else as many critical
+    // findings as fit.
+    for floor in Severity::ALL.iter().rev() {
+        let out = parts.render(&Detail::full(*floor));
+        if out.len() > MAX_CHARS {
+            continue;
+        }
+        let Some(next) = Severity::ALL.get(*floor as usize + 1) else {
+            return out;
+        };
+        let room = MAX_CHARS.saturating_sub(out.len() + NOTE_ROOM);
+        return parts.render(&Detail::partial(Some(*floor), *next, room));
+    }
+    let bare = parts.render(&Detail::partial(None, Severity::Critical, 0));
+    let room = MAX_CHARS.saturating_sub(bare.len() + NOTE_ROOM);
+    parts.render(&Detail::partial(None, Severity::Critical, room))
+}
+
+/// Which findings a rendering details: all down to `full`, and of the
+/// `partial` severity as many as fit in its room of bytes, most severe
+/// first.
+struct Detail {
+    full: Option<Severity>,
+    partial: Option<(Severity, usize)>,
+    used: std::cell::Cell<usize>,
+}
+
+impl Detail {
+    fn full(floor: Severity) -> Self {
+        Self {
+            full: Some(floor),
+            partial: None,
+            used: std::cell::Cell::new(0),
+        }
+    }
+
+    fn partial(full: Option<Severity>, partial: Severity, room: usize) -> Self {
+        Self {
+            full,
+            partial: Some((partial, room)),
+            used: std::cell::Cell::new(0),
+        }
+    }
+
+    fn in_full(&self, sev: Severity) -> bool {
+        self.full.is_some_and(|f| sev <= f)
+    }
+
+    fn eligible(&self, sev: Severity) -> bool {
+        self.in_full(sev) || self.partial.is_some_and(|(p, _)| sev <= p)
+    }
+
+    /// Whether `bytes` of detail at `sev` are shown: always in full,
+    /// otherwise when they still fit the partial room (which they then use).
+    fn admits(&self, sev: Severity, bytes: usize) -> bool {
+        if self.in_full(sev) {
+            return true;
+        }
+        match self.partial {
+            Some((p, room)) if sev <= p && self.used.get() + bytes <= room => {
+                self.used.set(self.used.get() + bytes);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// What one rendering needs.
+struct Parts<'a> {
+    c: &'a Comparison,
+    verdict: &'a Verdict,
+    rules_doc: &'a str,
+    clusters: &'a [Cluster<'a>],
+    member: &'a [Option<usize>],
+}
+
+impl Parts<'_> {
+    /// The report with the findings `detail` admits.
+    fn render(&self, detail: &Detail) -> String {
+        let c = self.c;
+        let mut out = String::new();
+        push_title(&mut out, c, self.verdict);
+        push_table(&mut out, c);
+        if c.findings.len() >= SUMMARY_FROM || !self.clusters.is_empty() {
+            push_summary(&mut out, c, self.clusters);
+        }
+        let mut shown = vec![false; c.findings.len()];
+        push_clusters(&mut out, self, detail, &mut shown);
+        push_groups(&mut out, self, detail, &mut shown);
+        push_left_out(&mut out, c, &shown);
+        push_plan(&mut out, c, self.verdict);
+        let fp = |s: &str| s.get(..16).unwrap_or(s).to_string();
+        let _ = writeln!(
+            out,
+            "\nCatalog fingerprint `{}` → `{}`",
+            fp(&c.fingerprints.before),
+            fp(&c.fingerprints.after)
+        );
+        out
+    }
+
+    /// The severity a finding is shown at: its cluster's when it is in one.
+    fn severity_of(&self, i: usize) -> Severity {
+        match self.member.get(i).copied().flatten() {
+            Some(k) => self.clusters[k].severity,
+            None => self.c.findings[i].severity,
+        }
+    }
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -96,6 +230,146 @@ fn push_table(out: &mut String, c: &Comparison) {
     }
 }
 
+/// Counts by rule family, the clusters, and the tools most at risk.
+fn push_summary(out: &mut String, c: &Comparison, clusters: &[Cluster]) {
+    let mut families: Vec<(&str, usize)> = toolpin_drift::rules::FAMILIES
+        .iter()
+        .map(|family| {
+            (
+                family.title,
+                c.findings.iter().filter(|f| family.has(f.rule)).count(),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    families.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let families: Vec<String> = families.iter().map(|(f, n)| format!("{n} {f}")).collect();
+    let _ = writeln!(out, "\n**By family:** {}\n", inline(&families.join(" · ")));
+    if !clusters.is_empty() {
+        let held: usize = clusters.iter().map(|k| k.findings.len()).sum();
+        let _ = writeln!(
+            out,
+            "**Repeated:** {} are {} of one change each (below, once each).\n",
+            plural(held, "finding"),
+            plural(clusters.len(), "cluster")
+        );
+    }
+    let mut per_tool: std::collections::HashMap<(&str, &str), [usize; 5]> =
+        std::collections::HashMap::new();
+    for f in c.findings.iter().filter(|f| !f.tool.is_empty()) {
+        per_tool.entry((&f.server, &f.tool)).or_default()[f.severity as usize] += 1;
+    }
+    let mut ranked: Vec<((&str, &str), [usize; 5])> = per_tool.into_iter().collect();
+    ranked.sort_by(|a, b| {
+        let key = |n: &[usize; 5]| n.map(std::cmp::Reverse);
+        key(&a.1).cmp(&key(&b.1)).then(a.0.cmp(&b.0))
+    });
+    if ranked.len() > 1 {
+        let at_risk: Vec<String> = ranked
+            .iter()
+            .take(5)
+            .map(|((_, tool), n)| {
+                let counts: Vec<String> = Severity::ALL
+                    .iter()
+                    .filter(|sev| n[**sev as usize] > 0)
+                    .take(2)
+                    .map(|sev| format!("{} {}", n[*sev as usize], sev.name()))
+                    .collect();
+                format!("<code>{}</code> ({})", inline(tool), counts.join(", "))
+            })
+            .collect();
+        let _ = writeln!(out, "**Most at risk:** {}\n", at_risk.join(" · "));
+    }
+}
+
+/// Each cluster `detail` admits once, collapsed: one member's finding and
+/// the tools.
+fn push_clusters(out: &mut String, p: &Parts, detail: &Detail, shown: &mut [bool]) {
+    let c = p.c;
+    let mut any = false;
+    for k in p.clusters.iter().filter(|k| detail.eligible(k.severity)) {
+        let mut tools: Vec<&str> = k
+            .findings
+            .iter()
+            .map(|&i| c.findings[i].tool.as_str())
+            .collect();
+        tools.sort_unstable();
+        tools.dedup();
+        let mut block = String::new();
+        let _ = writeln!(
+            block,
+            "\n<details><summary><b>{}</b> · <code>{}</code> · <code>{}</code> · × {} ({})</summary>\n",
+            k.severity.name(),
+            html(k.rule),
+            html(&k.pointer),
+            plural(k.tools, "tool"),
+            plural(k.findings.len(), "finding"),
+        );
+        let first = k.findings[0];
+        push_finding(
+            &mut block,
+            &c.findings[first],
+            first,
+            p.verdict,
+            p.rules_doc,
+        );
+        let listed: Vec<String> = tools
+            .iter()
+            .take(LISTED_TOOLS)
+            .map(|t| format!("<code>{}</code>", inline(t)))
+            .collect();
+        let more = tools.len().saturating_sub(LISTED_TOOLS);
+        let _ = writeln!(
+            block,
+            "Cluster `{}` in {}{}\n\n</details>",
+            k.id,
+            listed.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+        if !detail.admits(k.severity, block.len()) {
+            continue;
+        }
+        if !any {
+            let _ = writeln!(out, "\n#### Repeated changes");
+            any = true;
+        }
+        out.push_str(&block);
+        for &i in &k.findings {
+            shown[i] = true;
+        }
+    }
+}
+
+/// How many findings this report left out, by severity, and where they
+/// all are.
+fn push_left_out(out: &mut String, c: &Comparison, shown: &[bool]) {
+    let mut left = [0usize; 5];
+    for (f, shown) in c.findings.iter().zip(shown) {
+        if !shown {
+            left[f.severity as usize] += 1;
+        }
+    }
+    let total: usize = left.iter().sum();
+    if total == 0 {
+        return;
+    }
+    let parts: Vec<String> = Severity::ALL
+        .iter()
+        .filter(|sev| left[**sev as usize] > 0)
+        .map(|sev| format!("{} {}", left[*sev as usize], sev.name()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n*{} left out to fit a comment ({}). `toolpin check --format json` writes every finding; the toolpin Action uploads the full reports as the `toolpin-reports` artifact.*",
+        plural(total, "finding"),
+        parts.join(", ")
+    );
+}
+
 /// Findings grouped by (server, tool), most severe group first, then by
 /// name; within a group, most severe first, then by pointer.
 fn groups(c: &Comparison) -> Vec<(&str, &str, Vec<usize>)> {
@@ -129,10 +403,46 @@ fn groups(c: &Comparison) -> Vec<(&str, &str, Vec<usize>)> {
     groups
 }
 
-fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, rules_doc: &str) {
+/// One section per tool with the findings `detail` admits (a clustered
+/// one as a line naming its cluster).
+fn push_groups(out: &mut String, p: &Parts, detail: &Detail, shown: &mut [bool]) {
+    let (c, verdict) = (p.c, p.verdict);
     for (server, tool, idx) in groups(c) {
-        let worst = c.findings[idx[0]].severity;
-        let failing = idx.iter().filter(|&&i| verdict.is_failing(i)).count();
+        let mut body = String::new();
+        let mut listed = Vec::new();
+        for i in idx {
+            let sev = p.severity_of(i);
+            if !detail.eligible(sev) {
+                continue;
+            }
+            let mut item = String::new();
+            match p.member.get(i).copied().flatten() {
+                Some(k) => {
+                    let f = &c.findings[i];
+                    let _ = writeln!(
+                        item,
+                        "**{}** · [`{id}`]({doc}#{id}) · <code>{}</code> · repeated: cluster `{}`\n",
+                        f.severity.name(),
+                        inline(&f.pointer),
+                        p.clusters[k].id,
+                        id = f.rule,
+                        doc = p.rules_doc,
+                    );
+                }
+                None => push_finding(&mut item, &c.findings[i], i, verdict, p.rules_doc),
+            }
+            // The tool's section header is paid by its first finding.
+            let header = if listed.is_empty() { GROUP_HEADER } else { 0 };
+            if detail.admits(sev, item.len() + header) {
+                body.push_str(&item);
+                listed.push(i);
+            }
+        }
+        let Some(&top) = listed.first() else {
+            continue;
+        };
+        let worst = c.findings[top].severity;
+        let failing = listed.iter().filter(|&&i| verdict.is_failing(i)).count();
         let name = if tool.is_empty() {
             format!("server {server}")
         } else {
@@ -144,7 +454,7 @@ fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, rules_doc: &
             "\n<details><summary><b>{}</b> · <code>{}</code> · {}{}</summary>\n",
             worst.name(),
             html(&name),
-            plural(idx.len(), "finding"),
+            plural(listed.len(), "finding"),
             if failing > 0 {
                 format!(", {failing} failing")
             } else {
@@ -167,8 +477,9 @@ fn push_groups(out: &mut String, c: &Comparison, verdict: &Verdict, rules_doc: &
                 fp(&t.after)
             );
         }
-        for i in idx {
-            push_finding(out, &c.findings[i], i, verdict, rules_doc);
+        out.push_str(&body);
+        for i in listed {
+            shown[i] = true;
         }
         let _ = writeln!(out, "</details>");
     }
@@ -195,7 +506,20 @@ fn push_finding(out: &mut String, f: &Finding, i: usize, verdict: &Verdict, rule
     }
     let _ = writeln!(out, "{line}\n");
     if !f.message.is_empty() {
-        let _ = writeln!(out, "{}\n", inline(&f.message));
+        let mut message = f.message.as_str();
+        if message.len() > MAX_BLOCK {
+            let mut cut = MAX_BLOCK;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message = &message[..cut];
+        }
+        let clipped = if message.len() < f.message.len() {
+            " …"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "{}{clipped}\n", inline(message));
     }
     let prose = |v: &Option<Value>| matches!(v, None | Some(Value::String(_)));
     let is_prose = (f.pointer.ends_with("/description") || f.pointer.ends_with("/title"))
@@ -226,11 +550,28 @@ fn push_finding(out: &mut String, f: &Finding, i: usize, verdict: &Verdict, rule
     }
 }
 
-/// A fenced block, cut at [`MAX_LINES`] with a note after it.
+/// A fenced block, cut at [`MAX_LINES`] or [`MAX_BLOCK`] bytes with a note
+/// after it.
 fn push_block(out: &mut String, lang: &str, body: &str) {
     let lines: Vec<&str> = body.lines().collect();
     let shown = lines.len().min(MAX_LINES);
-    let shown_text = lines[..shown].join("\n");
+    let mut shown_text = lines[..shown].join("\n");
+    if shown_text.len() > MAX_BLOCK {
+        let mut cut = MAX_BLOCK;
+        while !shown_text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let left = shown_text.len() - cut;
+        shown_text.truncate(cut);
+        let fence = "`".repeat(longest_run(&shown_text, '`').max(2) + 1);
+        let _ = writeln!(out, "{fence}{lang}\n{shown_text}\n{fence}\n");
+        let _ = writeln!(
+            out,
+            "*… {} more bytes not shown (`--format json` has the whole value)*\n",
+            left
+        );
+        return;
+    }
     let fence = "`".repeat(longest_run(&shown_text, '`').max(2) + 1);
     let _ = writeln!(out, "{fence}{lang}\n{shown_text}\n{fence}\n");
     if shown < lines.len() {
@@ -274,11 +615,18 @@ fn push_plan(out: &mut String, c: &Comparison, verdict: &Verdict) {
             .collect();
         tools.sort_unstable();
         tools.dedup();
+        let more = tools.len().saturating_sub(LISTED_TOOLS);
         let tools: Vec<String> = tools
             .iter()
+            .take(LISTED_TOOLS)
             .map(|t| format!("<code>{}</code>", inline(t)))
             .collect();
-        let _ = writeln!(out, "- `{tag}`: {}", tools.join(", "));
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "- `{tag}`: {}{more}", tools.join(", "));
     }
 }
 
@@ -350,6 +698,45 @@ mod tests {
         );
         let v = policy.apply(&mut c);
         (c, v)
+    }
+
+    /// A catalog of `n` tools, each with one huge description and a schema
+    /// with many properties: the worst case for a comment.
+    fn wide(n: usize, word: &str) -> Catalog {
+        let tools = (0..n)
+            .map(|i| {
+                let props: serde_json::Map<String, Value> = (0..30)
+                    .map(|p| {
+                        (
+                            format!("p{p}_{i}"),
+                            json!({"type": "string", "description": word}),
+                        )
+                    })
+                    .collect();
+                json!({"name": format!("tool_{i}"), "description": word.repeat(2_000),
+                    "inputSchema": {"type": "object", "properties": props},
+                    "outputSchema": {"type": "object", "properties": {"shared": {"type": "object",
+                        "properties": {"url": {"type": "string", "description": word}}}}}})
+            })
+            .collect();
+        let pin = ServerPin::new("s", json!({"file": "fixture"}), "mcp", tools).expect("pin");
+        Catalog::new("default", BTreeMap::from([("s".to_string(), pin)])).expect("catalog")
+    }
+
+    #[test]
+    fn a_huge_change_still_fits_a_comment() {
+        let mut c = toolpin_drift::compare(&wide(100, "old "), &wide(100, "new "));
+        let v = Policy::default().apply(&mut c);
+        assert!(c.findings.len() > 3_000, "{}", c.findings.len());
+        let md = render(&c, &v);
+        assert!(md.len() <= MAX_CHARS, "{} bytes", md.len());
+        assert!(md.contains("left out to fit a comment"), "{md}");
+        // The repeated output change is one cluster, shown once.
+        assert!(md.contains("× 100 tools (100 findings)"), "{md}");
+        assert_eq!(
+            md.matches("<details>").count(),
+            md.matches("</details>").count()
+        );
     }
 
     #[test]

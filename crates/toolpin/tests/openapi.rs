@@ -911,6 +911,98 @@ fn github_rest_description_22_to_23_real_differences() {
     insta::assert_snapshot!("github_22_to_23", lines.join("\n"));
 }
 
+/// Issue 15: the same pair read as an on-call engineer reads it. Figures
+/// at 22fb374 (before clusters): 27,274 text lines, 2,226,379 Markdown
+/// bytes.
+#[test]
+fn github_22_to_23_reads_in_minutes() {
+    let Some((old, new)) = github_documents() else {
+        eprintln!("SKIPPED github_22_to_23_reads_in_minutes: run scripts/fetch-openapi-fixtures");
+        return;
+    };
+    let sb = Sandbox::new();
+    // Converted once each; the three reports then read the lockfiles.
+    for (name, path) in [("old", &old), ("new", &new)] {
+        let toml = format!(
+            "[servers.github]\nopenapi = {:?}\n",
+            path.display().to_string()
+        );
+        sb.write(&format!("{name}.toml"), toml);
+        let lockfile = format!("{name}.lock");
+        sb.run(&[
+            "lock",
+            "-c",
+            &format!("{name}.toml"),
+            "--lockfile",
+            &lockfile,
+        ])
+        .ok();
+    }
+    let (old, new) = ("old.lock".to_string(), "new.lock".to_string());
+    let json = sb.run(&["diff", &old, &new, "--format", "json"]);
+    json.drift();
+    let doc: Value = serde_json::from_str(&json.stdout).expect("findings JSON");
+    let findings = doc["findings"].as_array().expect("findings");
+    let clusters = doc["clusters"].as_array().expect("clusters");
+    // Every member points back at its cluster, and no finding is in two.
+    let mut seen = std::collections::HashSet::new();
+    for k in clusters {
+        let members = k["findings"].as_array().expect("members");
+        assert!(members.len() >= 2, "{k}");
+        for m in members {
+            let i = m.as_u64().expect("index") as usize;
+            assert!(seen.insert(i), "finding {i} is in two clusters");
+            assert_eq!(findings[i]["cluster"], k["id"]);
+            assert_eq!(findings[i]["rule"], k["rule"]);
+        }
+    }
+    let clustered = findings
+        .iter()
+        .filter(|f| f.get("cluster").is_some())
+        .count();
+    assert_eq!(clustered, seen.len());
+    let largest = clusters
+        .iter()
+        .map(|k| k["tools"].as_array().map_or(0, Vec::len))
+        .max()
+        .unwrap_or(0);
+    eprintln!(
+        "github 22 -> 23: {} findings, {} clusters holding {clustered}, largest in {largest} tools",
+        findings.len(),
+        clusters.len()
+    );
+    // The three secret_scanning_delegated_* fields GitHub added to the
+    // repository's security_and_analysis reach 67 operations.
+    assert!(largest >= 60, "largest cluster in {largest} tools");
+    assert!(
+        clustered * 4 >= findings.len() * 3,
+        "{clustered} of {}",
+        findings.len()
+    );
+
+    let text = sb.run(&["diff", &old, &new]);
+    text.drift();
+    let lines = text.stdout.lines().count();
+    eprintln!("github 22 -> 23: text report {lines} lines");
+    assert!(text.stdout.contains("\nsummary:\n"), "summary first");
+    assert!(text.stdout.contains("\nrepeated changes:\n"));
+    assert!(text
+        .stdout
+        .contains("-v shows all, --format json writes every finding"));
+    assert!(lines < 2_000, "{lines} lines");
+
+    let md = sb.run(&["diff", &old, &new, "--format", "markdown"]);
+    md.drift();
+    let chars = md.stdout.chars().count();
+    eprintln!("github 22 -> 23: Markdown report {chars} characters");
+    assert!(
+        chars <= 60_000,
+        "{chars} characters do not fit a pull-request comment"
+    );
+    assert!(md.stdout.contains("left out to fit a comment"));
+    assert!(md.stdout.contains("#### Repeated changes"));
+}
+
 #[test]
 fn diff_and_fingerprint_read_openapi_documents_directly() {
     let sb = Sandbox::new();
