@@ -1,11 +1,18 @@
 //! GitHub Actions workflow commands (`--format github`): one annotation per
 //! finding on the tool's line of the lockfile. Failing findings are
 //! `::error`, the others `::warning`, ignored ones `::notice`.
+//!
+//! GitHub shows only the first ten errors and ten warnings of a step, so a
+//! large report (20 findings or more, or any repeated change) opens with a
+//! summary notice, gives each cluster one annotation (on its first
+//! member's line, naming how many tools it reaches) and puts the most
+//! severe first.
 
 use std::collections::BTreeSet;
 
+use toolpin_drift::cluster::{clusters, membership};
 use toolpin_drift::policy::Verdict;
-use toolpin_drift::Comparison;
+use toolpin_drift::{Comparison, Severity};
 
 use crate::context::Context;
 
@@ -21,11 +28,51 @@ pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
+/// Findings from which the annotations open with a summary.
+const SUMMARY_FROM: usize = 20;
+
 pub fn render(c: &Comparison, verdict: &Verdict, ctx: &Context) -> String {
     let failing: BTreeSet<usize> = verdict.failing.iter().copied().collect();
     let ignored: BTreeSet<usize> = verdict.ignored.iter().map(|(i, _)| *i).collect();
+    let clusters = clusters(&c.findings);
+    let member = membership(c.findings.len(), &clusters);
+    let large = c.findings.len() >= SUMMARY_FROM || !clusters.is_empty();
     let mut out = String::new();
-    for (i, f) in c.findings.iter().enumerate() {
+    let mut order: Vec<usize> = (0..c.findings.len()).collect();
+    if large {
+        let counts: Vec<String> = Severity::ALL
+            .iter()
+            .map(|sev| {
+                (
+                    sev,
+                    c.summary.by_severity.get(sev.name()).copied().unwrap_or(0),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .map(|(sev, n)| format!("{n} {}", sev.name()))
+            .collect();
+        let held: usize = clusters.iter().map(|k| k.findings.len()).sum();
+        out.push_str(&format!(
+            "::notice title={}::{}\n",
+            escape_property("toolpin summary"),
+            escape_data(&format!(
+                "{} findings ({}); {held} of them are {} repeated changes. The job summary and the toolpin-reports artifact have the details.",
+                c.findings.len(),
+                counts.join(", "),
+                clusters.len()
+            ))
+        ));
+        order.sort_by_key(|&i| (c.findings[i].severity, i));
+    }
+    let mut announced = vec![false; clusters.len()];
+    for i in order {
+        let f = &c.findings[i];
+        if let Some(k) = member[i] {
+            if announced[k] {
+                continue;
+            }
+            announced[k] = true;
+        }
         let command = if ignored.contains(&i) {
             "notice"
         } else if failing.contains(&i) {
@@ -40,6 +87,15 @@ pub fn render(c: &Comparison, verdict: &Verdict, ctx: &Context) -> String {
         };
         if let Some((_, reason)) = verdict.ignored.iter().find(|(j, _)| *j == i) {
             message.push_str(&format!(" (ignored: {reason})"));
+        }
+        if let Some(k) = member[i] {
+            let k = &clusters[k];
+            message.push_str(&format!(
+                " (repeated in {} tools, {} findings: cluster {})",
+                k.tools,
+                k.findings.len(),
+                k.id
+            ));
         }
         out.push_str(&format!(
             "::{command} file={},line={},title={}::{}\n",

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use toolpin_drift::cluster::{clusters, membership};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding};
 
@@ -27,6 +28,17 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
         .count();
     let skipped = groups.iter().filter(|g| g.2.iter().all(is_ignored)).count();
 
+    // A repeated finding names its cluster (the findings document's
+    // `clusters`), so the same change in many testcases reads as one.
+    let clusters = clusters(&c.findings);
+    let member = membership(c.findings.len(), &clusters);
+    let repeated = |i: usize| match member[i] {
+        Some(k) => format!(
+            "repeated: cluster {} ({} tools)\n",
+            clusters[k].id, clusters[k].tools
+        ),
+        None => String::new(),
+    };
     let mut cases = String::new();
     for (server, tool, idx) in &groups {
         let name = if tool.is_empty() { "(server)" } else { tool };
@@ -46,7 +58,7 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
                     "      <failure type=\"{}\" message=\"{}\">{}</failure>",
                     attr(f.rule),
                     attr(&one_line(f)),
-                    text(&details(f))
+                    text(&format!("{}{}", repeated(*i), details(f)))
                 );
             } else {
                 let note = match verdict.ignored.iter().find(|(j, _)| j == i) {
@@ -54,7 +66,13 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
                     None => "does not fail".to_string(),
                 };
                 // The one-line summary already carries the message.
-                let _ = write!(out, "{} ({note})\n{}", one_line(f), values(f));
+                let _ = write!(
+                    out,
+                    "{} ({note})\n{}{}",
+                    one_line(f),
+                    repeated(*i),
+                    values(f)
+                );
             }
         }
         if idx.iter().all(is_ignored) {

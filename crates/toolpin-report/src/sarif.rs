@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
+use toolpin_drift::cluster::{clusters, membership};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding, Severity};
 
@@ -89,11 +90,21 @@ pub fn document(c: &Comparison, verdict: &Verdict, ctx: &Context) -> Value {
         .iter()
         .map(|(i, reason)| (*i, reason.as_str()))
         .collect();
+    // One result per finding; a repeated one names its cluster (the
+    // findings document's `clusters`) in its properties.
+    let clusters = clusters(&c.findings);
+    let member = membership(c.findings.len(), &clusters);
     let results: Vec<Value> = c
         .findings
         .iter()
         .enumerate()
-        .map(|(i, f)| result(f, index[f.rule], ignored.get(&i).copied(), verdict, i, ctx))
+        .map(|(i, f)| {
+            let mut r = result(f, index[f.rule], ignored.get(&i).copied(), verdict, i, ctx);
+            if let Some(k) = member[i] {
+                r["properties"]["cluster"] = json!(clusters[k].id);
+            }
+            r
+        })
         .collect();
     json!({
         "$schema": SCHEMA,
