@@ -172,11 +172,13 @@ async fn capture_server(server: &Server) -> Result<Pinned, String> {
         .capture(server.format, builder)
         .await
         .map_err(|e| e.to_string())?;
-    let pin = builder.finish(
-        server.record.clone(),
-        captured.format.name(),
-        captured.session,
-    );
+    let pin = builder
+        .finish(
+            server.record.clone(),
+            captured.format.name(),
+            captured.session,
+        )
+        .with_instructions(captured.instructions);
     Ok((pin, captured.warnings))
 }
 

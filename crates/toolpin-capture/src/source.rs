@@ -52,6 +52,8 @@ pub struct Captured {
     pub format: Format,
     /// Protocol version, serverInfo and what toolpin declared (MCP only).
     pub session: Option<Value>,
+    /// The server's `instructions` (MCP only, when it sent them).
+    pub instructions: Option<String>,
     /// Things worth telling the user, one line each (an OpenAPI
     /// conversion's renamed duplicates, for instance).
     pub warnings: Vec<String>,
@@ -99,6 +101,7 @@ impl Source {
                         Captured {
                             format,
                             session: None,
+                            instructions: None,
                             warnings: Vec::new(),
                         },
                     ))
@@ -126,6 +129,7 @@ impl Source {
                         Captured {
                             format,
                             session: None,
+                            instructions: None,
                             warnings: Vec::new(),
                         },
                     ))
@@ -133,12 +137,14 @@ impl Source {
                 .await
             }
             Source::Mcp { endpoint, session } => {
-                let session_record = capture_mcp(endpoint, session, &mut sink).await?;
+                let (session_record, instructions) =
+                    capture_mcp(endpoint, session, &mut sink).await?;
                 Ok((
                     sink,
                     Captured {
                         format: Format::Mcp,
                         session: Some(session_record),
+                        instructions,
                         warnings: Vec::new(),
                     },
                 ))
@@ -171,6 +177,7 @@ impl Source {
                         Captured {
                             format: Format::OpenApi,
                             session: None,
+                            instructions: None,
                             warnings,
                         },
                     ))
@@ -199,7 +206,7 @@ async fn capture_mcp(
     endpoint: &Endpoint,
     session: &SessionOptions,
     sink: &mut (dyn ToolSink + Send),
-) -> Result<Value, CaptureError> {
+) -> Result<(Value, Option<String>), CaptureError> {
     let captured = match endpoint {
         Endpoint::Stdio(spec) => {
             let client =
@@ -237,12 +244,13 @@ async fn capture_mcp(
             }
         }
     };
-    Ok(json!({
+    let record = json!({
         "client_capabilities": session.client_capabilities,
         "client_info": session.client_info,
         "protocol_version": captured.protocol_version,
         "server_info": captured.server_info,
-    }))
+    });
+    Ok((record, captured.instructions))
 }
 
 fn is_legacy_hint(e: &McpError) -> bool {

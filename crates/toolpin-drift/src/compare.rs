@@ -99,6 +99,7 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
     fold_renames(&mut tools, &findings);
     crate::rules::runtime::check_server_versions(old, new, &mut findings);
     crate::rules::source::check_conversions(old, new, &mut findings);
+    crate::rules::server::check_instructions(old, new, &names, &mut findings);
     findings.sort_by(|a, b| {
         a.tool
             .cmp(&b.tool)

@@ -35,6 +35,11 @@ pub struct ServerPin {
     /// Not part of any fingerprint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<Value>,
+    /// The server's `instructions` (the MCP `initialize` result's text,
+    /// which clients put into the prompt), exactly as sent. Part of the
+    /// server's and the catalog's fingerprints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
     /// How the server was reached, as configured (secrets as `${VAR}`).
     pub source: Value,
     /// Tools by namespaced name.
@@ -214,6 +219,7 @@ impl PinBuilder {
             fingerprint: tools_fingerprint(&self.tools),
             format: format.into(),
             session,
+            instructions: None,
             source,
             tools: self.tools,
         }
@@ -250,6 +256,7 @@ impl ServerPin {
             fingerprint: tools_fingerprint(&pinned),
             format: format.into(),
             session: None,
+            instructions: None,
             source,
             tools: pinned,
         })
@@ -260,6 +267,37 @@ impl ServerPin {
         self.session = session;
         self
     }
+
+    /// Records the server's instructions, and fingerprints them with its
+    /// tools.
+    pub fn with_instructions(mut self, instructions: Option<String>) -> Self {
+        self.instructions = instructions;
+        self.fingerprint = server_fingerprint(&self.tools, self.instructions.as_deref());
+        self
+    }
+}
+
+/// The fingerprint of a server's instructions: SHA-256 of the JCS string.
+pub fn instructions_fingerprint(text: &str) -> Fingerprint {
+    Fingerprint::of_tool(&Value::String(text.to_string()), &mut Vec::new())
+}
+
+/// A server's fingerprint: its tools' `[name, fingerprint]` pairs, after one
+/// `["", instructions fingerprint]` pair when it has instructions (no tool
+/// is named `""`, so the pair cannot be confused with one). Without
+/// instructions it is [`tools_fingerprint`], as before instructions were
+/// pinned.
+pub fn server_fingerprint(
+    tools: &BTreeMap<String, PinnedTool>,
+    instructions: Option<&str>,
+) -> Fingerprint {
+    let pseudo = instructions.map(instructions_fingerprint);
+    Fingerprint::of_named(
+        pseudo
+            .iter()
+            .map(|fp| ("", fp))
+            .chain(tools.iter().map(|(n, t)| (n.as_str(), &t.fingerprint))),
+    )
 }
 
 /// The catalog fingerprint: every tool of every server by namespaced name.
@@ -279,8 +317,18 @@ pub fn catalog_fingerprint(
             }
         }
     }
+    // Each server's instructions as one `["", fingerprint]` pair, in
+    // fingerprint order, before the tools (so a catalog of one server has
+    // that server's fingerprint, with or without instructions).
+    let mut said: Vec<Fingerprint> = servers
+        .values()
+        .filter_map(|pin| pin.instructions.as_deref().map(instructions_fingerprint))
+        .collect();
+    said.sort_unstable();
     Ok(Fingerprint::of_named(
-        all.iter().map(|(name, (_, fp))| (*name, *fp)),
+        said.iter()
+            .map(|fp| ("", fp))
+            .chain(all.iter().map(|(name, (_, fp))| (*name, *fp))),
     ))
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::catalog::{catalog_fingerprint, tools_fingerprint, Catalog, ServerPin};
+use crate::catalog::{catalog_fingerprint, server_fingerprint, Catalog, ServerPin};
 use crate::fingerprint::Fingerprint;
 use crate::fs::Replaced;
 use crate::json::{self, JsonError};
@@ -105,6 +105,10 @@ fn write_server(
     string(buf, &pin.fingerprint.to_hex());
     member(buf, 3, "format", false);
     string(buf, &pin.format);
+    if let Some(instructions) = &pin.instructions {
+        member(buf, 3, "instructions", false);
+        string(buf, instructions);
+    }
     if let Some(session) = &pin.session {
         member(buf, 3, "session", false);
         value(buf, session, 3);
@@ -266,7 +270,7 @@ fn verify(doc: &LockfileIn, origin: &str) -> Result<(), LockfileError> {
                 return Err(tampered(format!("the fingerprint of tool {server}/{name}")));
             }
         }
-        if tools_fingerprint(&pin.tools) != pin.fingerprint {
+        if server_fingerprint(&pin.tools, pin.instructions.as_deref()) != pin.fingerprint {
             return Err(tampered(format!("the fingerprint of server {server}")));
         }
     }

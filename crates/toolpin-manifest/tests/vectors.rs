@@ -26,6 +26,9 @@ struct Case {
     input: Vec<Value>,
     normalized: Vec<Value>,
     tool_fingerprints: BTreeMap<String, String>,
+    /// A live server's instructions, pinned with its tools.
+    #[serde(default)]
+    instructions: Option<String>,
     server_fingerprint: String,
     catalog_fingerprint: String,
 }
@@ -98,7 +101,7 @@ fn check(case: &Case) -> Vec<String> {
     }
 
     let pin = match ServerPin::new(&case.name, Value::Null, "mcp", tools.clone()) {
-        Ok(pin) => pin,
+        Ok(pin) => pin.with_instructions(case.instructions.clone()),
         Err(e) => return vec![format!("ServerPin::new failed: {e}")],
     };
     // Pinned tools are held as canonical text, so compare canonical forms
@@ -113,7 +116,9 @@ fn check(case: &Case) -> Vec<String> {
     let streamed = case.input.iter().try_for_each(|t| builder.push(t.clone()));
     match streamed {
         Ok(()) => {
-            let built = builder.finish(Value::Null, "mcp", None);
+            let built = builder
+                .finish(Value::Null, "mcp", None)
+                .with_instructions(case.instructions.clone());
             if built.tools != pin.tools || built.fingerprint != pin.fingerprint {
                 errs.push("PinBuilder differs from Transform::apply + ServerPin::new".into());
             }
@@ -198,7 +203,13 @@ fn check(case: &Case) -> Vec<String> {
         let server = format!("s{i:03}");
         match ServerPin::new(&server, Value::Null, "mcp", vec![tool.clone()]) {
             Ok(p) => {
-                split.insert(server, p);
+                // The instructions go with one of them.
+                let said = if i == 0 {
+                    case.instructions.clone()
+                } else {
+                    None
+                };
+                split.insert(server, p.with_instructions(said));
             }
             Err(e) => errs.push(format!("ServerPin::new (split) failed: {e}")),
         }
@@ -217,6 +228,7 @@ fn check(case: &Case) -> Vec<String> {
         .apply(reversed)
         .map_err(|e| e.to_string())
         .and_then(|t| ServerPin::new("r", Value::Null, "mcp", t).map_err(|e| e.to_string()))
+        .map(|p| p.with_instructions(case.instructions.clone()))
     {
         Ok(p) if p.fingerprint != pin.fingerprint => {
             errs.push("server fingerprint depends on tool order".into())

@@ -91,6 +91,8 @@ pub struct Capture {
     pub tools: usize,
     pub protocol_version: String,
     pub server_info: Value,
+    /// The server's `instructions`, when it sent a string.
+    pub instructions: Option<String>,
     pub pages: usize,
 }
 
@@ -132,7 +134,12 @@ pub async fn capture(
     opts: &SessionOptions,
     sink: &mut (dyn ToolSink + Send),
 ) -> Result<Capture, McpError> {
-    let (mode, protocol_version, server_info, capabilities, _) = open_session(client, opts).await?;
+    let (mode, protocol_version, server_info, capabilities, result) =
+        open_session(client, opts).await?;
+    let instructions = result
+        .get("instructions")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let offers_tools = capabilities
         .as_ref()
         .is_none_or(|c| c.get("tools").is_some());
@@ -145,6 +152,7 @@ pub async fn capture(
         tools,
         protocol_version,
         server_info,
+        instructions,
         pages,
     })
 }

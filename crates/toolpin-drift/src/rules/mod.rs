@@ -7,6 +7,7 @@ pub mod input;
 pub mod output;
 pub mod property;
 pub mod runtime;
+pub mod server;
 pub mod source;
 pub mod tool;
 
@@ -15,6 +16,7 @@ pub use input::*;
 pub use output::*;
 pub use property::*;
 pub use runtime::*;
+pub use server::*;
 pub use source::*;
 pub use tool::*;
 
@@ -27,6 +29,7 @@ pub const FAMILIES: &[&crate::rule::Family] = &[
     &INPUT_FAMILY,
     &OUTPUT_FAMILY,
     &PROPERTY_FAMILY,
+    &SERVER_FAMILY,
     &SOURCE_FAMILY,
     &RUNTIME_FAMILY,
 ];
