@@ -475,18 +475,20 @@ impl Walker<'_, '_> {
             }
             return self.compare(ptr, &nb, &na, prop, depth);
         }
+        // Each family's checks (rules/<family>.rs), in the order their
+        // findings come; each marks the keywords it claims as handled.
         let mut handled: BTreeSet<&str> = BTreeSet::new();
-        self.prose(ptr, sb, sa, &mut handled);
-        self.deprecated(ptr, sb, sa, &mut handled);
-        self.types(ptr, sb, sa, &mut handled);
-        self.enums(ptr, sb, sa, &mut handled);
-        self.format_and_pattern(ptr, sb, sa, &mut handled);
-        self.bounds(ptr, sb, sa, &mut handled);
-        self.default(ptr, sb, sa, prop, &mut handled);
-        self.object(ptr, sb, sa, depth, &mut handled);
-        self.arrays(ptr, sb, sa, depth, &mut handled);
-        self.unions(ptr, sb, sa, depth, &mut handled);
-        // Everything else, member by member.
+        self.prose(ptr, sb, sa, &mut handled); // property
+        self.deprecated(ptr, sb, sa, &mut handled); // property
+        self.types(ptr, sb, sa, &mut handled); // types
+        self.enums(ptr, sb, sa, &mut handled); // enums
+        self.format_and_pattern(ptr, sb, sa, &mut handled); // bounds
+        self.bounds(ptr, sb, sa, &mut handled); // bounds
+        self.default(ptr, sb, sa, prop, &mut handled); // default
+        self.object(ptr, sb, sa, depth, &mut handled); // object
+        self.arrays(ptr, sb, sa, depth, &mut handled); // the walk: recursion only
+        self.unions(ptr, sb, sa, depth, &mut handled); // unions
+                                                       // Everything else, member by member.
         let keys: BTreeSet<&String> = sb.keys().chain(sa.keys()).collect();
         for key in keys {
             let k = key.as_str();
@@ -527,6 +529,8 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// `items`, `prefixItems` and `additionalItems`: recursion only, no
+    /// rule of its own; what changed inside an item schema is judged there.
     fn arrays(
         &mut self,
         ptr: &str,
