@@ -12,7 +12,7 @@ use crate::schema::{same, short, Walker};
 
 crate::rules! {
     family DEFAULT_RULES, DEFAULT_FAMILY: "default", "Default rules";
-    intro: "The `default` of an argument: what the server does when the agent leaves it out. Nothing in the call changes, so nothing fails; the behaviour does. Booleans and names like limit, page, size, confirm, force and dry-run raise it to high.";
+    intro: "The `default` of an argument: what the server does when the agent leaves it out. Nothing in the call changes, so nothing fails; the behaviour does. Booleans, and names containing limit, page, size, count, confirm, force or dry-run, raise it to high.";
     INPUT_DEFAULT_CHANGED {
         id: "input-default-changed",
         since: "0.1.0",

@@ -15,7 +15,7 @@ use crate::schema::{Direction, Walker};
 
 crate::rules! {
     family OBJECT_RULES, OBJECT_FAMILY: "object", "Object property rules";
-    intro: "The members of an object schema: which properties exist, which are required, and whether undeclared keys are allowed (`additionalProperties`). A removed and an added property that look alike are reported as they are, with the likely rename named in both messages. For arguments, a property gone from a closed object is rejected loudly, while one gone from an open object is silently ignored, the worse of the two.";
+    intro: "The members of an object schema: which properties exist, which are required, and whether undeclared keys are allowed (`additionalProperties`). A removed and an added property that look alike are reported as they are, with the likely rename named in both messages. For arguments, a property gone from a closed object is rejected loudly, while one gone from an open object is silently ignored: the call still succeeds and does less.";
     INPUT_REQUIRED_PROPERTY_ADDED {
         id: "input-required-property-added",
         since: "0.1.0",

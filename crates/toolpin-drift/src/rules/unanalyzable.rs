@@ -11,7 +11,7 @@ use crate::schema::{Walker, MAX_DEPTH};
 
 crate::rules! {
     family UNANALYZABLE_RULES, UNANALYZABLE_FAMILY: "unanalyzable", "Unanalyzable schemas";
-    intro: "A change toolpin cannot compare is never passed silently: it is reported as unanalyzable, at the place where it is. That covers a `$ref` that cannot be followed (remote, or naming nothing), a schema nested deeper than the walk goes, a value that is not a schema, a keyword whose meaning the engine does not model (`if`/`then`/`else`, `not`, `dependentSchemas`, `patternProperties` and the like), and a tool whose comparison exceeds the engine's budget.";
+    intro: "A change toolpin cannot compare is never passed silently: it is reported as unanalyzable, at the place where it is (at the tool, for the budget). That covers a `$ref` that cannot be followed (remote, or naming nothing), a schema nested deeper than the walk goes, a value that is not a schema, a keyword whose meaning the engine does not model (`if`/`then`/`else`, `not`, `dependentSchemas`, `patternProperties` and the like), and a tool whose comparison exceeds the engine's budget.";
     SCHEMA_UNANALYZABLE {
         id: "schema-unanalyzable",
         since: "0.1.0",
