@@ -168,10 +168,15 @@ pub fn anchor(pointer: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::{INPUT_DEFAULT_CHANGED, OUTPUT_PROPERTY_ADDED, OUTPUT_TYPE_WIDENED};
     use serde_json::json;
 
-    fn finding(rule: &'static crate::Rule, tool: &str, pointer: &str, after: Value) -> Finding {
+    // Rules by id: a rule's constant is named only in its family's file.
+    const WIDENED: &str = "output-type-widened";
+    const ADDED: &str = "output-property-added";
+    const DEFAULT: &str = "input-default-changed";
+
+    fn finding(rule: &str, tool: &str, pointer: &str, after: Value) -> Finding {
+        let rule = crate::rule::by_id(rule).expect("a registered rule");
         Finding::new(rule, "gh", tool, pointer.to_string()).values(None, Some(&after))
     }
 
@@ -200,32 +205,27 @@ mod tests {
         let widened = json!(["string", "null"]);
         let findings = vec![
             finding(
-                &OUTPUT_TYPE_WIDENED,
+                &WIDENED,
                 "a",
                 "/outputSchema/properties/license/properties/url/type",
                 widened.clone(),
             ),
+            finding(&ADDED, "a", "/outputSchema/properties/x", json!({})),
             finding(
-                &OUTPUT_PROPERTY_ADDED,
-                "a",
-                "/outputSchema/properties/x",
-                json!({}),
-            ),
-            finding(
-                &OUTPUT_TYPE_WIDENED,
+                &WIDENED,
                 "b",
                 "/outputSchema/properties/repo/properties/license/properties/url/type",
                 widened.clone(),
             ),
             // Same place, another change: not a member.
             finding(
-                &OUTPUT_TYPE_WIDENED,
+                &WIDENED,
                 "c",
                 "/outputSchema/properties/license/properties/url/type",
                 json!(["string", "integer"]),
             ),
             finding(
-                &OUTPUT_TYPE_WIDENED,
+                &WIDENED,
                 "d",
                 "/outputSchema/items/properties/license/properties/url/type",
                 widened,
@@ -250,19 +250,19 @@ mod tests {
     fn shallow_pointers_cluster_only_at_the_same_place() {
         let findings = vec![
             finding(
-                &INPUT_DEFAULT_CHANGED,
+                &DEFAULT,
                 "a",
                 "/inputSchema/properties/limit/default",
                 json!(20),
             ),
             finding(
-                &INPUT_DEFAULT_CHANGED,
+                &DEFAULT,
                 "b",
                 "/inputSchema/properties/page_size/default",
                 json!(20),
             ),
             finding(
-                &INPUT_DEFAULT_CHANGED,
+                &DEFAULT,
                 "c",
                 "/inputSchema/properties/limit/default",
                 json!(20),
@@ -277,36 +277,11 @@ mod tests {
     #[test]
     fn severity_is_the_worst_members_and_orders_clusters() {
         let mut findings = vec![
-            finding(
-                &OUTPUT_PROPERTY_ADDED,
-                "a",
-                "/outputSchema/properties/x",
-                json!({}),
-            ),
-            finding(
-                &OUTPUT_PROPERTY_ADDED,
-                "b",
-                "/outputSchema/properties/x",
-                json!({}),
-            ),
-            finding(
-                &OUTPUT_PROPERTY_ADDED,
-                "c",
-                "/outputSchema/properties/x",
-                json!({}),
-            ),
-            finding(
-                &OUTPUT_TYPE_WIDENED,
-                "a",
-                "/outputSchema/properties/y/type",
-                json!("x"),
-            ),
-            finding(
-                &OUTPUT_TYPE_WIDENED,
-                "b",
-                "/outputSchema/properties/y/type",
-                json!("x"),
-            ),
+            finding(&ADDED, "a", "/outputSchema/properties/x", json!({})),
+            finding(&ADDED, "b", "/outputSchema/properties/x", json!({})),
+            finding(&ADDED, "c", "/outputSchema/properties/x", json!({})),
+            finding(&WIDENED, "a", "/outputSchema/properties/y/type", json!("x")),
+            finding(&WIDENED, "b", "/outputSchema/properties/y/type", json!("x")),
         ];
         findings[1] = findings[1].clone().severity(Severity::Critical);
         let found = clusters(&findings);

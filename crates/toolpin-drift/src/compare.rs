@@ -270,22 +270,9 @@ fn compare_tool(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<
         budget.exceed(Exceeded::Findings);
     }
     if let Some(why) = budget.exceeded() {
-        // Critical and security: the findings it replaces may have been
-        // anything, steering text included, so a hostile upstream cannot
-        // lower a finding's severity by padding the schema.
+        // Critical and security (unanalyzable.rs says why).
         out.truncate(start);
-        rules::PROPERTY_FAMILY.push(
-            out,
-            Finding::new(
-                &rule::SCHEMA_UNANALYZABLE,
-                ctx.server,
-                ctx.name,
-                String::new(),
-            )
-            .message(format!("{}: {}", ctx.name, why.describe()))
-            .severity(Severity::Critical)
-            .security(true),
-        );
+        rules::unanalyzable::over_budget(ctx.server, ctx.name, why.describe(), out);
         return;
     }
     // No rule fired. A subschema moved into or out of `$defs` is no finding

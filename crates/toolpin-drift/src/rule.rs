@@ -91,6 +91,8 @@ pub struct Family {
     pub name: &'static str,
     /// Its section title in docs/rules.md.
     pub title: &'static str,
+    /// The paragraph under that title: what the family judges.
+    pub intro: &'static str,
     /// The rules it can emit, in the order the docs list them.
     pub rules: &'static [&'static Rule],
 }
@@ -116,13 +118,14 @@ impl Family {
 }
 
 /// Declares a family and its rules: `rules! { family LIST, FAMILY: "name",
-/// "Title"; NAME { id: …, since: …, summary: …, breaks: …, kind: …,
+/// "Title"; intro: "…"; NAME { id: …, since: …, summary: …, breaks: …, kind: …,
 /// severity: …, rerun: [...], example: … } … }`, optionally `security` and
 /// `runtime` flags. `LIST` is the family's rules, `FAMILY` its
 /// [`Family`] record (add it to [`crate::rules::FAMILIES`]).
 #[macro_export]
 macro_rules! rules {
     (family $family:ident, $record:ident: $fname:literal, $title:literal;
+        intro: $intro:literal;
         $($name:ident { id: $id:literal, since: $since:literal, summary: $summary:literal, breaks: $breaks:literal,
         kind: $kind:ident, severity: $sev:ident, $(security: $sec:literal,)? $(runtime: $rt:literal,)?
         rerun: [$($tag:literal),*], example: $example:literal $(,)? })*) => {
@@ -138,6 +141,7 @@ macro_rules! rules {
         pub const $record: $crate::rule::Family = $crate::rule::Family {
             name: $fname,
             title: $title,
+            intro: $intro,
             rules: $family,
         };
     };
@@ -228,6 +232,10 @@ pub fn markdown() -> String {
          one-value enum, and absent MCP annotations take their spec defaults \
          (readOnlyHint false, destructiveHint true unless read-only, idempotentHint false, \
          openWorldHint true).\n\n\
+         Rules come in families, one file each under crates/toolpin-drift/src/rules/ \
+         holding the records and the code that decides them. The schema families are \
+         named for the keywords they judge, with the inputSchema (`input-…`) and \
+         outputSchema (`output-…`) verdicts on a keyword side by side.\n\n\
          Kinds: **structural** (loud: calls error), **semantic** (still validates, meaning \
          moved), **description** (prose the model reads), **behavioural** (the service, not \
          the declaration). **Security** marks a finding that widens what the agent can be \
@@ -251,8 +259,8 @@ pub fn markdown() -> String {
         );
     }
     for family in crate::rules::FAMILIES {
-        let (title, rules) = (family.title, family.rules);
-        out += &format!("\n## {title}\n");
+        let (title, intro, rules) = (family.title, family.intro, family.rules);
+        out += &format!("\n## {title}\n\n{intro}\n");
         for r in rules {
             out += "\n";
             out += &r.explain();

@@ -12,6 +12,7 @@ use crate::rules::tool::{self, TOOL_FAMILY};
 
 crate::rules! {
     family ANNOTATION_RULES, ANNOTATION_FAMILY: "annotation", "Annotation rules";
+    intro: "The MCP annotations, compared by effective value: an absent hint takes its spec default, so only a change of what the client will believe is a flip. Most flips widen what an agent or a client's auto-approval will do without asking, so they are security findings.";
     ANNOTATION_READONLY_REVOKED {
         id: "annotation-readonly-revoked",
         since: "0.1.0",

@@ -1,7 +1,18 @@
-//! Rules about schema prose and what the engine cannot judge.
+//! Schema prose rules: the text inside a schema that the model reads
+//! (`description`, `title`, `examples`, `$comment`) and `deprecated`. The
+//! checks are [`Walker::prose`] and [`Walker::deprecated`].
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use crate::rule::{Family, Severity};
+use crate::rules::tool;
+use crate::schema::{Walker, PROSE};
 
 crate::rules! {
-    family PROPERTY_RULES, PROPERTY_FAMILY: "property", "Schema prose and the unanalyzable";
+    family PROPERTY_RULES, PROPERTY_FAMILY: "property", "Schema prose rules";
+    intro: "Prose inside a schema, which the model reads as much as the tool's own description: `description`, `title`, `examples` and `$comment` of any property, and `deprecated`. An edit that adds steering text is critical and a security finding.";
     PROPERTY_DESCRIPTION_CHANGED {
         id: "property-description-changed",
         since: "0.1.0",
@@ -20,13 +31,90 @@ crate::rules! {
         rerun: [],
         example: "`legacy_id` marked `deprecated: true`",
     }
-    SCHEMA_UNANALYZABLE {
-        id: "schema-unanalyzable",
-        since: "0.1.0",
-        summary: "a change the engine cannot judge: a remote or unresolvable `$ref`, keywords such as `if`/`then`, `not`, `dependentSchemas`, or a tool whose change exceeds the engine's budget",
-        breaks: "Anything: it is reported so that it never passes silently. The budget, per tool: at most 100,000 findings; at most 1,000,000 JSON values held by the findings' before and after together (a `required` list of n keys dropped at once makes n findings that each hold the list); at most 1,000,000 removed × added property pairs for rename matching in one object; at most 1,000,000 pairs of changed branches to pair in one `anyOf`/`oneOf`/`allOf`. A tool past any of them gets this finding once, at the tool (empty pointer), naming the budget, in place of all its findings, and critical and flagged security, since it may hide anything, steering text included.",
-        kind: Structural, severity: Medium,
-        rerun: ["tool-cases"],
-        example: "an `if`/`then` pair inside an inputSchema changes",
+}
+
+// The checks, the only code that emits this family's rules (and the tool
+// family's `field-changed` for a schema no longer deprecated).
+
+/// The family this file's pushes are attributed to.
+const FAMILY: &Family = &PROPERTY_FAMILY;
+
+impl Walker<'_, '_> {
+    /// `description`, `title`, `examples`, `$comment`: each edit reported
+    /// with an inline diff; steering cues make it critical and security.
+    pub(crate) fn prose(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        for key in PROSE {
+            handled.insert(key);
+            let (vb, va) = (sb.get(key), sa.get(key));
+            if vb == va {
+                continue;
+            }
+            let at = format!("{ptr}/{key}");
+            let what = if vb.is_none() {
+                "added"
+            } else if va.is_none() {
+                "removed"
+            } else {
+                "changed"
+            };
+            let cues = crate::prose::cues_for(vb, va, self.ctx.names, self.ctx.tool);
+            let message = match crate::prose::inline_diff(vb, va) {
+                Some(inline) => format!("{at} {inline}"),
+                None => format!("{at} {what}"),
+            };
+            let f = self.push(FAMILY, &PROPERTY_DESCRIPTION_CHANGED, &at, message, vb, va);
+            if crate::prose::whitespace_only(vb, va) {
+                f.severity = Severity::Low;
+            }
+            if !cues.is_empty() {
+                f.severity = Severity::Critical;
+                f.security = true;
+                f.message = format!("{} ({})", f.message, cues.join("; "));
+            }
+        }
+    }
+
+    /// `deprecated`: set, or lifted (`false` spelled out or dropped is no
+    /// change).
+    pub(crate) fn deprecated(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        handled: &mut BTreeSet<&'static str>,
+    ) {
+        handled.insert("deprecated");
+        let on = |s: &Map<String, Value>| s.get("deprecated") == Some(&Value::Bool(true));
+        let (vb, va) = (sb.get("deprecated"), sa.get("deprecated"));
+        if vb == va {
+            return;
+        }
+        let at = format!("{ptr}/deprecated");
+        if !on(sb) && on(sa) {
+            self.push(
+                FAMILY,
+                &PROPERTY_DEPRECATED,
+                &at,
+                format!("{ptr} is now deprecated"),
+                vb,
+                va,
+            );
+        } else if on(sb) != on(sa) {
+            self.push(
+                FAMILY,
+                &tool::FIELD_CHANGED,
+                &at,
+                format!("{ptr} is no longer deprecated"),
+                vb,
+                va,
+            );
+        }
+        // Otherwise `deprecated: false` spelled out or dropped: no change.
     }
 }

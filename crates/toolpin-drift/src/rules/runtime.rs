@@ -9,6 +9,7 @@ use crate::finding::Finding;
 
 crate::rules! {
     family RUNTIME_RULES, RUNTIME_FAMILY: "runtime", "Run-time and contract rules";
+    intro: "The server behind a declaration that did not change. `server-version-changed` is read from the session recorded in the pin; the other ids are reserved for what only real calls show (the proxy, contract tests) and are never produced by comparing manifests.";
     SERVER_VERSION_CHANGED {
         id: "server-version-changed",
         since: "0.1.0",

@@ -12,6 +12,7 @@ use crate::rule::Severity;
 
 crate::rules! {
     family SERVER_RULES, SERVER_FAMILY: "server", "Server rules";
+    intro: "What a server tells the model about itself beside its tools: a live MCP server's instructions, which clients put into the prompt of every turn.";
     SERVER_INSTRUCTIONS_CHANGED {
         id: "server-instructions-changed",
         since: "0.2.0",

@@ -9,6 +9,7 @@ use crate::finding::Finding;
 
 crate::rules! {
     family SOURCE_RULES, SOURCE_FAMILY: "source", "Source rules";
+    intro: "How the tools were made rather than what they say: a setting of the conversion that turned an OpenAPI source into MCP tools changed, which can change every tool of the server at once.";
     CONVERSION_CHANGED {
         id: "conversion-changed",
         since: "0.1.0",

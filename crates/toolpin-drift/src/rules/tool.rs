@@ -11,6 +11,7 @@ use crate::rule::Severity;
 
 crate::rules! {
     family TOOL_RULES, TOOL_FAMILY: "tool", "Tool-level rules";
+    intro: "A tool as a whole: it appears, disappears or is renamed, or its own description, title, outputSchema or another member changes. Two of these rules are also every family's fallbacks: `field-changed` for a change no rule claims, `equivalent-rewrite` for text that changed without changing meaning.";
     TOOL_ADDED {
         id: "tool-added",
         since: "0.1.0",
@@ -93,6 +94,13 @@ crate::rules! {
         example: "`_meta.com.example/rollout` changes from 10 to 50",
     }
 }
+
+/// The generic rules other families fall back to: a member or keyword no
+/// rule of theirs claims (`field-changed`), text that changed without
+/// changing meaning (`equivalent-rewrite`). The schema families may push
+/// them as their own (`Walker::push` accepts them from any family); every
+/// other rule is pushed only by the family that lists it.
+pub const FALLBACKS: [&crate::rule::Rule; 2] = [&FIELD_CHANGED, &EQUIVALENT_REWRITE];
 
 // The checks: the verdicts about a tool as a whole (added, removed,
 // renamed, its description). compare.rs pairs the tools and walks their
