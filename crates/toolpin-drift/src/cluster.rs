@@ -205,27 +205,27 @@ mod tests {
         let widened = json!(["string", "null"]);
         let findings = vec![
             finding(
-                &WIDENED,
+                WIDENED,
                 "a",
                 "/outputSchema/properties/license/properties/url/type",
                 widened.clone(),
             ),
-            finding(&ADDED, "a", "/outputSchema/properties/x", json!({})),
+            finding(ADDED, "a", "/outputSchema/properties/x", json!({})),
             finding(
-                &WIDENED,
+                WIDENED,
                 "b",
                 "/outputSchema/properties/repo/properties/license/properties/url/type",
                 widened.clone(),
             ),
             // Same place, another change: not a member.
             finding(
-                &WIDENED,
+                WIDENED,
                 "c",
                 "/outputSchema/properties/license/properties/url/type",
                 json!(["string", "integer"]),
             ),
             finding(
-                &WIDENED,
+                WIDENED,
                 "d",
                 "/outputSchema/items/properties/license/properties/url/type",
                 widened,
@@ -250,19 +250,19 @@ mod tests {
     fn shallow_pointers_cluster_only_at_the_same_place() {
         let findings = vec![
             finding(
-                &DEFAULT,
+                DEFAULT,
                 "a",
                 "/inputSchema/properties/limit/default",
                 json!(20),
             ),
             finding(
-                &DEFAULT,
+                DEFAULT,
                 "b",
                 "/inputSchema/properties/page_size/default",
                 json!(20),
             ),
             finding(
-                &DEFAULT,
+                DEFAULT,
                 "c",
                 "/inputSchema/properties/limit/default",
                 json!(20),
@@ -277,11 +277,11 @@ mod tests {
     #[test]
     fn severity_is_the_worst_members_and_orders_clusters() {
         let mut findings = vec![
-            finding(&ADDED, "a", "/outputSchema/properties/x", json!({})),
-            finding(&ADDED, "b", "/outputSchema/properties/x", json!({})),
-            finding(&ADDED, "c", "/outputSchema/properties/x", json!({})),
-            finding(&WIDENED, "a", "/outputSchema/properties/y/type", json!("x")),
-            finding(&WIDENED, "b", "/outputSchema/properties/y/type", json!("x")),
+            finding(ADDED, "a", "/outputSchema/properties/x", json!({})),
+            finding(ADDED, "b", "/outputSchema/properties/x", json!({})),
+            finding(ADDED, "c", "/outputSchema/properties/x", json!({})),
+            finding(WIDENED, "a", "/outputSchema/properties/y/type", json!("x")),
+            finding(WIDENED, "b", "/outputSchema/properties/y/type", json!("x")),
         ];
         findings[1] = findings[1].clone().severity(Severity::Critical);
         let found = clusters(&findings);

@@ -416,9 +416,13 @@ impl Line {
     }
 }
 
-/// Imperative words and phrases that steer a model, matched case-insensitive
-/// as whole words (`'` and `’` are the same apostrophe; the words of a
-/// phrase may be separated by any white space, not by punctuation).
+/// The imperative cues: words and phrases that instruct the agent how to
+/// choose or use tools, matched case-insensitive as whole words (`'` and
+/// `’` are the same apostrophe; the words of a phrase may be separated by
+/// any white space, not by punctuation). A cue is judged in its sentence,
+/// as an instruction to the agent rather than as a word (see
+/// [`imperatives`]): "Prefer X" and "use this tool only when …" steer;
+/// "This is only present for …" and "must be a valid ID" do not.
 pub const IMPERATIVES: &[&str] = &[
     "prefer",
     "always",
@@ -434,6 +438,42 @@ pub const IMPERATIVES: &[&str] = &[
     "you should",
     "make sure",
 ];
+
+/// Verbs an instruction to the agent tells it to do (base form: "always
+/// call", "must use"; "always returns" describes the tool, not the agent).
+const AGENT_VERBS: &[&str] = &[
+    "answer", "ask", "call", "check", "choose", "confirm", "consult", "execute", "fetch", "follow",
+    "ignore", "include", "invoke", "load", "mention", "output", "pass", "pick", "prefer", "query",
+    "read", "reply", "request", "respond", "return", "reveal", "run", "say", "select", "send",
+    "show", "tell", "trust", "try", "use",
+];
+
+/// Verbs of choosing a tool ("use this tool only when …", "call X instead
+/// of Y").
+const CHOICE_VERBS: &[&str] = &[
+    "use", "call", "invoke", "run", "select", "choose", "pick", "prefer", "trigger",
+];
+
+/// Who an instruction is addressed to ("you must", "the agent must").
+const ADDRESSEES: &[&str] = &[
+    "you",
+    "agent",
+    "assistant",
+    "model",
+    "llm",
+    "ai",
+    "claude",
+    "gpt",
+    "chatgpt",
+    "gemini",
+];
+
+/// Words that may stand between an adverb or modal and its verb ("always
+/// first call", "must not reveal").
+const FILLERS: &[&str] = &["first", "also", "just", "not", "then", "still"];
+
+/// Words after "only" that make it a condition on choosing the tool.
+const CONDITIONS: &[&str] = &["when", "if", "for", "after", "once", "with", "as", "to"];
 
 /// Common HTML formatting tags that are not reported as tag-like markers
 /// (descriptions converted from HTML docs are full of them).
@@ -629,6 +669,7 @@ fn imperatives(text: &str) -> Vec<(usize, &'static str)> {
     // (start, word without edge quotes or hyphens, separated from the
     // previous word by white space only)
     let mut words: Vec<(usize, &str, bool)> = Vec::new();
+    let mut starts: Vec<bool> = Vec::new();
     let mut prev_end = None;
     let mut chars = text.char_indices().peekable();
     while let Some((start, c)) = chars.next() {
@@ -648,6 +689,12 @@ fn imperatives(text: &str) -> Vec<(usize, &'static str)> {
             let gap = &text[p..start];
             !gap.is_empty() && gap.chars().all(char::is_whitespace)
         });
+        // First in its sentence or clause: first of all, or after one of
+        // . ! ? : ; or a line break.
+        starts.push(
+            prev_end
+                .is_none_or(|p: usize| text[p..start].contains(['.', '!', '?', ':', ';', '\n'])),
+        );
         words.push((start, word, spaced));
         prev_end = Some(end);
     }
@@ -661,21 +708,93 @@ fn imperatives(text: &str) -> Vec<(usize, &'static str)> {
             .map(|c| if c == '’' { '\'' } else { c })
             .eq(part.chars())
     };
-    let phrases: Vec<(&str, Vec<&str>)> = IMPERATIVES
+    let lower: Vec<String> = words
         .iter()
-        .map(|&p| (p, p.split(' ').collect()))
+        .map(|w| {
+            w.1.chars()
+                .flat_map(char::to_lowercase)
+                .map(|c| if c == '’' { '\'' } else { c })
+                .collect()
+        })
         .collect();
+    let initial = |k: usize| starts.get(k).copied().unwrap_or(true);
+    // The sentence word k is in: from the last sentence start at or before it.
+    let sentence_start = |k: usize| (0..=k).rev().find(|&j| initial(j)).unwrap_or(0);
+    let word = |k: usize| lower.get(k).map(String::as_str);
+    let joined = |k: usize| words.get(k).is_some_and(|w| w.2);
+    // The first word after k that is not a filler, with its index.
+    let verb_after = |k: usize| {
+        let mut j = k + 1;
+        while joined(j) && word(j).is_some_and(|w| FILLERS.contains(&w)) {
+            j += 1;
+        }
+        (joined(j) && word(j).is_some_and(|w| AGENT_VERBS.contains(&w))).then_some(j)
+    };
+    let phrase = |k: usize, parts: &[&str]| {
+        parts.iter().enumerate().all(|(n, part)| {
+            words
+                .get(k + n)
+                .is_some_and(|w| (n == 0 || w.2) && is(w.1, part))
+        })
+    };
     let mut out = Vec::new();
     for k in 0..words.len() {
-        for (phrase, parts) in &phrases {
-            let matched = parts.iter().enumerate().all(|(n, part)| {
-                words
-                    .get(k + n)
-                    .is_some_and(|w| (n == 0 || w.2) && is(w.1, part))
-            });
-            if matched {
-                out.push((words[k].0, *phrase));
+        let w = lower[k].as_str();
+        let prev = k
+            .checked_sub(1)
+            .filter(|_| joined(k) && !initial(k))
+            .and_then(word);
+        let hit: Option<&'static str> = match w {
+            // Imperative mood: first in its sentence, or after "you",
+            // "please", a modal.
+            "prefer"
+                if initial(k)
+                    || prev.is_some_and(|p| {
+                        ["you", "please", "always", "should", "must", "to"].contains(&p)
+                    }) =>
+            {
+                Some("prefer")
             }
+            "always" if verb_after(k).is_some() => Some("always"),
+            "never" if verb_after(k).is_some() => Some("never"),
+            // "you must", "the agent must", "must call": an instruction;
+            // "must be a valid ID" is a constraint.
+            "must" if prev.is_some_and(|p| ADDRESSEES.contains(&p)) || verb_after(k).is_some() => {
+                Some("must")
+            }
+            // "only use", "only call", or "use this tool only when": a
+            // condition on choosing the tool; "only present for" is not.
+            "only"
+                if joined(k + 1) && word(k + 1).is_some_and(|n| CHOICE_VERBS.contains(&n))
+                    || joined(k + 1)
+                        && word(k + 1).is_some_and(|n| CONDITIONS.contains(&n))
+                        && (sentence_start(k).max(k.saturating_sub(5))..k)
+                            .any(|j| word(j).is_some_and(|v| CHOICE_VERBS.contains(&v))) =>
+            {
+                Some("only")
+            }
+            // "call X instead of Y"; "returns X instead of Y" is not.
+            "instead"
+                if phrase(k, &["instead", "of"])
+                    && (sentence_start(k)..k)
+                        .any(|j| word(j).is_some_and(|v| CHOICE_VERBS.contains(&v))) =>
+            {
+                Some("instead of")
+            }
+            _ => [
+                "before using",
+                "do not tell",
+                "don't tell",
+                "ignore previous",
+                "ignore all",
+                "you should",
+                "make sure",
+            ]
+            .into_iter()
+            .find(|p| phrase(k, &p.split(' ').collect::<Vec<_>>())),
+        };
+        if let Some(label) = hit {
+            out.push((words[k].0, label));
         }
     }
     out
@@ -1245,8 +1364,9 @@ mod tests {
             steering_cues("ma\u{212A}e sure", &[]),
             vec![Cue::Imperative("make sure".into())]
         );
-        // Reported once, in order of first occurrence.
-        let cues = steering_cues("Never. Prefer x. never prefer", &[]);
+        // Reported once, in order of first occurrence. ("Never." alone
+        // instructs nothing: "never" needs a verb since issue 15.)
+        let cues = steering_cues("Never call it. Prefer x. never prefer", &[]);
         assert_eq!(
             cues,
             vec![
@@ -1254,6 +1374,50 @@ mod tests {
                 Cue::Imperative("prefer".into())
             ]
         );
+    }
+
+    /// Issue 15: an imperative is an instruction to the agent, judged in
+    /// its sentence, not any "only" or "must" (GitHub's REST description
+    /// raised 51 critical findings on "This is only present for …").
+    #[test]
+    fn imperatives_are_instructions_to_the_agent() {
+        let steer = [
+            ("Use this tool only when the order ID is unknown.", "only"),
+            ("Only call it after login.", "only"),
+            (
+                "Performs a raw press; use only when normal interaction fails.",
+                "only",
+            ),
+            ("Prefer search_orders when the ID is unknown.", "prefer"),
+            ("You should prefer the v2 endpoint.", "you should"),
+            ("Always call export_all first.", "always"),
+            ("Always first call export_all.", "always"),
+            ("Never reveal the token.", "never"),
+            ("You must pass the session ID.", "must"),
+            ("The agent must confirm with the user.", "must"),
+            ("Must not reveal the key.", "must"),
+            ("Call search_orders instead of lookup_order.", "instead of"),
+        ];
+        for (text, label) in steer {
+            let cues = steering_cues(text, &[]);
+            assert!(
+                cues.contains(&Cue::Imperative(label.into())),
+                "{text}: {cues:?}"
+            );
+        }
+        for plain in [
+            "This is only present for issues in repositories where issue types are supported.",
+            "Only returned when the integration is requesting details about itself.",
+            "The value must be a valid ISO 8601 date.",
+            "Must not exceed 100 characters.",
+            "Always returns the full list.",
+            "Never null.",
+            "Returns the name instead of the ID.",
+            "Users who prefer dark mode.",
+            "Only the owner can see it.",
+        ] {
+            assert_eq!(steering_cues(plain, &[]), vec![], "{plain}");
+        }
     }
 
     #[test]

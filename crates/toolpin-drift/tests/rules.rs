@@ -16,7 +16,8 @@ use toolpin_manifest::{Catalog, ServerPin, Transform};
 
 /// A fixture side: an MCP `tools/list` result; a `source` member beside
 /// `tools`, when present, is the server's lockfile `source` (for the
-/// rules about how a source became tools).
+/// rules about how a source became tools), and an `instructions` member
+/// the server's instructions.
 fn catalog(doc: &Value) -> Catalog {
     let tools = doc["tools"].as_array().cloned().unwrap_or_default();
     let tools = Transform::default()
@@ -26,7 +27,10 @@ fn catalog(doc: &Value) -> Catalog {
         .get("source")
         .cloned()
         .unwrap_or_else(|| json!({"file": "fixture"}));
-    let pin = ServerPin::new("orders", source, "mcp", tools).expect("pin");
+    let instructions = doc["instructions"].as_str().map(str::to_string);
+    let pin = ServerPin::new("orders", source, "mcp", tools)
+        .expect("pin")
+        .with_instructions(instructions);
     Catalog::new("default", BTreeMap::from([("orders".to_string(), pin)])).expect("catalog")
 }
 
@@ -395,6 +399,14 @@ const CASES: &[(&str, &[&str])] = &[
     (
         "openapi-conversion-changed",
         &["conversion-changed", "conversion-changed"],
+    ),
+    (
+        "server-instructions-changed",
+        &["server-instructions-changed"],
+    ),
+    (
+        "server-instructions-reworded",
+        &["server-instructions-changed"],
     ),
 ];
 

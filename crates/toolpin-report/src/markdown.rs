@@ -31,6 +31,37 @@ const MAX_LINES: usize = 40;
 /// Longest fenced value, in bytes.
 const MAX_BLOCK: usize = 4_000;
 
+/// How much of a value is shown: [`Limits::FULL`] normally, less in a
+/// report past [`LARGE_FROM`] findings, where many values compete for
+/// the comment's room.
+#[derive(Clone, Copy)]
+struct Limits {
+    lines: usize,
+    bytes: usize,
+}
+
+impl Limits {
+    const FULL: Limits = Limits {
+        lines: MAX_LINES,
+        bytes: MAX_BLOCK,
+    };
+    const LARGE: Limits = Limits {
+        lines: 8,
+        bytes: 1_200,
+    };
+
+    fn of(c: &Comparison) -> Limits {
+        if c.findings.len() > LARGE_FROM {
+            Limits::LARGE
+        } else {
+            Limits::FULL
+        }
+    }
+}
+
+/// Findings past which values are shown shorter ([`Limits::LARGE`]).
+const LARGE_FROM: usize = 200;
+
 /// Longest report, in bytes (so in characters too): under GitHub's 65,536
 /// characters for a comment, with room for what a workflow adds around it.
 pub const MAX_CHARS: usize = 60_000;
@@ -312,6 +343,7 @@ fn push_clusters(out: &mut String, p: &Parts, detail: &Detail, shown: &mut [bool
             first,
             p.verdict,
             p.rules_doc,
+            Limits::of(c),
         );
         let listed: Vec<String> = tools
             .iter()
@@ -429,7 +461,14 @@ fn push_groups(out: &mut String, p: &Parts, detail: &Detail, shown: &mut [bool])
                         doc = p.rules_doc,
                     );
                 }
-                None => push_finding(&mut item, &c.findings[i], i, verdict, p.rules_doc),
+                None => push_finding(
+                    &mut item,
+                    &c.findings[i],
+                    i,
+                    verdict,
+                    p.rules_doc,
+                    Limits::of(c),
+                ),
             }
             // The tool's section header is paid by its first finding.
             let header = if listed.is_empty() { GROUP_HEADER } else { 0 };
@@ -485,7 +524,14 @@ fn push_groups(out: &mut String, p: &Parts, detail: &Detail, shown: &mut [bool])
     }
 }
 
-fn push_finding(out: &mut String, f: &Finding, i: usize, verdict: &Verdict, rules_doc: &str) {
+fn push_finding(
+    out: &mut String,
+    f: &Finding,
+    i: usize,
+    verdict: &Verdict,
+    rules_doc: &str,
+    limits: Limits,
+) {
     let mut line = format!(
         "**{}** · [`{id}`]({rules_doc}#{id})",
         f.severity.name(),
@@ -507,8 +553,8 @@ fn push_finding(out: &mut String, f: &Finding, i: usize, verdict: &Verdict, rule
     let _ = writeln!(out, "{line}\n");
     if !f.message.is_empty() {
         let mut message = f.message.as_str();
-        if message.len() > MAX_BLOCK {
-            let mut cut = MAX_BLOCK;
+        if message.len() > limits.bytes {
+            let mut cut = limits.bytes;
             while !message.is_char_boundary(cut) {
                 cut -= 1;
             }
@@ -520,6 +566,11 @@ fn push_finding(out: &mut String, f: &Finding, i: usize, verdict: &Verdict, rule
             ""
         };
         let _ = writeln!(out, "{}{clipped}\n", inline(message));
+    }
+    // A whole tool (added, removed) in a large report: its name and the
+    // message say it; the JSON would crowd out other findings.
+    if f.pointer.is_empty() && limits.lines < MAX_LINES {
+        return;
     }
     let prose = |v: &Option<Value>| matches!(v, None | Some(Value::String(_)));
     let is_prose = (f.pointer.ends_with("/description") || f.pointer.ends_with("/title"))
@@ -538,13 +589,13 @@ fn push_finding(out: &mut String, f: &Finding, i: usize, verdict: &Verdict, rule
                 }
             }
         }
-        push_block(out, "diff", &body);
+        push_block(out, "diff", &body, limits);
     } else {
         for (label, v) in [("Before", &f.before), ("After", &f.after)] {
             if let Some(v) = v {
                 let text = serde_json::to_string_pretty(v).unwrap_or_default();
                 let _ = writeln!(out, "{label}:\n");
-                push_block(out, "json", &printable(&text, true));
+                push_block(out, "json", &printable(&text, true), limits);
             }
         }
     }
@@ -552,12 +603,12 @@ fn push_finding(out: &mut String, f: &Finding, i: usize, verdict: &Verdict, rule
 
 /// A fenced block, cut at [`MAX_LINES`] or [`MAX_BLOCK`] bytes with a note
 /// after it.
-fn push_block(out: &mut String, lang: &str, body: &str) {
+fn push_block(out: &mut String, lang: &str, body: &str, limits: Limits) {
     let lines: Vec<&str> = body.lines().collect();
-    let shown = lines.len().min(MAX_LINES);
+    let shown = lines.len().min(limits.lines);
     let mut shown_text = lines[..shown].join("\n");
-    if shown_text.len() > MAX_BLOCK {
-        let mut cut = MAX_BLOCK;
+    if shown_text.len() > limits.bytes {
+        let mut cut = limits.bytes;
         while !shown_text.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -824,7 +875,7 @@ mod tests {
         assert_eq!(html("</summary><script>"), "&lt;/summary&gt;&lt;script&gt;");
 
         let mut out = String::new();
-        push_block(&mut out, "diff", "- has ``` and ````` runs\n");
+        push_block(&mut out, "diff", "- has ``` and ````` runs\n", Limits::FULL);
         assert!(
             out.starts_with("``````diff\n- has ``` and ````` runs\n``````\n"),
             "{out}"
@@ -832,7 +883,7 @@ mod tests {
 
         let long: String = (0..100).map(|i| format!("{i}\n")).collect();
         let mut out = String::new();
-        push_block(&mut out, "json", &long);
+        push_block(&mut out, "json", &long, Limits::FULL);
         assert!(out.contains("\n39\n```\n"), "{out}");
         assert!(out.contains("… 60 more lines not shown"), "{out}");
     }

@@ -34,6 +34,10 @@ pub struct TextOptions {
 /// Longest value shown without `-v`, in lines.
 const MAX_LINES: usize = 12;
 
+/// Longest value shown without `-v` in a report past [`MAX_DETAILED`]
+/// findings, where many values are shown.
+const MAX_LINES_LARGE: usize = 6;
+
 /// Findings shown in detail without `-v`; past this, the least severe are
 /// counted instead (a cluster counts once).
 pub const MAX_DETAILED: usize = 200;
@@ -72,49 +76,69 @@ pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
     }
     let clusters = clusters(&c.findings);
     let member = membership(c.findings.len(), &clusters);
-    let shown = detail_floor(c, &clusters, &member, opts.verbose);
+    let shown = Shown::choose(c, &clusters, &member, opts.verbose);
     if c.findings.len() >= SUMMARY_FROM || !clusters.is_empty() {
         push_summary(&mut out, c, &clusters, s);
     }
-    push_clusters(&mut out, c, &clusters, shown, opts);
-    push_groups_with(&mut out, c, verdict, opts, &clusters, &member, shown);
-    push_left_out(&mut out, c, &clusters, &member, shown, s);
+    push_clusters(&mut out, c, &clusters, &shown, opts);
+    push_groups_with(&mut out, c, verdict, opts, &clusters, &member, Some(&shown));
+    push_left_out(&mut out, c, &shown, s);
     push_plan(&mut out, c, verdict, s, opts.verbose);
     out
 }
 
-/// The least severe severity shown in detail: every one with `-v` or when
-/// the report is small; otherwise the lowest whose details (a cluster
-/// counting once) stay within [`MAX_DETAILED`], and never less than
-/// critical.
-fn detail_floor(
-    c: &Comparison,
-    clusters: &[Cluster],
-    member: &[Option<usize>],
-    verbose: bool,
-) -> Severity {
-    if verbose {
-        return Severity::Info;
-    }
-    let mut items = [0usize; 5];
-    for (f, m) in c.findings.iter().zip(member) {
-        if m.is_none() {
-            items[f.severity as usize] += 1;
+/// Which findings and clusters are shown in detail. With `-v`, all;
+/// otherwise items (a cluster counting once) most severe first, clusters
+/// before single findings of the same severity, until [`MAX_DETAILED`], and
+/// every critical one whatever the count.
+struct Shown {
+    findings: Vec<bool>,
+    clusters: Vec<bool>,
+}
+
+impl Shown {
+    fn choose(
+        c: &Comparison,
+        clusters: &[Cluster],
+        member: &[Option<usize>],
+        verbose: bool,
+    ) -> Self {
+        let mut shown = Shown {
+            findings: vec![verbose; c.findings.len()],
+            clusters: vec![verbose; clusters.len()],
+        };
+        if verbose {
+            return shown;
         }
-    }
-    for k in clusters {
-        items[k.severity as usize] += 1;
-    }
-    let mut floor = Severity::Critical;
-    let mut total = 0;
-    for sev in Severity::ALL {
-        total += items[sev as usize];
-        if total > MAX_DETAILED && sev != Severity::Critical {
-            break;
+        // (severity, single finding after clusters, position) for each item.
+        let mut items: Vec<(Severity, bool, usize)> = clusters
+            .iter()
+            .enumerate()
+            .map(|(k, cluster)| (cluster.severity, false, k))
+            .chain(
+                c.findings
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| member[*i].is_none())
+                    .map(|(i, f)| (f.severity, true, i)),
+            )
+            .collect();
+        items.sort_unstable();
+        for (n, (severity, single, at)) in items.into_iter().enumerate() {
+            if n >= MAX_DETAILED && severity != Severity::Critical {
+                break;
+            }
+            if single {
+                shown.findings[at] = true;
+            } else {
+                shown.clusters[at] = true;
+                for &i in &clusters[at].findings {
+                    shown.findings[i] = true;
+                }
+            }
         }
-        floor = sev;
+        shown
     }
-    floor
 }
 
 /// Counts by severity and by rule family, the clusters, and the tools most
@@ -184,17 +208,22 @@ fn push_summary(out: &mut String, c: &Comparison, clusters: &[Cluster], s: Style
     }
 }
 
-/// Each cluster at or above `shown` once: the change, one member's message
+/// Each cluster `shown` holds, once: the change, one member's message
 /// and values, and its tools collapsed.
 fn push_clusters(
     out: &mut String,
     c: &Comparison,
     clusters: &[Cluster],
-    shown: Severity,
+    shown: &Shown,
     opts: TextOptions,
 ) {
     let s = opts.style;
-    let listed: Vec<&Cluster> = clusters.iter().filter(|k| k.severity <= shown).collect();
+    let listed: Vec<&Cluster> = clusters
+        .iter()
+        .zip(&shown.clusters)
+        .filter(|(_, shown)| **shown)
+        .map(|(k, _)| k)
+        .collect();
     if listed.is_empty() {
         return;
     }
@@ -214,7 +243,7 @@ fn push_clusters(
             )),
         );
         let _ = writeln!(out, "    {}", printable(&first.message, false));
-        push_values(out, first, opts);
+        push_values(out, first, opts, value_lines(c));
         let mut tools: Vec<&str> = k
             .findings
             .iter()
@@ -240,19 +269,11 @@ fn push_clusters(
     }
 }
 
-/// What the floor left out, and how to see it.
-fn push_left_out(
-    out: &mut String,
-    c: &Comparison,
-    clusters: &[Cluster],
-    member: &[Option<usize>],
-    shown: Severity,
-    s: Style,
-) {
+/// What was left out, and how to see it.
+fn push_left_out(out: &mut String, c: &Comparison, shown: &Shown, s: Style) {
     let mut left = [0usize; 5];
-    for (f, m) in c.findings.iter().zip(member) {
-        let sev = m.map_or(f.severity, |k| clusters[k].severity);
-        if sev > shown {
+    for (f, shown) in c.findings.iter().zip(&shown.findings) {
+        if !shown {
             left[f.severity as usize] += 1;
         }
     }
@@ -285,7 +306,7 @@ fn plural(n: usize, word: &str) -> String {
 /// (`toolpin review`).
 pub fn render_findings(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
     let mut out = String::new();
-    push_groups_with(&mut out, c, verdict, opts, &[], &[], Severity::Info);
+    push_groups_with(&mut out, c, verdict, opts, &[], &[], None);
     out
 }
 
@@ -344,9 +365,8 @@ fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
 type Indexed<'c> = (usize, &'c Finding);
 
 /// The findings grouped by tool. A finding in one of `clusters` is one
-/// line naming its cluster (shown above); a finding less severe than
-/// `shown` (by its cluster's severity, if it is in one) is left out, and a
-/// tool left with nothing is not listed.
+/// line naming its cluster (shown above); a finding `shown` leaves out is
+/// not listed, nor a tool left with nothing (`None`: every finding).
 fn push_groups_with(
     out: &mut String,
     c: &Comparison,
@@ -354,7 +374,7 @@ fn push_groups_with(
     opts: TextOptions,
     clusters: &[Cluster],
     member: &[Option<usize>],
-    shown: Severity,
+    shown: Option<&Shown>,
 ) {
     let s = opts.style;
     // Group findings by tool (server-level findings have no tool and group
@@ -365,8 +385,7 @@ fn push_groups_with(
     let mut groups: Vec<(&str, &str, Vec<Indexed>)> = Vec::new();
     let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
     for (i, f) in c.findings.iter().enumerate() {
-        let cluster = member.get(i).copied().flatten();
-        if cluster.map_or(f.severity, |k| clusters[k].severity) > shown {
+        if shown.is_some_and(|shown| !shown.findings[i]) {
             continue;
         }
         let g = *group_of
@@ -386,6 +405,20 @@ fn push_groups_with(
     groups.sort_by(|a, b| worst(&a.2).cmp(&worst(&b.2)).then(a.1.cmp(b.1)));
 
     for (server, tool, mut findings) in groups {
+        // Repeated findings were shown once, as their clusters: here the
+        // tool names them in one line, and a tool with nothing else is not
+        // listed again.
+        let mut repeated: Vec<&str> = findings
+            .iter()
+            .filter_map(|(i, _)| member.get(*i).copied().flatten())
+            .map(|k| clusters[k].id.as_str())
+            .collect();
+        repeated.sort_unstable();
+        repeated.dedup();
+        findings.retain(|(i, _)| member.get(*i).copied().flatten().is_none());
+        if findings.is_empty() {
+            continue;
+        }
         findings
             .sort_by(|(_, a), (_, b)| a.severity.cmp(&b.severity).then(a.pointer.cmp(&b.pointer)));
         let title = if tool.is_empty() {
@@ -422,37 +455,50 @@ fn push_groups_with(
             } else {
                 String::new()
             };
-            if let Some(k) = member.get(index).copied().flatten() {
-                let k = &clusters[k];
-                let _ = writeln!(
-                    out,
-                    "  {sev}  {}{where_}{flag}{note}  {}",
-                    f.rule,
-                    s.dim(&format!(
-                        "(repeated: {}, {})",
-                        k.id,
-                        plural(k.tools, "tool")
-                    ))
-                );
-                continue;
-            }
             let _ = writeln!(out, "  {sev}  {}{where_}{flag}{note}", f.rule);
             let _ = writeln!(out, "    {}", printable(&f.message, false));
-            push_values(out, f, opts);
+            push_values(out, f, opts, value_lines(c));
         }
+        if !repeated.is_empty() {
+            let shown: Vec<&str> = repeated.iter().take(CLUSTER_TOOLS).copied().collect();
+            let more = repeated.len() - shown.len();
+            let _ = writeln!(
+                out,
+                "  {}",
+                s.dim(&format!(
+                    "also in {} above: {}{}",
+                    plural(repeated.len(), "repeated change"),
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                ))
+            );
+        }
+    }
+}
+
+/// Lines of a value shown without `-v`: fewer when there are many to show.
+fn value_lines(c: &Comparison) -> usize {
+    if c.findings.len() > MAX_DETAILED {
+        MAX_LINES_LARGE
+    } else {
+        MAX_LINES
     }
 }
 
 /// A finding's before and after values. Prose is shown as text; any other
 /// value as JSON, so that "50" and 50 look different.
-fn push_values(out: &mut String, f: &Finding, opts: TextOptions) {
+fn push_values(out: &mut String, f: &Finding, opts: TextOptions, lines: usize) {
     let s = opts.style;
     let prose = f.pointer.ends_with("/description") || f.pointer.ends_with("/title");
     if let Some(b) = &f.before {
-        push_value(out, "-", b, prose, opts, |t| s.red(t));
+        push_value(out, "-", b, prose, opts, lines, |t| s.red(t));
     }
     if let Some(a) = &f.after {
-        push_value(out, "+", a, prose, opts, |t| s.green(t));
+        push_value(out, "+", a, prose, opts, lines, |t| s.green(t));
     }
 }
 
@@ -471,6 +517,7 @@ fn push_value(
     v: &Value,
     prose: bool,
     opts: TextOptions,
+    max_lines: usize,
     paint: impl Fn(&str) -> String,
 ) {
     let text: String = match v {
@@ -482,7 +529,7 @@ fn push_value(
     let shown = if opts.verbose {
         lines.len()
     } else {
-        lines.len().min(MAX_LINES)
+        lines.len().min(max_lines)
     };
     for line in &lines[..shown] {
         let _ = writeln!(out, "    {}", paint(&format!("{sign} {line}")));
