@@ -285,35 +285,24 @@ fn cost_text(cost: u64) -> String {
     }
 }
 
-/// Whether `v` nests more than [`MAX_DEPTH`] containers (without recursion).
+/// Whether `v` nests more than [`MAX_DEPTH`] containers (recursing at most
+/// that deep, without allocating).
 fn too_deep(v: &Value) -> bool {
-    let mut stack: Vec<(&Value, u32)> = Vec::new();
-    let mut cur = (v, 0u32);
-    loop {
-        match cur.0 {
-            Value::Array(a) if !a.is_empty() => {
-                if cur.1 >= MAX_DEPTH {
-                    return true;
-                }
-                stack.extend(a.iter().filter(|x| is_container(x)).map(|x| (x, cur.1 + 1)));
-            }
-            Value::Object(m) if !m.is_empty() => {
-                if cur.1 >= MAX_DEPTH {
-                    return true;
-                }
-                stack.extend(
-                    m.values()
-                        .filter(|x| is_container(x))
-                        .map(|x| (x, cur.1 + 1)),
-                );
-            }
-            _ => {}
-        }
-        match stack.pop() {
-            Some(next) => cur = next,
-            None => return false,
+    fn deeper(v: &Value, depth: u32) -> bool {
+        let inner = |x: &&Value| is_container(x);
+        match v {
+            Value::Array(a) => a
+                .iter()
+                .filter(inner)
+                .any(|x| depth >= MAX_DEPTH || deeper(x, depth + 1)),
+            Value::Object(m) => m
+                .values()
+                .filter(inner)
+                .any(|x| depth >= MAX_DEPTH || deeper(x, depth + 1)),
+            _ => false,
         }
     }
+    deeper(v, 1)
 }
 
 fn is_container(v: &Value) -> bool {
@@ -413,9 +402,12 @@ struct Normaliser {
 impl Normaliser {
     fn new(root: &Value) -> Normaliser {
         let legacy = match root.get("$schema") {
-            Some(Value::String(s)) => ["draft-03", "draft-04", "draft-06", "draft-07"]
-                .iter()
-                .any(|d| s.contains(d)),
+            Some(Value::String(s)) => {
+                known_dialect(s)
+                    && ["draft-04", "draft-06", "draft-07"]
+                        .iter()
+                        .any(|d| s.contains(d))
+            }
             _ => false,
         };
         let base_id = match root.get("$id") {
@@ -568,7 +560,20 @@ impl Normaliser {
                 }
             }
         }
-        if !root {
+        if root {
+            if let Some(Value::String(uri)) = m.get("$schema") {
+                if !known_dialect(uri) {
+                    self.notes.note(
+                        &at("$schema"),
+                        format_args!(
+                            "unknown dialect {}; validated as 2020-12",
+                            excerpt(uri, MESSAGE_EXCERPT)
+                        ),
+                    );
+                    m.remove("$schema");
+                }
+            }
+        } else {
             if let Some(Value::String(id)) = m.get("$id") {
                 if !id.starts_with('#') {
                     self.notes.note(
@@ -656,6 +661,23 @@ impl Normaliser {
             Value::Array(out)
         })
     }
+}
+
+/// A `$schema` the crate knows.
+fn known_dialect(uri: &str) -> bool {
+    let uri = uri.trim_end_matches('#');
+    let uri = uri
+        .strip_prefix("https://")
+        .or_else(|| uri.strip_prefix("http://"))
+        .unwrap_or("");
+    matches!(
+        uri,
+        "json-schema.org/draft-04/schema"
+            | "json-schema.org/draft-06/schema"
+            | "json-schema.org/draft-07/schema"
+            | "json-schema.org/draft/2019-09/schema"
+            | "json-schema.org/draft/2020-12/schema"
+    )
 }
 
 /// A copy of `v` (at `depth`), or `None` when it nests past [`MAX_SCHEMA_DEPTH`];
@@ -1513,7 +1535,7 @@ impl Validator {
                         }
                         _ => None,
                     };
-                    let Some(names) = names else {
+                    let Some(names) = names.filter(|n| !n.is_empty()) else {
                         out.push(v(
                             "additionalProperties",
                             "a property is not allowed (additionalProperties is false)".into(),

@@ -1180,6 +1180,54 @@ fn exponential_schema_hits_the_step_limit() {
     assert_eq!(last.keyword, "limit");
 }
 
+#[test]
+fn realistic_recursive_schemas_are_within_the_budget() {
+    // zod's JSON value type: type-discriminated branches, each recursing.
+    let json_value = json!({
+        "$defs": {"v": {"anyOf": [
+            {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+            {"type": "array", "items": {"$ref": "#/$defs/v"}},
+            {"type": "object", "additionalProperties": {"$ref": "#/$defs/v"}}
+        ]}},
+        "type": "object",
+        "properties": {"data": {"$ref": "#/$defs/v"}, "meta": {"anyOf": [{"$ref": "#/$defs/v"}, {"type": "null"}]}}
+    });
+    let v = Validator::new(&json_value);
+    assert!(v.unsupported().is_empty(), "{:?}", v.unsupported());
+    let mut deep = json!({"k": [1, "a", null]});
+    for _ in 0..60 {
+        deep = json!({"k": [deep]});
+    }
+    assert!(v.validate(&json!({"data": deep, "meta": null})).is_empty());
+    let out =
+        v.validate(&json!({"data": {"a": [1, {"b": {}}]}, "meta": {"x": [1, {}]}, "other": 1}));
+    assert!(out.is_empty(), "{out:?}");
+    // A GitHub-like tool: nested objects, nullable anyOfs, $defs.
+    let github = json!({
+        "$defs": {
+            "user": {"type": "object", "properties": {"login": {"type": "string"}, "id": {"type": "integer"}}, "required": ["login"]},
+            "label": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"name": {"type": "string"}, "color": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}]}
+        },
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string"}, "repo": {"type": "string"},
+            "issue": {"type": "object", "properties": {
+                "title": {"type": "string"},
+                "body": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "assignees": {"type": "array", "items": {"$ref": "#/$defs/user"}},
+                "labels": {"type": "array", "items": {"$ref": "#/$defs/label"}},
+                "milestone": {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}
+            }}
+        },
+        "required": ["owner", "repo"]
+    });
+    let v = Validator::new(&github);
+    assert!(v.unsupported().is_empty(), "{:?}", v.unsupported());
+    let bad = v.validate(&json!({"owner": "o", "repo": "r", "issue": {"assignees": [{"id": 1}]}}));
+    assert_eq!(keywords(&bad), ["required"]);
+    assert_eq!(bad[0].pointer, "/issue/assignees/0");
+}
+
 // ---------------------------------------------------------------------------
 // Bounds
 
