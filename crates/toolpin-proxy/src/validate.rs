@@ -50,8 +50,10 @@
 //!   not hold against a call).
 //! * Compiling a schema nested 10,000 levels deep overflows the stack and
 //!   aborts the process. Schema parts nested deeper than
-//!   [`MAX_SCHEMA_DEPTH`] JSON levels are unsupported (always valid); the copy is made without
-//!   unbounded recursion.
+//!   [`MAX_SCHEMA_DEPTH`] JSON levels are unsupported (always valid), the
+//!   copy is made with recursion bounded by that, and a schema nested more
+//!   than a few levels is compiled on a thread of its own with a large
+//!   stack (the crate's compiler takes several KiB per level unoptimised).
 //! * Values nested deeper than [`MAX_DEPTH`] levels are not handed to the
 //!   crate when the schema could follow them (a `$ref`, or `uniqueItems`,
 //!   which compares whole items): validation then reports one
