@@ -1263,8 +1263,8 @@ fn deeply_nested_schema_compiles_without_overflow() {
         m.insert("properties".into(), json!({"a": {"type": "integer"}}));
         deep = Value::Object(m);
     }
-    // Past MAX_DEPTH levels the schema is not compiled (the crate's
-    // compiler would overflow the stack): one note, always valid there.
+    // Past MAX_SCHEMA_DEPTH levels the schema is not compiled (the crate's
+    // compiler would overflow the stack): noted, always valid there.
     let v = Validator::new(&deep);
     assert!(!v.unsupported().is_empty());
     assert!(v
