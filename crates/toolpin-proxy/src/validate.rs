@@ -1,107 +1,105 @@
 //! JSON Schema validation of tool arguments and results.
 //!
-//! [`Validator::new`] compiles a tool's `inputSchema` or `outputSchema` once;
-//! [`Validator::validate`] then checks values against it, without cloning
-//! them, and returns every [`Violation`] (at most [`MAX_VIOLATIONS`]);
-//! [`Validator::is_valid`] answers the same question without building
-//! messages.
+//! The evaluation is the [`jsonschema`] crate's (JSON Schema 2020-12, with
+//! drafts 4, 6, 7 and 2019-09 when `$schema` names them; every `format` it
+//! knows is asserted, `pattern` is ECMA 262 with look-around). This module is
+//! the layer toolpin puts around it, for schemas as MCP servers really emit
+//! them and for a proxy that must never fail or stall on one:
 //!
-//! # Dialect
-//!
-//! JSON Schema 2020-12, plus what real MCP servers also emit: draft-07 forms
-//! (`definitions`, `items` as an array with `additionalItems`, `dependencies`,
-//! draft-04 boolean `exclusiveMinimum`/`exclusiveMaximum`, and `$ref`
-//! siblings ignored when `$schema` names draft-07 or older), OpenAPI 3.0
-//! `nullable: true` (null is then accepted whatever `type`, `enum` and
-//! `const` say), and Gemini-style type names, which are matched
-//! case-insensitively (`"OBJECT"`, `"String"`).
-//!
-//! Keywords: `type`, `enum`, `const`, `required`, `properties`,
-//! `patternProperties`, `additionalProperties`, `propertyNames`,
-//! `minProperties`, `maxProperties`, `dependentRequired`, `dependentSchemas`,
-//! `dependencies`, `prefixItems`, `items`, `additionalItems`, `contains`,
-//! `minContains`, `maxContains`, `minItems`, `maxItems`, `uniqueItems`,
-//! `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `multipleOf`
-//! (exact on the shortest decimal form, so `0.3` is a multiple of `0.1`),
-//! `minLength`, `maxLength` (Unicode code points), `pattern` (the `regex`
-//! crate's syntax, close to ECMA 262 without look-around and
-//! backreferences), `format` (only `date-time`, `date`, `email`, `uuid`,
-//! `ipv4`, `ipv6` and `uri`, each checked in a basic way; other formats are
-//! annotations), `allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else`,
-//! boolean schemas, and local `$ref`: `#`, `#/$defs/...`,
-//! `#/definitions/...`, any JSON pointer (with `~0`/`~1` escapes and
-//! percent-encoding), `#name` for a `$anchor` (or a draft-07 `"$id":
-//! "#name"`), and the root's own `$id` followed by a fragment. Fragments
-//! resolve against the root document.
-//!
-//! # Permissive where it cannot judge
-//!
-//! Compiling never fails. What cannot be judged — a remote `$ref`, one that
-//! does not resolve, a `pattern` the regex crate cannot compile,
-//! `unevaluatedProperties`/`unevaluatedItems`, `$dynamicRef`,
-//! `$recursiveRef`, a keyword with a malformed value, a cycle of `$ref`s (or
-//! `allOf`/`anyOf`/...) that never descends into the value — is listed by
-//! [`Validator::unsupported`] and treated as always valid. An uncompilable
-//! `patternProperties` entry also switches `additionalProperties` off for
-//! that object, since which names it would have matched is unknown.
-//!
-//! # Unknown enum values
-//!
-//! An `enum` or `const` mismatch is a [`ViolationKind::UnknownEnumValue`]
-//! when the value has a type the schema accepts and the enum holds other
-//! values of that JSON type: a value that was never pinned. A value of
-//! another type altogether (`5` where the enum lists strings) is a
-//! [`ViolationKind::Nonconformant`] `type` or `enum` violation, and an `enum`
-//! is not checked at all once `type` has failed. When no alternative of an
-//! `anyOf` or `oneOf` matches and the closest ones fail only on unknown enum
-//! values, those are reported rather than a generic `anyOf`/`oneOf`
-//! violation, so an optional enum written as `anyOf: [{"enum": [..]},
-//! {"type": "null"}]` still reports the unknown value where it is.
+//! * **Normalising** (on a copy): Gemini-style type names are lower-cased
+//!   (`"OBJECT"`, `"String"`); OpenAPI 3.0 `nullable: true` adds `null` to
+//!   `type` and `enum` (a `const` becomes a two-value `enum`, reported as the
+//!   `const` still); in a schema without a draft-07-or-older `$schema`, the
+//!   draft-07 forms still found in the wild are rewritten to their 2020-12
+//!   equivalents (`items` as an array with `additionalItems`, draft-04 boolean
+//!   `exclusiveMinimum`/`exclusiveMaximum`, `"$id": "#name"`). Pointers in
+//!   violations always refer to the schema as given.
+//! * **Permissive compilation**: [`Validator::new`] never fails. What the crate
+//!   would reject or that cannot be judged — a remote `$ref` (nothing is ever
+//!   fetched), one that does not resolve, an unknown type name, a keyword with
+//!   a malformed value, a `pattern` that does not compile, a cycle of `$ref`s
+//!   that never descends into the value — is removed from the copy, listed by
+//!   [`Validator::unsupported`], and accepts everything.
+//! * **Findings, not error strings**: each crate error becomes a [`Violation`]
+//!   with toolpin's own one-line message, instance values excerpted (the
+//!   crate's `Display` quotes whole instances). An `enum` or `const` mismatch
+//!   is a [`ViolationKind::UnknownEnumValue`] when the value has a type the
+//!   schema accepts and the enum holds other values of that JSON type: a value
+//!   that was never pinned. A value of another type altogether (`5` where the
+//!   enum lists strings) is [`ViolationKind::Nonconformant`], and no `enum`
+//!   violation is reported where `type` failed. When no alternative of an
+//!   `anyOf`/`oneOf` matches and the closest ones fail only on unknown enum
+//!   values, those are reported rather than a generic `anyOf`/`oneOf`
+//!   violation, so an optional enum written as `anyOf: [{"enum": [..]},
+//!   {"type": "null"}]` still reports the unknown value where it is.
 //!
 //! # Bounds
 //!
-//! Nothing panics, whatever the schema and the value. Compiling does not
-//! recurse, however deep the schema. Evaluation nests at most [`MAX_DEPTH`]
-//! subschema applications (each level of nesting in the value costs one to
-//! three, so values nested up to serde_json's parse limit of 128 validate
-//! fully; a level takes about 1 KiB of stack optimized, 1.5 KiB not) and
-//! spends at most [`MAX_STEPS`] of them per call; past either bound
-//! validation stops and reports one [`ViolationKind::LimitExceeded`]
-//! violation, at the end of the list. Instance values quoted in messages are
-//! excerpted, so a huge value never makes a huge message.
+//! The crate has no evaluation budget and recurses freely, so the layer adds
+//! the guards the proxy needs (measured on 0.61.2):
+//!
+//! * `anyOf`/`allOf`/`$ref` chains can make evaluation exponential: 24
+//!   `$defs` each applying the next one twice took 220 ms for the value `5`,
+//!   each further level doubling it. [`Validator::new`] computes a static
+//!   worst case over the schema graph (evaluations at one value location:
+//!   in-place applicators add up, keywords descending into the value take
+//!   the largest child, saturating, per level of value nesting); above
+//!   [`MAX_STEPS`] the schema is not evaluated at all, it is listed by
+//!   [`Validator::unsupported`] and every [`Validator::validate`] reports
+//!   one [`ViolationKind::LimitExceeded`] violation (which the proxy does
+//!   not hold against a call).
+//! * Compiling a schema nested 10,000 levels deep overflows the stack and
+//!   aborts the process. Schema parts nested deeper than
+//!   [`MAX_SCHEMA_DEPTH`] JSON levels are unsupported (always valid), the
+//!   copy is made with recursion bounded by that, and a schema nested more
+//!   than a few levels is compiled on a thread of its own with a large
+//!   stack (the crate's compiler takes several KiB per level unoptimised).
+//! * Values nested deeper than [`MAX_DEPTH`] levels are not handed to the
+//!   crate when the schema could follow them (a `$ref`, or `uniqueItems`,
+//!   which compares whole items): validation then reports one
+//!   [`ViolationKind::LimitExceeded`] violation.
+//!
+//! Nothing panics, whatever the schema and the value; at most
+//! [`MAX_VIOLATIONS`] violations are returned.
 
 use std::cmp::Ordering;
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
-use regex::{Regex, RegexBuilder};
+use jsonschema::error::{ValidationError, ValidationErrorKind};
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
 
 /// At most this many violations are returned by one [`Validator::validate`].
 pub const MAX_VIOLATIONS: usize = 100;
-/// Nested subschema applications one evaluation may go through.
-pub const MAX_DEPTH: u32 = 512;
-/// Subschema applications one [`Validator::validate`] call may spend.
-pub const MAX_STEPS: u64 = 10_000_000;
+/// Nesting levels of a value that are validated under a schema that can
+/// follow them.
+pub const MAX_DEPTH: u32 = 128;
+/// JSON nesting levels of a schema that are compiled.
+pub const MAX_SCHEMA_DEPTH: u32 = 64;
+/// Budget of the static worst case: subschema evaluations at one value
+/// location, over all levels of nesting.
+pub const MAX_STEPS: u64 = 1_000_000;
 
 /// Entries kept in [`Validator::unsupported`] (one more says how many were
 /// left out).
 const MAX_UNSUPPORTED: usize = 100;
-/// Nesting of `enum` and `const` values kept (serde_json's parse limit).
-const MAX_VALUE_DEPTH: usize = 128;
 /// Bytes of compact JSON quoted for a value in a message.
 const MESSAGE_EXCERPT: usize = 80;
 /// Bytes of compact JSON quoted for a list of allowed values.
 const LIST_EXCERPT: usize = 120;
 /// Bytes of compact JSON kept in [`ViolationKind::UnknownEnumValue`].
 const VALUE_EXCERPT: usize = 200;
-/// Compiled size limit of one `pattern`.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
+/// Compile attempts, each after removing what the crate rejected.
+const MAX_ATTEMPTS: usize = 32;
+/// Schemas nested deeper than this are compiled on a thread of their own,
+/// with a stack of [`COMPILE_STACK`] bytes.
+const INLINE_DEPTH: u32 = 24;
+const COMPILE_STACK: usize = 64 << 20;
 
 /// One way an instance fails its schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -131,8 +129,9 @@ pub enum ViolationKind {
     UnknownEnumValue { value: String },
     /// Any other failure.
     Nonconformant,
-    /// Validation stopped at [`MAX_DEPTH`] or [`MAX_STEPS`]; what lies beyond
-    /// was not judged.
+    /// Not judged: the value nests deeper than [`MAX_DEPTH`], the schema's
+    /// worst case exceeds [`MAX_STEPS`], or a `pattern` hit its backtracking
+    /// limit.
     LimitExceeded,
 }
 
@@ -150,9 +149,17 @@ impl fmt::Display for Violation {
 /// A schema compiled once, to validate any number of instances.
 #[derive(Debug, Clone)]
 pub struct Validator {
-    nodes: Vec<Node>,
-    ptrs: Vec<String>,
-    root: usize,
+    /// `None`: nothing is judged (see `over_budget`).
+    inner: Option<Arc<jsonschema::Validator>>,
+    /// The normalised schema the crate compiled, for messages.
+    schema: Arc<Value>,
+    /// Keyword locations renamed by normalising (normalised pointer -> the
+    /// keyword as given).
+    renames: Arc<HashMap<String, &'static str>>,
+    /// Values are checked for depth first.
+    guard_depth: bool,
+    /// The worst case exceeds [`MAX_STEPS`]: every call reports it.
+    over_budget: Option<u64>,
     unsupported: Vec<String>,
 }
 
@@ -160,45 +167,53 @@ impl Validator {
     /// Compile `schema`. Never fails: parts that cannot be judged are listed
     /// by [`Validator::unsupported`] and accept everything.
     pub fn new(schema: &Value) -> Validator {
-        let legacy_ref = match schema.get("$schema") {
-            Some(Value::String(s)) => ["draft-03", "draft-04", "draft-06", "draft-07"]
-                .iter()
-                .any(|d| s.contains(d)),
-            _ => false,
-        };
-        let base_id = match schema.get("$id") {
-            Some(Value::String(id)) => {
-                let base = id.split_once('#').map_or(id.as_str(), |(b, _)| b);
-                (!base.is_empty()).then(|| base.to_string())
+        let mut n = Normaliser::new(schema);
+        let mut copy = n.schema(schema, String::new(), 0);
+        let guard_depth = n.has_ref || n.has_unique;
+        let mut notes = std::mem::take(&mut n.notes);
+        let renames = std::mem::take(&mut n.renames);
+        let cost = worst_case(&mut copy, &mut notes, n.base_id.as_deref());
+        let over_budget = (cost > MAX_STEPS).then_some(cost);
+        let mut inner = None;
+        if let Some(cost) = over_budget {
+            notes.note(
+                "",
+                format_args!(
+                    "worst case of {} subschema evaluations exceeds {MAX_STEPS}; not validated",
+                    cost_text(cost)
+                ),
+            );
+        } else if n.max_depth <= INLINE_DEPTH {
+            inner = build(&mut copy, &mut notes);
+        } else {
+            // The crate's compiler recurses deeply per level (over 3 MiB at
+            // 128 levels unoptimised): a thread with room for it.
+            let built = std::thread::scope(|s| {
+                std::thread::Builder::new()
+                    .name("toolpin-schema-compile".into())
+                    .stack_size(COMPILE_STACK)
+                    .spawn_scoped(s, || {
+                        let r = build(&mut copy, &mut notes);
+                        (r, ())
+                    })
+                    .ok()
+                    .and_then(|h| h.join().ok())
+            });
+            match built {
+                Some((r, ())) => inner = r,
+                None => notes.note(
+                    "",
+                    "the schema could not be compiled; treated as always valid",
+                ),
             }
-            _ => None,
-        };
-        let mut c = Compiler {
-            root: schema,
-            nodes: Vec::new(),
-            ptrs: Vec::new(),
-            memo: HashMap::new(),
-            work: VecDeque::new(),
-            notes: Vec::new(),
-            dropped_notes: 0,
-            legacy_ref,
-            base_id,
-            anchors: None,
-        };
-        let root = c.compile(schema, String::new());
-        while let Some((id, value)) = c.work.pop_front() {
-            c.fill(id, value);
-        }
-        c.break_cycles();
-        let mut unsupported = c.notes;
-        if c.dropped_notes > 0 {
-            unsupported.push(format!("... and {} more", c.dropped_notes));
         }
         Validator {
-            nodes: c.nodes,
-            ptrs: c.ptrs,
-            root,
-            unsupported,
+            inner: inner.map(Arc::new),
+            schema: Arc::new(copy),
+            renames: Arc::new(renames),
+            guard_depth,
+            over_budget,
+            unsupported: notes.finish(),
         }
     }
 
@@ -208,581 +223,433 @@ impl Validator {
         &self.unsupported
     }
 
-    /// Every violation of `instance` (at most [`MAX_VIOLATIONS`], in schema
-    /// order); empty when it is valid.
+    /// Every violation of `instance` (at most [`MAX_VIOLATIONS`]); empty when
+    /// it is valid.
     pub fn validate(&self, instance: &Value) -> Vec<Violation> {
-        let mut cx = Ctx::default();
-        let root = Path::ROOT;
-        self.eval(self.root, instance, &root, &mut cx, Mode::COLLECT);
-        if let Some(limit) = cx.limit.take() {
-            cx.out.truncate(MAX_VIOLATIONS - 1);
-            cx.out.push(limit);
+        if let Some(limit) = self.limit(instance) {
+            return vec![limit];
         }
-        cx.out
+        let Some(inner) = &self.inner else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut errors = inner.iter_errors(instance);
+        let mut batch = Vec::new();
+        while out.len() < MAX_VIOLATIONS {
+            let Some(e) = errors.next() else { break };
+            batch.clear();
+            self.map(&e, instance, &mut batch);
+            out.append(&mut batch);
+        }
+        drop_enums_under_type_failures(&mut out);
+        out.truncate(MAX_VIOLATIONS);
+        // By location in the value (stable: schema order within one).
+        out.sort_by(|a, b| cmp_pointers(&a.pointer, &b.pointer));
+        out
     }
 
     /// Whether `instance` is valid, i.e. [`Validator::validate`] would return
     /// nothing; stops at the first failure and builds no message.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        let mut cx = Ctx::default();
-        let root = Path::ROOT;
-        self.eval(self.root, instance, &root, &mut cx, Mode::CHECK) && cx.limit.is_none()
+        if self.over_budget.is_some() || (self.guard_depth && too_deep(instance)) {
+            return false;
+        }
+        self.inner.as_ref().is_none_or(|v| v.is_valid(instance))
+    }
+
+    /// The one violation when the call is not judged.
+    fn limit(&self, instance: &Value) -> Option<Violation> {
+        let message = if let Some(cost) = self.over_budget {
+            format!(
+                "the schema's worst case of {} subschema evaluations exceeds {MAX_STEPS}; not validated",
+                cost_text(cost)
+            )
+        } else if self.guard_depth && too_deep(instance) {
+            format!("value nested deeper than {MAX_DEPTH} levels; not validated")
+        } else {
+            return None;
+        };
+        Some(Violation {
+            pointer: String::new(),
+            schema_pointer: String::new(),
+            keyword: "limit",
+            message,
+            kind: ViolationKind::LimitExceeded,
+        })
+    }
+}
+
+fn cost_text(cost: u64) -> String {
+    if cost == u64::MAX {
+        "more than 2^64".to_string()
+    } else {
+        cost.to_string()
+    }
+}
+
+/// Whether `v` nests more than [`MAX_DEPTH`] containers (recursing at most
+/// that deep, without allocating).
+fn too_deep(v: &Value) -> bool {
+    fn deeper(v: &Value, depth: u32) -> bool {
+        let inner = |x: &&Value| is_container(x);
+        match v {
+            Value::Array(a) => a
+                .iter()
+                .filter(inner)
+                .any(|x| depth >= MAX_DEPTH || deeper(x, depth + 1)),
+            Value::Object(m) => m
+                .values()
+                .filter(inner)
+                .any(|x| depth >= MAX_DEPTH || deeper(x, depth + 1)),
+            _ => false,
+        }
+    }
+    deeper(v, 1)
+}
+
+fn is_container(v: &Value) -> bool {
+    matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+// ---------------------------------------------------------------------------
+// Notes
+
+#[derive(Default)]
+struct Notes {
+    list: Vec<String>,
+    dropped: usize,
+}
+
+impl Notes {
+    fn note(&mut self, ptr: &str, why: impl fmt::Display) {
+        if self.list.len() < MAX_UNSUPPORTED {
+            self.list.push(format!("#{ptr}: {why}"));
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        if self.dropped > 0 {
+            self.list.push(format!("... and {} more", self.dropped));
+        }
+        self.list
     }
 }
 
 // ---------------------------------------------------------------------------
-// Compiled form
+// Normalising
 
-#[derive(Debug, Clone)]
-enum Node {
-    Bool(bool),
-    Schema(Box<Schema>),
+/// How a keyword holds subschemas.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Holds {
+    /// One schema.
+    One,
+    /// An object of schemas.
+    Named,
+    /// An array of schemas.
+    List,
+    /// A schema or an array of schemas (`items`).
+    OneOrList,
+    /// An object of schemas or arrays of names (`dependencies`).
+    Dependencies,
+    /// Not a schema.
+    Value,
 }
 
-#[derive(Debug, Clone, Default)]
-struct Schema {
-    reference: Option<usize>,
-    types: Option<Types>,
-    nullable: bool,
-    enumeration: Option<Vec<Value>>,
-    constant: Option<Value>,
-
-    required: Vec<String>,
-    /// Sorted by name.
-    properties: Vec<(String, usize)>,
-    pattern_properties: Vec<(Regex, usize)>,
-    additional_properties: Option<usize>,
-    property_names: Option<usize>,
-    min_properties: Option<u64>,
-    max_properties: Option<u64>,
-    /// A property, the ones it requires, and the keyword saying so.
-    dependent_required: Vec<(String, Vec<String>, &'static str)>,
-    dependent_schemas: Vec<(String, usize)>,
-
-    prefix_items: Vec<usize>,
-    /// The schema for items past `prefix_items`, and its keyword.
-    items: Option<(usize, &'static str)>,
-    contains: Option<usize>,
-    min_contains: Option<u64>,
-    max_contains: Option<u64>,
-    min_items: Option<u64>,
-    max_items: Option<u64>,
-    unique_items: bool,
-
-    minimum: Option<Number>,
-    maximum: Option<Number>,
-    /// Draft-04 `exclusiveMinimum: true`.
-    minimum_exclusive: bool,
-    maximum_exclusive: bool,
-    exclusive_minimum: Option<Number>,
-    exclusive_maximum: Option<Number>,
-    multiple_of: Option<Number>,
-
-    min_length: Option<u64>,
-    max_length: Option<u64>,
-    pattern: Option<Regex>,
-    format: Option<Format>,
-
-    all_of: Vec<usize>,
-    any_of: Vec<usize>,
-    one_of: Vec<usize>,
-    not: Option<usize>,
-    condition: Option<(usize, Option<usize>, Option<usize>)>,
-
-    has_object: bool,
-    has_array: bool,
-    has_string: bool,
-    has_number: bool,
-    has_applicators: bool,
-}
-
-impl Schema {
-    /// The subschemas applied to the same instance location.
-    fn in_place(&mut self) -> Vec<&mut usize> {
-        let mut v: Vec<&mut usize> = Vec::new();
-        v.extend(self.reference.as_mut());
-        v.extend(self.all_of.iter_mut());
-        v.extend(self.any_of.iter_mut());
-        v.extend(self.one_of.iter_mut());
-        v.extend(self.not.as_mut());
-        if let Some((i, t, e)) = self.condition.as_mut() {
-            v.push(i);
-            v.extend(t.as_mut());
-            v.extend(e.as_mut());
+fn holds(keyword: &str) -> Holds {
+    match keyword {
+        "additionalProperties"
+        | "propertyNames"
+        | "additionalItems"
+        | "contains"
+        | "not"
+        | "if"
+        | "then"
+        | "else"
+        | "unevaluatedProperties"
+        | "unevaluatedItems"
+        | "contentSchema" => Holds::One,
+        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+            Holds::Named
         }
-        v.extend(self.dependent_schemas.iter_mut().map(|(_, id)| id));
-        v
+        "allOf" | "anyOf" | "oneOf" | "prefixItems" => Holds::List,
+        "items" => Holds::OneOrList,
+        "dependencies" => Holds::Dependencies,
+        _ => Holds::Value,
     }
 }
 
-const T_NULL: u8 = 1;
-const T_BOOLEAN: u8 = 2;
-const T_OBJECT: u8 = 4;
-const T_ARRAY: u8 = 8;
-const T_NUMBER: u8 = 16;
-const T_STRING: u8 = 32;
-const T_INTEGER: u8 = 64;
-const TYPE_NAMES: [(u8, &str); 7] = [
-    (T_OBJECT, "object"),
-    (T_ARRAY, "array"),
-    (T_STRING, "string"),
-    (T_NUMBER, "number"),
-    (T_INTEGER, "integer"),
-    (T_BOOLEAN, "boolean"),
-    (T_NULL, "null"),
-];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Types(u8);
-
-impl Types {
-    fn matches(self, v: &Value) -> bool {
-        let bit = match v {
-            Value::Null => T_NULL,
-            Value::Bool(_) => T_BOOLEAN,
-            Value::Object(_) => T_OBJECT,
-            Value::Array(_) => T_ARRAY,
-            Value::String(_) => T_STRING,
-            Value::Number(n) => {
-                return self.0 & T_NUMBER != 0 || (self.0 & T_INTEGER != 0 && is_integer(n))
-            }
-        };
-        self.0 & bit != 0
-    }
-}
-
-impl fmt::Display for Types {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut first = true;
-        for (bit, name) in TYPE_NAMES {
-            if self.0 & bit != 0 {
-                if !first {
-                    f.write_str(" or ")?;
-                }
-                f.write_str(name)?;
-                first = false;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn type_bit(name: &str) -> Option<u8> {
-    Some(match name.to_ascii_lowercase().as_str() {
-        "null" => T_NULL,
-        "boolean" => T_BOOLEAN,
-        "object" => T_OBJECT,
-        "array" => T_ARRAY,
-        "number" => T_NUMBER,
-        "string" => T_STRING,
-        "integer" => T_INTEGER,
+/// The keyword names a rename can give back (`&'static` for [`Violation`]).
+fn static_keyword(k: &str) -> Option<&'static str> {
+    Some(match k {
+        "items" => "items",
+        "additionalItems" => "additionalItems",
+        "const" => "const",
         _ => return None,
     })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    DateTime,
-    Date,
-    Email,
-    Uuid,
-    Ipv4,
-    Ipv6,
-    Uri,
-}
-
-impl Format {
-    fn parse(name: &str) -> Option<Format> {
-        Some(match name {
-            "date-time" => Format::DateTime,
-            "date" => Format::Date,
-            "email" => Format::Email,
-            "uuid" => Format::Uuid,
-            "ipv4" => Format::Ipv4,
-            "ipv6" => Format::Ipv6,
-            "uri" => Format::Uri,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Format::DateTime => "date-time",
-            Format::Date => "date",
-            Format::Email => "email",
-            Format::Uuid => "uuid",
-            Format::Ipv4 => "ipv4",
-            Format::Ipv6 => "ipv6",
-            Format::Uri => "uri",
-        }
-    }
-
-    fn check(self, s: &str) -> bool {
-        match self {
-            Format::DateTime => is_date_time(s),
-            Format::Date => parse_date(s).is_some(),
-            Format::Email => is_email(s),
-            Format::Uuid => is_uuid(s),
-            Format::Ipv4 => s.parse::<Ipv4Addr>().is_ok(),
-            Format::Ipv6 => s.parse::<Ipv6Addr>().is_ok(),
-            Format::Uri => is_uri(s),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Compiling
-
-struct Compiler<'s> {
-    root: &'s Value,
-    nodes: Vec<Node>,
-    ptrs: Vec<String>,
-    /// Schema pointer -> node, for `$ref`s and their targets.
-    memo: HashMap<String, usize>,
-    /// Nodes allocated but not compiled yet, and their schemas: compiling
-    /// takes no recursion, however deep the schema.
-    work: VecDeque<(usize, &'s Value)>,
-    notes: Vec<String>,
-    dropped_notes: usize,
-    /// Draft-07 and older: keywords next to `$ref` are ignored.
-    legacy_ref: bool,
-    /// The root's `$id` without fragment: `$ref`s to it are local.
+struct Normaliser {
+    notes: Notes,
+    renames: HashMap<String, &'static str>,
+    /// Draft-07 or older `$schema`: the crate handles its forms natively.
+    legacy: bool,
     base_id: Option<String>,
-    /// `$anchor` name -> pointer, collected on the first `#name` `$ref`.
-    anchors: Option<HashMap<String, String>>,
+    has_ref: bool,
+    has_unique: bool,
+    max_depth: u32,
 }
 
-impl<'s> Compiler<'s> {
-    fn note(&mut self, ptr: &str, why: impl fmt::Display) {
-        if self.notes.len() < MAX_UNSUPPORTED {
-            self.notes.push(format!("#{ptr}: {why}"));
-        } else {
-            self.dropped_notes += 1;
+impl Normaliser {
+    fn new(root: &Value) -> Normaliser {
+        let legacy = match root.get("$schema") {
+            Some(Value::String(s)) => {
+                known_dialect(s)
+                    && ["draft-04", "draft-06", "draft-07"]
+                        .iter()
+                        .any(|d| s.contains(d))
+            }
+            _ => false,
+        };
+        let base_id = match root.get("$id") {
+            Some(Value::String(id)) => {
+                let base = id.split_once('#').map_or(id.as_str(), |(b, _)| b);
+                (!base.is_empty()).then(|| base.to_string())
+            }
+            _ => None,
+        };
+        Normaliser {
+            notes: Notes::default(),
+            renames: HashMap::new(),
+            legacy,
+            base_id,
+            has_ref: false,
+            has_unique: false,
+            max_depth: 0,
         }
     }
 
-    fn alloc(&mut self, ptr: String) -> usize {
-        self.nodes.push(Node::Bool(true));
-        self.ptrs.push(ptr);
-        self.nodes.len() - 1
-    }
-
-    /// The node for the schema `value` at `ptr`, compiled later.
-    fn compile(&mut self, value: &'s Value, ptr: String) -> usize {
-        if let Some(&id) = self.memo.get(&ptr) {
-            return id;
+    /// The copy of the schema `v` at `ptr`, `depth` JSON levels down.
+    fn schema(&mut self, v: &Value, ptr: String, depth: u32) -> Value {
+        self.max_depth = self.max_depth.max(depth);
+        if depth >= MAX_SCHEMA_DEPTH && !matches!(v, Value::Bool(_)) {
+            self.notes.note(
+                &ptr,
+                format_args!(
+                    "nested deeper than {MAX_SCHEMA_DEPTH} levels; treated as always valid"
+                ),
+            );
+            return Value::Bool(true);
         }
-        let id = self.alloc(ptr.clone());
-        self.memo.insert(ptr, id);
-        self.work.push_back((id, value));
-        id
-    }
-
-    fn fill(&mut self, id: usize, value: &'s Value) {
-        let node = match value {
-            Value::Bool(b) => Node::Bool(*b),
-            Value::Object(m) => Node::Schema(Box::new(self.schema(id, m))),
+        let m = match v {
+            Value::Bool(_) => return v.clone(),
+            Value::Object(m) => m,
             _ => {
-                let ptr = self.ptr(id);
-                self.note(
+                self.notes.note(
                     &ptr,
                     "not a schema (an object or a boolean); treated as always valid",
                 );
-                Node::Bool(true)
+                return Value::Bool(true);
             }
         };
-        if let Some(slot) = self.nodes.get_mut(id) {
-            *slot = node;
-        }
-    }
-
-    fn ptr(&self, id: usize) -> String {
-        self.ptrs.get(id).cloned().unwrap_or_default()
-    }
-
-    fn schema(&mut self, id: usize, m: &'s Map<String, Value>) -> Schema {
-        let ptr = self.ptr(id);
         let at = |kw: &str| format!("{ptr}/{}", escape(kw));
-        let mut s = Schema::default();
-
-        if let Some(r) = m.get("$ref") {
-            match r {
-                Value::String(r) => s.reference = self.resolve_ref(&at("$ref"), r),
-                _ => self.note(&at("$ref"), "not a string; ignored"),
-            }
-            if self.legacy_ref {
-                return s;
-            }
-        }
-        for kw in [
-            "$dynamicRef",
-            "$recursiveRef",
-            "unevaluatedProperties",
-            "unevaluatedItems",
-        ] {
-            if m.contains_key(kw) {
-                self.note(&at(kw), "keyword not supported; ignored");
-            }
-        }
-
-        // Any type
-        if let Some(v) = m.get("type") {
-            s.types = self.types(&at("type"), v);
-        }
-        s.nullable = m.get("nullable") == Some(&Value::Bool(true));
-        if let Some(v) = m.get("enum") {
-            match v {
-                Value::Array(a) if depth_within(v, MAX_VALUE_DEPTH) => {
-                    s.enumeration = Some(a.clone())
-                }
-                Value::Array(_) => self.note(&at("enum"), "values nested too deep; ignored"),
-                _ => self.note(&at("enum"), "not an array; ignored"),
-            }
-        }
-        if let Some(v) = m.get("const") {
-            if depth_within(v, MAX_VALUE_DEPTH) {
-                s.constant = Some(v.clone());
-            } else {
-                self.note(&at("const"), "value nested too deep; ignored");
-            }
-        }
-
-        // Objects
-        if let Some(v) = m.get("required") {
-            match v {
-                Value::Array(a) => {
-                    for x in a {
-                        match x {
-                            Value::String(n) => s.required.push(n.clone()),
-                            _ => self.note(&at("required"), "a non-string entry; ignored"),
-                        }
-                    }
-                }
-                _ => self.note(&at("required"), "not an array; ignored"),
-            }
-        }
-        if let Some(v) = m.get("properties") {
-            match v {
-                Value::Object(p) => {
-                    let base = at("properties");
-                    for (name, sub) in p {
-                        let sid = self.compile(sub, format!("{base}/{}", escape(name)));
-                        s.properties.push((name.clone(), sid));
-                    }
-                    s.properties.sort_by(|a, b| a.0.cmp(&b.0));
-                }
-                _ => self.note(&at("properties"), "not an object; ignored"),
-            }
-        }
-        let mut additional_judgeable = true;
-        if let Some(v) = m.get("patternProperties") {
-            match v {
-                Value::Object(p) => {
-                    let base = at("patternProperties");
-                    for (pat, sub) in p {
-                        let sub_ptr = format!("{base}/{}", escape(pat));
-                        match self.regex(&sub_ptr, pat) {
-                            Some(re) => {
-                                let sid = self.compile(sub, sub_ptr);
-                                s.pattern_properties.push((re, sid));
-                            }
-                            None => additional_judgeable = false,
-                        }
-                    }
-                }
-                _ => self.note(&at("patternProperties"), "not an object; ignored"),
-            }
-        }
-        if let Some(v) = m.get("additionalProperties") {
-            if additional_judgeable {
-                s.additional_properties = Some(self.compile(v, at("additionalProperties")));
-            } else {
-                self.note(
-                    &at("additionalProperties"),
-                    "ignored: a patternProperties pattern is not supported",
-                );
-            }
-        }
-        if let Some(v) = m.get("propertyNames") {
-            s.property_names = Some(self.compile(v, at("propertyNames")));
-        }
-        s.min_properties = self.count(m, "minProperties", &at);
-        s.max_properties = self.count(m, "maxProperties", &at);
-        if let Some(v) = m.get("dependentRequired") {
-            self.dependent_required(&mut s, &at("dependentRequired"), "dependentRequired", v);
-        }
-        if let Some(v) = m.get("dependentSchemas") {
-            match v {
-                Value::Object(o) => {
-                    let base = at("dependentSchemas");
-                    for (name, sub) in o {
-                        let sid = self.compile(sub, format!("{base}/{}", escape(name)));
-                        s.dependent_schemas.push((name.clone(), sid));
-                    }
-                }
-                _ => self.note(&at("dependentSchemas"), "not an object; ignored"),
-            }
-        }
-        if let Some(v) = m.get("dependencies") {
-            match v {
-                Value::Object(o) => {
-                    let base = at("dependencies");
-                    for (name, sub) in o {
-                        let sub_ptr = format!("{base}/{}", escape(name));
-                        match sub {
-                            Value::Array(_) => {
-                                let single =
-                                    Value::Object(Map::from_iter([(name.clone(), sub.clone())]));
-                                self.dependent_required(&mut s, &base, "dependencies", &single);
-                            }
-                            _ => {
-                                let sid = self.compile(sub, sub_ptr);
-                                s.dependent_schemas.push((name.clone(), sid));
+        let mut out = Map::new();
+        for (k, sub) in m {
+            let kp = at(k);
+            let copy = match holds(k) {
+                Holds::One => Some(self.schema(sub, kp, depth + 1)),
+                Holds::Named | Holds::Dependencies => match sub {
+                    Value::Object(o) => {
+                        let mut c = Map::new();
+                        for (name, s) in o {
+                            let np = format!("{kp}/{}", escape(name));
+                            let x = if k == "dependencies" && s.is_array() {
+                                bounded_copy(s, depth + 2)
+                            } else {
+                                Some(self.schema(s, np.clone(), depth + 2))
+                            };
+                            match x {
+                                Some(x) => {
+                                    c.insert(name.clone(), x);
+                                }
+                                None => self.notes.note(&np, "nested too deep; ignored"),
                             }
                         }
+                        Some(Value::Object(c))
                     }
+                    _ => {
+                        self.notes.note(&kp, "not an object; ignored");
+                        None
+                    }
+                },
+                Holds::List => match sub {
+                    Value::Array(a) => Some(self.list(a, &kp, depth)),
+                    _ => {
+                        self.notes.note(&kp, "not an array; ignored");
+                        None
+                    }
+                },
+                Holds::OneOrList => match sub {
+                    Value::Array(a) => Some(self.list(a, &kp, depth)),
+                    _ => Some(self.schema(sub, kp, depth + 1)),
+                },
+                Holds::Value => {
+                    let c = bounded_copy(sub, depth + 1);
+                    if c.is_none() {
+                        self.notes.note(&kp, "value nested too deep; ignored");
+                    }
+                    c
                 }
-                _ => self.note(&at("dependencies"), "not an object; ignored"),
+            };
+            if let Some(c) = copy {
+                out.insert(k.clone(), c);
             }
         }
-
-        // Arrays
-        let prefix = m.get("prefixItems");
-        if let Some(v) = prefix {
-            match v {
-                Value::Array(a) => {
-                    let base = at("prefixItems");
-                    for (i, sub) in a.iter().enumerate() {
-                        s.prefix_items
-                            .push(self.compile(sub, format!("{base}/{i}")));
-                    }
-                }
-                _ => self.note(&at("prefixItems"), "not an array; ignored"),
-            }
-        }
-        match m.get("items") {
-            Some(Value::Array(a)) => {
-                if prefix.is_some() {
-                    self.note(&at("items"), "an array next to prefixItems; ignored");
-                } else {
-                    let base = at("items");
-                    for (i, sub) in a.iter().enumerate() {
-                        s.prefix_items
-                            .push(self.compile(sub, format!("{base}/{i}")));
-                    }
-                    if let Some(v) = m.get("additionalItems") {
-                        let sid = self.compile(v, at("additionalItems"));
-                        s.items = Some((sid, "additionalItems"));
-                    }
-                }
-            }
-            Some(v) => s.items = Some((self.compile(v, at("items")), "items")),
-            None => {}
-        }
-        if let Some(v) = m.get("contains") {
-            s.contains = Some(self.compile(v, at("contains")));
-        }
-        s.min_contains = self.count(m, "minContains", &at);
-        s.max_contains = self.count(m, "maxContains", &at);
-        s.min_items = self.count(m, "minItems", &at);
-        s.max_items = self.count(m, "maxItems", &at);
-        s.unique_items = m.get("uniqueItems") == Some(&Value::Bool(true));
-
-        // Numbers
-        s.minimum = self.number(m, "minimum", &at);
-        s.maximum = self.number(m, "maximum", &at);
-        match m.get("exclusiveMinimum") {
-            Some(Value::Bool(b)) => s.minimum_exclusive = *b,
-            Some(_) => s.exclusive_minimum = self.number(m, "exclusiveMinimum", &at),
-            None => {}
-        }
-        match m.get("exclusiveMaximum") {
-            Some(Value::Bool(b)) => s.maximum_exclusive = *b,
-            Some(_) => s.exclusive_maximum = self.number(m, "exclusiveMaximum", &at),
-            None => {}
-        }
-        if let Some(n) = self.number(m, "multipleOf", &at) {
-            if n.as_f64().is_some_and(|f| f > 0.0 && f.is_finite()) {
-                s.multiple_of = Some(n);
-            } else {
-                self.note(&at("multipleOf"), "not a positive number; ignored");
-            }
-        }
-
-        // Strings
-        s.min_length = self.count(m, "minLength", &at);
-        s.max_length = self.count(m, "maxLength", &at);
-        if let Some(v) = m.get("pattern") {
-            match v {
-                Value::String(p) => s.pattern = self.regex(&at("pattern"), p),
-                _ => self.note(&at("pattern"), "not a string; ignored"),
-            }
-        }
-        if let Some(Value::String(f)) = m.get("format") {
-            s.format = Format::parse(f);
-        }
-
-        // Applicators in place
-        s.all_of = self.list(m, "allOf", &at);
-        s.any_of = self.list(m, "anyOf", &at);
-        s.one_of = self.list(m, "oneOf", &at);
-        if let Some(v) = m.get("not") {
-            s.not = Some(self.compile(v, at("not")));
-        }
-        if let Some(v) = m.get("if") {
-            let i = self.compile(v, at("if"));
-            let t = m.get("then").map(|v| self.compile(v, at("then")));
-            let e = m.get("else").map(|v| self.compile(v, at("else")));
-            s.condition = Some((i, t, e));
-        }
-
-        s.has_object = !s.required.is_empty()
-            || !s.properties.is_empty()
-            || !s.pattern_properties.is_empty()
-            || s.additional_properties.is_some()
-            || s.property_names.is_some()
-            || s.min_properties.is_some()
-            || s.max_properties.is_some()
-            || !s.dependent_required.is_empty();
-        s.has_array = !s.prefix_items.is_empty()
-            || s.items.is_some()
-            || s.contains.is_some()
-            || s.min_items.is_some()
-            || s.max_items.is_some()
-            || s.unique_items;
-        s.has_string = s.min_length.is_some()
-            || s.max_length.is_some()
-            || s.pattern.is_some()
-            || s.format.is_some();
-        s.has_applicators = !s.dependent_schemas.is_empty()
-            || !s.all_of.is_empty()
-            || !s.any_of.is_empty()
-            || !s.one_of.is_empty()
-            || s.not.is_some()
-            || s.condition.is_some();
-        s.has_number = s.minimum.is_some()
-            || s.maximum.is_some()
-            || s.exclusive_minimum.is_some()
-            || s.exclusive_maximum.is_some()
-            || s.multiple_of.is_some();
-        s
+        self.keywords(&mut out, &ptr, depth == 0);
+        Value::Object(out)
     }
 
-    fn types(&mut self, ptr: &str, v: &Value) -> Option<Types> {
-        let names: Vec<&Value> = match v {
-            Value::Array(a) if !a.is_empty() => a.iter().collect(),
-            Value::String(_) => vec![v],
+    fn list(&mut self, a: &[Value], ptr: &str, depth: u32) -> Value {
+        Value::Array(
+            a.iter()
+                .enumerate()
+                .map(|(i, s)| self.schema(s, format!("{ptr}/{i}"), depth + 2))
+                .collect(),
+        )
+    }
+
+    /// The rewrites of one schema object (its subschemas are done).
+    fn keywords(&mut self, m: &mut Map<String, Value>, ptr: &str, root: bool) {
+        let at = |kw: &str| format!("{ptr}/{}", escape(kw));
+        if m.contains_key("$ref")
+            || m.contains_key("$dynamicRef")
+            || m.contains_key("$recursiveRef")
+        {
+            self.has_ref = true;
+        }
+        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
+            self.has_unique = true;
+        }
+        if let Some(t) = m.remove("type") {
+            if let Some(t) = self.types(&at("type"), t) {
+                m.insert("type".into(), t);
+            }
+        }
+        if m.get("nullable") == Some(&Value::Bool(true)) {
+            m.remove("nullable");
+            if let Some(Value::Array(names)) = m.get_mut("type") {
+                if !names.iter().any(|n| n == "null") {
+                    names.push(Value::from("null"));
+                }
+            } else if let Some(Value::String(name)) = m.get("type") {
+                if name != "null" {
+                    let name = name.clone();
+                    m.insert("type".into(), Value::from(vec![name, "null".to_string()]));
+                }
+            }
+            if let Some(Value::Array(values)) = m.get_mut("enum") {
+                if !values.contains(&Value::Null) {
+                    values.push(Value::Null);
+                }
+            }
+            if let Some(c) = m.remove("const") {
+                if m.contains_key("enum") {
+                    m.insert("const".into(), c);
+                } else {
+                    m.insert("enum".into(), Value::Array(vec![c, Value::Null]));
+                    self.renames.insert(at("enum"), "const");
+                }
+            }
+        }
+        if root {
+            if let Some(Value::String(uri)) = m.get("$schema") {
+                if !known_dialect(uri) {
+                    self.notes.note(
+                        &at("$schema"),
+                        format_args!(
+                            "unknown dialect {}; validated as 2020-12",
+                            excerpt(uri, MESSAGE_EXCERPT)
+                        ),
+                    );
+                    m.remove("$schema");
+                }
+            }
+        } else {
+            if let Some(Value::String(id)) = m.get("$id") {
+                if !id.starts_with('#') {
+                    self.notes.note(
+                        &at("$id"),
+                        "nested $id ignored; $refs resolve against the root",
+                    );
+                    m.remove("$id");
+                }
+            }
+        }
+        if self.legacy {
+            return;
+        }
+        if let Some(Value::String(id)) = m.get("$id") {
+            if let Some(name) = id.strip_prefix('#') {
+                let name = name.to_string();
+                m.remove("$id");
+                if !name.is_empty() && !m.contains_key("$anchor") {
+                    m.insert("$anchor".into(), Value::String(name));
+                }
+            }
+        }
+        if m.get("items").is_some_and(Value::is_array) {
+            if m.contains_key("prefixItems") {
+                self.notes
+                    .note(&at("items"), "an array next to prefixItems; ignored");
+                m.remove("items");
+            } else if let Some(items) = m.remove("items") {
+                m.insert("prefixItems".into(), items);
+                self.renames.insert(at("prefixItems"), "items");
+                if let Some(extra) = m.remove("additionalItems") {
+                    m.insert("items".into(), extra);
+                    self.renames.insert(at("items"), "additionalItems");
+                }
+            }
+        }
+        for (exclusive, bound) in [
+            ("exclusiveMinimum", "minimum"),
+            ("exclusiveMaximum", "maximum"),
+        ] {
+            if let Some(Value::Bool(b)) = m.get(exclusive) {
+                let b = *b;
+                m.remove(exclusive);
+                if b {
+                    if let Some(limit) = m.remove(bound) {
+                        m.insert(exclusive.into(), limit);
+                    }
+                }
+            }
+        }
+    }
+
+    fn types(&mut self, ptr: &str, t: Value) -> Option<Value> {
+        let names: Vec<Value> = match t {
+            Value::Array(a) if !a.is_empty() => a,
+            Value::String(_) => vec![t],
             _ => {
-                self.note(ptr, "neither a type name nor a non-empty array; ignored");
+                self.notes
+                    .note(ptr, "neither a type name nor a non-empty array; ignored");
                 return None;
             }
         };
-        let mut mask = 0;
-        for name in names {
-            match name.as_str().and_then(type_bit) {
-                Some(bit) => mask |= bit,
-                None => {
-                    self.note(
+        let mut out = Vec::with_capacity(names.len());
+        for name in &names {
+            let lower = name.as_str().map(str::to_ascii_lowercase);
+            match lower.as_deref() {
+                Some("null" | "boolean" | "object" | "array" | "number" | "string" | "integer") => {
+                    let l = Value::String(lower.unwrap_or_default());
+                    if !out.contains(&l) {
+                        out.push(l);
+                    }
+                }
+                _ => {
+                    self.notes.note(
                         ptr,
                         format_args!("unknown type {}; any type accepted", excerpt(name, 40)),
                     );
@@ -790,229 +657,1250 @@ impl<'s> Compiler<'s> {
                 }
             }
         }
-        Some(Types(mask))
+        Some(if out.len() == 1 {
+            out.remove(0)
+        } else {
+            Value::Array(out)
+        })
     }
+}
 
-    fn count(
-        &mut self,
-        m: &Map<String, Value>,
-        kw: &str,
-        at: &dyn Fn(&str) -> String,
-    ) -> Option<u64> {
-        let v = m.get(kw)?;
-        let n = match v {
-            Value::Number(n) => n.as_u64().or_else(|| {
-                n.as_f64()
-                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
-                    .map(|f| f as u64)
-            }),
-            _ => None,
-        };
-        if n.is_none() {
-            self.note(&at(kw), "not a non-negative integer; ignored");
+/// A `$schema` the crate knows.
+fn known_dialect(uri: &str) -> bool {
+    let uri = uri.trim_end_matches('#');
+    let uri = uri
+        .strip_prefix("https://")
+        .or_else(|| uri.strip_prefix("http://"))
+        .unwrap_or("");
+    matches!(
+        uri,
+        "json-schema.org/draft-04/schema"
+            | "json-schema.org/draft-06/schema"
+            | "json-schema.org/draft-07/schema"
+            | "json-schema.org/draft/2019-09/schema"
+            | "json-schema.org/draft/2020-12/schema"
+    )
+}
+
+/// A copy of `v` (at `depth`), or `None` when it nests past [`MAX_SCHEMA_DEPTH`];
+/// the recursion is bounded by that.
+fn bounded_copy(v: &Value, depth: u32) -> Option<Value> {
+    if depth > MAX_SCHEMA_DEPTH {
+        return None;
+    }
+    Some(match v {
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .map(|x| bounded_copy(x, depth + 1))
+                .collect::<Option<_>>()?,
+        ),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| Some((k.clone(), bounded_copy(x, depth + 1)?)))
+                .collect::<Option<_>>()?,
+        ),
+        _ => v.clone(),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The static worst case
+
+/// Instance types, for the keywords that descend into the value.
+const T_ARRAY: usize = 0;
+const T_OBJECT: usize = 1;
+const T_STRING: usize = 2;
+const T_OTHER: usize = 3;
+const TYPES: usize = 4;
+
+#[derive(Default)]
+struct GNode {
+    ptr: String,
+    /// Applied at the same value location; `true` for a `$ref`-like edge.
+    in_place: Vec<(usize, bool)>,
+    /// Per instance type, groups of children: the children of one group
+    /// apply to different locations (the largest counts), groups add up.
+    descend: [Vec<Vec<usize>>; TYPES],
+    /// The `$ref`-like keywords of this node.
+    ref_kws: Vec<&'static str>,
+    /// They were cut (a cycle).
+    refs_cut: bool,
+}
+
+/// Plain anchor names -> pointer; dynamic ones -> every pointer.
+type Anchors = (HashMap<String, String>, HashMap<String, Vec<String>>);
+
+struct Graph<'s> {
+    root: &'s Value,
+    base_id: Option<&'s str>,
+    nodes: Vec<GNode>,
+    ids: HashMap<String, usize>,
+    work: Vec<usize>,
+    anchors: Option<Anchors>,
+    /// `$ref`s that do not resolve locally: (pointer of the keyword, why).
+    broken: Vec<(String, String)>,
+}
+
+impl<'s> Graph<'s> {
+    fn node(&mut self, ptr: String) -> usize {
+        if let Some(&id) = self.ids.get(&ptr) {
+            return id;
         }
-        n
+        let id = self.nodes.len();
+        self.nodes.push(GNode {
+            ptr: ptr.clone(),
+            ..GNode::default()
+        });
+        self.ids.insert(ptr, id);
+        self.work.push(id);
+        id
     }
 
-    fn number(
-        &mut self,
-        m: &Map<String, Value>,
-        kw: &str,
-        at: &dyn Fn(&str) -> String,
-    ) -> Option<Number> {
-        match m.get(kw)? {
-            Value::Number(n) => Some(n.clone()),
-            _ => {
-                self.note(&at(kw), "not a number; ignored");
-                None
-            }
+    fn anchors(&mut self) -> &Anchors {
+        let root = self.root;
+        self.anchors.get_or_insert_with(|| collect_anchors(root))
+    }
+
+    /// The local targets of a `$ref`-like keyword, or why there are none.
+    fn resolve(&mut self, r: &str, dynamic: bool) -> Result<Vec<String>, String> {
+        let (base, fragment) = r.split_once('#').unwrap_or((r, ""));
+        if !base.is_empty() && self.base_id != Some(base) {
+            return Err(format!(
+                "remote $ref {} is not resolved; treated as always valid",
+                excerpt(r, MESSAGE_EXCERPT)
+            ));
         }
-    }
-
-    fn list(
-        &mut self,
-        m: &'s Map<String, Value>,
-        kw: &str,
-        at: &dyn Fn(&str) -> String,
-    ) -> Vec<usize> {
-        match m.get(kw) {
-            None => Vec::new(),
-            Some(Value::Array(a)) if !a.is_empty() => {
-                let base = at(kw);
-                a.iter()
-                    .enumerate()
-                    .map(|(i, sub)| self.compile(sub, format!("{base}/{i}")))
-                    .collect()
+        let mut out = Vec::new();
+        match percent_decode(fragment) {
+            Some(f) if f.is_empty() || f.starts_with('/') => out.push(f),
+            Some(f) => {
+                let (plain, dyns) = self.anchors();
+                if let Some(p) = plain.get(&f) {
+                    out.push(p.clone());
+                }
+                if dynamic || out.is_empty() {
+                    if let Some(ps) = dyns.get(&f) {
+                        out.extend(ps.iter().cloned());
+                    }
+                }
             }
-            Some(_) => {
-                self.note(&at(kw), "not a non-empty array; ignored");
-                Vec::new()
-            }
+            None => {}
         }
+        out.retain(|p| lookup(self.root, p).is_some());
+        if out.is_empty() {
+            return Err(format!(
+                "$ref {} does not resolve; treated as always valid",
+                excerpt(r, MESSAGE_EXCERPT)
+            ));
+        }
+        Ok(out)
     }
 
-    fn dependent_required(&mut self, s: &mut Schema, ptr: &str, keyword: &'static str, v: &Value) {
-        let Value::Object(o) = v else {
-            self.note(ptr, "not an object; ignored");
+    fn fill(&mut self, id: usize) {
+        let ptr = self
+            .nodes
+            .get(id)
+            .map(|n| n.ptr.clone())
+            .unwrap_or_default();
+        let Some(Value::Object(m)) = lookup(self.root, &ptr) else {
             return;
         };
-        for (name, reqs) in o {
-            let Value::Array(reqs) = reqs else {
-                self.note(ptr, "an entry is not an array; ignored");
-                continue;
-            };
-            let names = reqs
-                .iter()
-                .filter_map(|r| r.as_str().map(str::to_string))
-                .collect();
-            s.dependent_required.push((name.clone(), names, keyword));
-        }
-    }
-
-    fn regex(&mut self, ptr: &str, pattern: &str) -> Option<Regex> {
-        match RegexBuilder::new(pattern)
-            .size_limit(REGEX_SIZE_LIMIT)
-            .build()
-        {
-            Ok(re) => Some(re),
-            Err(e) => {
-                let text = e.to_string();
-                let last = text.lines().last().unwrap_or("").trim();
-                let why = last.strip_prefix("error: ").unwrap_or(last).to_string();
-                self.note(
-                    ptr,
-                    format_args!(
-                        "pattern {} is not supported ({}); ignored",
-                        excerpt(pattern, MESSAGE_EXCERPT),
-                        clip(why, 120)
-                    ),
-                );
-                None
-            }
-        }
-    }
-
-    fn resolve_ref(&mut self, at: &str, r: &str) -> Option<usize> {
-        let (base, fragment) = r.split_once('#').unwrap_or((r, ""));
-        if !base.is_empty() && self.base_id.as_deref() != Some(base) {
-            self.note(
-                at,
-                format_args!(
-                    "remote $ref {} is not resolved; treated as always valid",
-                    excerpt(r, MESSAGE_EXCERPT)
-                ),
-            );
-            return None;
-        }
-        let root = self.root;
-        let target = match percent_decode(fragment) {
-            None => None,
-            Some(f) if f.is_empty() => Some(String::new()),
-            Some(f) if f.starts_with('/') => Some(f),
-            Some(f) => self.anchor(&f),
-        };
-        let Some((ptr, value)) = target.and_then(|p| lookup(root, &p).map(|v| (p, v))) else {
-            self.note(
-                at,
-                format_args!(
-                    "$ref {} does not resolve; treated as always valid",
-                    excerpt(r, MESSAGE_EXCERPT)
-                ),
-            );
-            return None;
-        };
-        Some(self.compile(value, ptr))
-    }
-
-    fn anchor(&mut self, name: &str) -> Option<String> {
-        let root = self.root;
-        self.anchors
-            .get_or_insert_with(|| collect_anchors(root))
-            .get(name)
-            .cloned()
-    }
-
-    /// Cut every cycle of in-place applications (`$ref`, `allOf`, `anyOf`,
-    /// ...): evaluating one would loop without ever descending into the
-    /// value. The edge that closes a cycle is pointed at an always-valid
-    /// node instead.
-    fn break_cycles(&mut self) {
-        let n = self.nodes.len();
-        let adj: Vec<Vec<usize>> = self
-            .nodes
-            .iter_mut()
-            .map(|node| match node {
-                Node::Schema(s) => s.in_place().into_iter().map(|id| *id).collect(),
-                Node::Bool(_) => Vec::new(),
-            })
-            .collect();
-        let mut color = vec![0u8; n];
-        let mut cuts: Vec<(usize, usize)> = Vec::new();
-        for start in 0..n {
-            if color[start] != 0 {
-                continue;
-            }
-            color[start] = 1;
-            let mut stack = vec![(start, 0usize)];
-            while let Some(top) = stack.last_mut() {
-                let (u, k) = *top;
-                match adj[u].get(k) {
-                    Some(&v) => {
-                        top.1 += 1;
-                        match color.get(v) {
-                            Some(0) => {
-                                color[v] = 1;
-                                stack.push((v, 0));
+        let at = |kw: &str| format!("{ptr}/{}", escape(kw));
+        let mut in_place = Vec::new();
+        let mut ref_kws = Vec::new();
+        let mut descend: [Vec<Vec<usize>>; TYPES] = Default::default();
+        for (k, v) in m {
+            match k.as_str() {
+                "$ref" | "$dynamicRef" | "$recursiveRef"
+                    if v.is_string() || k == "$recursiveRef" =>
+                {
+                    ref_kws.push(match k.as_str() {
+                        "$ref" => "$ref",
+                        "$dynamicRef" => "$dynamicRef",
+                        _ => "$recursiveRef",
+                    });
+                    let r = v.as_str().unwrap_or_default();
+                    let r = if k == "$recursiveRef" { "#" } else { r };
+                    match self.resolve(r, k != "$ref") {
+                        Ok(targets) => {
+                            for t in targets {
+                                let t = self.node(t);
+                                in_place.push((t, true));
                             }
-                            Some(1) => cuts.push((u, k)),
-                            _ => {}
+                        }
+                        Err(why) => self.broken.push((at(k), why)),
+                    }
+                }
+                "allOf" | "anyOf" | "oneOf" => {
+                    for i in 0..v.as_array().map_or(0, Vec::len) {
+                        in_place.push((self.node(format!("{}/{i}", at(k))), false));
+                    }
+                }
+                "not" | "if" | "then" | "else" => in_place.push((self.node(at(k)), false)),
+                "dependentSchemas" | "dependencies" => {
+                    if let Value::Object(o) = v {
+                        for (name, s) in o {
+                            if !s.is_array() {
+                                let c = self.node(format!("{}/{}", at(k), escape(name)));
+                                in_place.push((c, false));
+                            }
                         }
                     }
-                    None => {
-                        color[u] = 2;
-                        stack.pop();
+                }
+                "properties" => {
+                    if let Value::Object(o) = v {
+                        let group = o
+                            .keys()
+                            .map(|name| self.node(format!("{}/{}", at(k), escape(name))))
+                            .collect();
+                        descend[T_OBJECT].push(group);
                     }
                 }
-            }
-        }
-        if cuts.is_empty() {
-            return;
-        }
-        let always = self.alloc(String::new());
-        for (u, k) in cuts {
-            if let Some(Node::Schema(s)) = self.nodes.get_mut(u) {
-                if let Some(slot) = s.in_place().into_iter().nth(k) {
-                    *slot = always;
+                "patternProperties" => {
+                    if let Value::Object(o) = v {
+                        for name in o.keys() {
+                            let c = self.node(format!("{}/{}", at(k), escape(name)));
+                            descend[T_OBJECT].push(vec![c]);
+                        }
+                    }
                 }
+                "additionalProperties" | "unevaluatedProperties" => {
+                    descend[T_OBJECT].push(vec![self.node(at(k))])
+                }
+                "propertyNames" => descend[T_OBJECT].push(vec![self.node(at(k))]),
+                "items" | "prefixItems" | "additionalItems" => {
+                    let group = match v {
+                        Value::Array(a) => (0..a.len())
+                            .map(|i| self.node(format!("{}/{i}", at(k))))
+                            .collect(),
+                        _ => vec![self.node(at(k))],
+                    };
+                    // Exclusive per index, like the entries of properties.
+                    match descend[T_ARRAY].first_mut() {
+                        Some(first) if k != "contains" => first.extend(group),
+                        _ => descend[T_ARRAY].insert(0, group),
+                    }
+                }
+                "contains" | "unevaluatedItems" => descend[T_ARRAY].push(vec![self.node(at(k))]),
+                "contentSchema" => descend[T_STRING].push(vec![self.node(at(k))]),
+                _ => {}
             }
-            let ptr = self.ptr(u);
-            self.note(
-                &ptr,
-                "a cycle of $ref/allOf/anyOf/... that never descends into the value; cut, treated as always valid",
-            );
+        }
+        if let Some(n) = self.nodes.get_mut(id) {
+            n.in_place = in_place;
+            n.descend = descend;
+            n.ref_kws = ref_kws;
         }
     }
 }
 
-/// `$anchor` names (and draft-07 `"$id": "#name"`) to canonical pointers.
-fn collect_anchors(root: &Value) -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    let mut stack = vec![(root, String::new())];
-    let mut visited = 0usize;
-    while let Some((v, ptr)) = stack.pop() {
-        visited += 1;
-        if visited > 1_000_000 {
+/// Resolve `$ref`s, cut in-place cycles and compute the worst case of
+/// `schema` (edited: broken and cycle-closing `$ref`s are removed).
+fn worst_case(schema: &mut Value, notes: &mut Notes, base_id: Option<&str>) -> u64 {
+    let mut cuts: Vec<String> = Vec::new();
+    let mut cost = 0;
+    // A removed `$ref` can only remove edges: a few rounds settle it.
+    for _ in 0..4 {
+        let mut g = Graph {
+            root: schema,
+            base_id,
+            nodes: Vec::new(),
+            ids: HashMap::new(),
+            work: Vec::new(),
+            anchors: None,
+            broken: Vec::new(),
+        };
+        g.node(String::new());
+        while let Some(id) = g.work.pop() {
+            g.fill(id);
+        }
+        let broken = std::mem::take(&mut g.broken);
+        let mut nodes = g.nodes;
+        let cycles = cut_cycles(&mut nodes);
+        cost = dp(&nodes);
+        let done = broken.is_empty() && cycles.is_empty();
+        for (p, why) in broken {
+            notes.note(&p, why);
+            cuts.push(p);
+        }
+        for p in cycles {
+            notes.note(
+                &p,
+                "a cycle of $ref and in-place applicators that never descends into the value; ignored",
+            );
+            cuts.push(p);
+        }
+        for p in cuts.drain(..) {
+            remove_at(schema, &p);
+        }
+        if done {
             break;
         }
+    }
+    cost
+}
+
+/// Cut the cycles of in-place edges (each through a `$ref`): the pointers of
+/// the `$ref` keywords cut.
+fn cut_cycles(nodes: &mut [GNode]) -> Vec<String> {
+    let n = nodes.len();
+    let mut color = vec![0u8; n];
+    let mut out = Vec::new();
+    for start in 0..n {
+        if color.get(start) != Some(&0) {
+            continue;
+        }
+        color[start] = 1;
+        // (node, next edge, entered by a ref edge)
+        let mut stack: Vec<(usize, usize, bool)> = vec![(start, 0, false)];
+        while let Some(&(u, k, _)) = stack.last() {
+            let edge = nodes.get(u).and_then(|x| {
+                if x.refs_cut {
+                    x.in_place.iter().filter(|e| !e.1).nth(k).copied()
+                } else {
+                    x.in_place.get(k).copied()
+                }
+            });
+            let Some((v, is_ref)) = edge else {
+                color[u] = 2;
+                stack.pop();
+                continue;
+            };
+            if let Some(top) = stack.last_mut() {
+                top.1 += 1;
+            }
+            match color.get(v) {
+                Some(0) => {
+                    color[v] = 1;
+                    stack.push((v, 0, is_ref));
+                }
+                Some(1) => {
+                    // A cycle: cut the nearest `$ref` on it.
+                    let from = if is_ref {
+                        Some(u)
+                    } else {
+                        let pos = stack.iter().rposition(|f| f.0 == v).unwrap_or(0);
+                        stack
+                            .iter()
+                            .enumerate()
+                            .skip(pos + 1)
+                            .rev()
+                            .find(|(_, f)| f.2)
+                            .and_then(|(i, _)| stack.get(i.wrapping_sub(1)))
+                            .map(|f| f.0)
+                    };
+                    let mut cut = false;
+                    if let Some(x) = from.and_then(|f| nodes.get_mut(f)) {
+                        if !x.refs_cut {
+                            x.refs_cut = true;
+                            for kw in &x.ref_kws {
+                                out.push(format!("{}/{kw}", x.ptr));
+                            }
+                            cut = true;
+                        }
+                    }
+                    // Restart this node's edges with the cut applied.
+                    if cut {
+                        if let Some(top) = stack.last_mut() {
+                            top.1 = 0;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The worst case: evaluations at one value location over all levels of
+/// nesting down to [`MAX_DEPTH`], saturating.
+fn dp(nodes: &[GNode]) -> u64 {
+    let n = nodes.len();
+    // In-place edges form a DAG now: children before parents.
+    let mut order = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    for start in 0..n {
+        if seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        let mut stack = vec![(start, 0usize)];
+        while let Some(&(u, k)) = stack.last() {
+            match live_edges(nodes, u).nth(k) {
+                Some(v) => {
+                    if let Some(top) = stack.last_mut() {
+                        top.1 += 1;
+                    }
+                    if !seen.get(v).copied().unwrap_or(true) {
+                        seen[v] = true;
+                        stack.push((v, 0));
+                    }
+                }
+                None => {
+                    order.push(u);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    let mut prev = vec![0u64; n];
+    let mut cur = vec![[0u64; TYPES]; n];
+    for depth in 0..=MAX_DEPTH {
+        for &u in &order {
+            let Some(node) = nodes.get(u) else { continue };
+            let mut c = [1u64; TYPES];
+            for (t, slot) in c.iter_mut().enumerate() {
+                for v in live_edges(nodes, u) {
+                    *slot = slot.saturating_add(cur.get(v).map_or(0, |x| x[t]));
+                }
+                if depth > 0 {
+                    for group in &node.descend[t.min(T_OTHER)] {
+                        let worst = group
+                            .iter()
+                            .map(|&v| prev.get(v).copied().unwrap_or(0))
+                            .max()
+                            .unwrap_or(0);
+                        *slot = slot.saturating_add(worst);
+                    }
+                }
+            }
+            cur[u] = c;
+        }
+        let next: Vec<u64> = cur
+            .iter()
+            .map(|c| c.iter().copied().max().unwrap_or(0))
+            .collect();
+        let root = next.first().copied().unwrap_or(0);
+        if next == prev || root > MAX_STEPS {
+            return root;
+        }
+        prev = next;
+    }
+    prev.first().copied().unwrap_or(0)
+}
+
+fn live_edges(nodes: &[GNode], u: usize) -> impl Iterator<Item = usize> + '_ {
+    let node = nodes.get(u);
+    let cut = node.is_some_and(|x| x.refs_cut);
+    node.into_iter()
+        .flat_map(|x| x.in_place.iter())
+        .filter(move |e| !(cut && e.1))
+        .map(|e| e.0)
+}
+
+/// Remove the keyword at `ptr` (its parent must be an object).
+fn remove_at(schema: &mut Value, ptr: &str) -> bool {
+    let Some((parent, last)) = ptr.rsplit_once('/') else {
+        return false;
+    };
+    let Some(key) = unescape(last) else {
+        return false;
+    };
+    match lookup_mut(schema, parent) {
+        Some(Value::Object(m)) => m.remove(&key).is_some(),
+        _ => false,
+    }
+}
+
+/// Replace the schema at `ptr` with `true`.
+fn neutralise_at(schema: &mut Value, ptr: &str) -> bool {
+    match lookup_mut(schema, ptr) {
+        Some(v) => {
+            *v = Value::Bool(true);
+            true
+        }
+        None => false,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Compiling
+
+/// Compile `schema`, removing what the crate rejects (each noted) until it
+/// compiles; `None` (everything accepted) when that does not settle.
+fn build(schema: &mut Value, notes: &mut Notes) -> Option<jsonschema::Validator> {
+    for _ in 0..MAX_ATTEMPTS {
+        // `offline`: a `$ref` the layer missed still never fetches.
+        let e = match jsonschema::options()
+            .should_validate_formats(true)
+            .offline()
+            .build(schema)
+        {
+            Ok(v) => return Some(v),
+            Err(e) => e,
+        };
+        let at = e.instance_path().as_str().to_string();
+        let fixed = if let ValidationErrorKind::Referencing(r) = e.kind() {
+            remove_refs_named(schema, &r.to_string(), notes)
+        } else if at.is_empty() {
+            false
+        } else {
+            neutralise_keyword(schema, &at, e.kind().keyword(), notes)
+        };
+        if !fixed {
+            break;
+        }
+    }
+    notes.note("", "the schema does not compile; treated as always valid");
+    None
+}
+
+/// Remove the `$ref`s a resolution error names.
+fn remove_refs_named(schema: &mut Value, error: &str, notes: &mut Notes) -> bool {
+    let mut refs = Vec::new();
+    let mut stack = vec![(&*schema, String::new())];
+    while let Some((v, ptr)) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                for (k, c) in m {
+                    let p = format!("{ptr}/{}", escape(k));
+                    if let (true, Value::String(r)) = (k.starts_with('$') && k.ends_with("Ref"), c)
+                    {
+                        let (base, frag) = r.split_once('#').unwrap_or((r, ""));
+                        let frag = percent_decode(frag).unwrap_or_default();
+                        if (!frag.is_empty() && error.contains(frag.as_str()))
+                            || (!base.is_empty() && error.contains(base))
+                        {
+                            refs.push((p.clone(), r.clone()));
+                        }
+                    }
+                    stack.push((c, p));
+                }
+            }
+            Value::Array(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    stack.push((c, format!("{ptr}/{i}")));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut any = false;
+    for (p, r) in refs {
+        if remove_at(schema, &p) {
+            notes.note(
+                &p,
+                format_args!(
+                    "$ref {} does not resolve; treated as always valid",
+                    excerpt(&r, MESSAGE_EXCERPT)
+                ),
+            );
+            any = true;
+        }
+    }
+    any
+}
+
+/// Remove what an error at `at` (a pointer into the schema, from checking
+/// it against its meta-schema) is about: the keyword holding `at`, or the
+/// subschema at `at`.
+fn neutralise_keyword(schema: &mut Value, at: &str, check: &str, notes: &mut Notes) -> bool {
+    let Some(tokens) = at
+        .strip_prefix('/')
+        .map(|r| r.split('/').map(unescape).collect::<Option<Vec<_>>>())
+    else {
+        return false;
+    };
+    let Some(tokens) = tokens else { return false };
+    // Walk the schema positions along the tokens.
+    let mut ptr = String::new();
+    let mut i = 0;
+    while let Some(kw) = tokens.get(i) {
+        let kw_ptr = format!("{ptr}/{}", escape(kw));
+        let next = match holds(kw) {
+            Holds::One => 1,
+            Holds::Named | Holds::List | Holds::Dependencies => 2,
+            Holds::OneOrList => {
+                if tokens
+                    .get(i + 1)
+                    .is_some_and(|t| t.parse::<usize>().is_ok())
+                    && lookup(schema, &kw_ptr).is_some_and(Value::is_array)
+                {
+                    2
+                } else {
+                    1
+                }
+            }
+            Holds::Value => 0,
+        };
+        let end = i + next;
+        if next == 0 || end > tokens.len() {
+            // The keyword's own value is at fault.
+            let pattern = (kw == "pattern")
+                .then(|| {
+                    lookup(schema, &kw_ptr)
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+                .flatten();
+            if !remove_at(schema, &kw_ptr) {
+                return false;
+            }
+            match pattern {
+                Some(p) => notes.note(
+                    &kw_ptr,
+                    format_args!(
+                        "pattern {} is not supported (not a valid regular expression); ignored",
+                        excerpt(&p, MESSAGE_EXCERPT)
+                    ),
+                ),
+                None => notes.note(
+                    &kw_ptr,
+                    format_args!("malformed value (fails the meta-schema's {check}); ignored"),
+                ),
+            }
+            if kw_ptr.contains("/patternProperties/") || kw == "patternProperties" {
+                additional_off(schema, &ptr, notes);
+            }
+            return true;
+        }
+        for t in tokens.get(i..end).unwrap_or_default() {
+            ptr.push('/');
+            ptr.push_str(&escape(t));
+        }
+        i = end;
+    }
+    // The subschema itself is at fault.
+    if !neutralise_at(schema, &ptr) {
+        return false;
+    }
+    if let Some((parent, pat)) = ptr.rsplit_once("/patternProperties/") {
+        notes.note(
+            &ptr,
+            format_args!(
+                "pattern {} is not supported (not a valid regular expression); ignored",
+                excerpt(&unescape(pat).unwrap_or_default(), MESSAGE_EXCERPT)
+            ),
+        );
+        // Which names the entry matched is unknown.
+        if let Some(p) = lookup_mut(schema, parent).and_then(Value::as_object_mut) {
+            let pat = ptr.rsplit_once('/').map(|x| x.1).and_then(unescape);
+            if let (Some(Value::Object(pp)), Some(pat)) = (p.get_mut("patternProperties"), pat) {
+                pp.remove(&pat);
+            }
+        }
+        additional_off(schema, parent, notes);
+    } else {
+        notes.note(
+            &ptr,
+            format_args!(
+                "not a valid schema (fails the meta-schema's {check}); treated as always valid"
+            ),
+        );
+    }
+    true
+}
+
+/// `additionalProperties` of the schema at `ptr` is not judged (a
+/// `patternProperties` entry was dropped).
+fn additional_off(schema: &mut Value, ptr: &str, notes: &mut Notes) {
+    let kp = format!("{ptr}/additionalProperties");
+    if remove_at(schema, &kp) {
+        notes.note(&kp, "ignored: a patternProperties pattern is not supported");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Errors to violations
+
+impl Validator {
+    /// The schema pointer as given, for one in the normalised copy.
+    fn given_pointer(&self, sp: &str) -> (String, Option<&'static str>) {
+        if self.renames.is_empty() {
+            return (sp.to_string(), None);
+        }
+        let mut new = String::new();
+        let mut old = String::new();
+        let mut renamed = None;
+        for tok in sp.split('/').skip(1) {
+            new.push('/');
+            new.push_str(tok);
+            old.push('/');
+            match self.renames.get(&new) {
+                Some(k) => {
+                    old.push_str(k);
+                    renamed = Some(*k);
+                }
+                None => {
+                    old.push_str(tok);
+                    renamed = None;
+                }
+            }
+        }
+        (old, renamed)
+    }
+
+    fn at_schema(&self, sp: &str) -> Option<&Value> {
+        lookup(&self.schema, sp)
+    }
+
+    /// The violations one crate error stands for (appended to `out`).
+    fn map(&self, e: &ValidationError<'_>, root: &Value, out: &mut Vec<Violation>) {
+        self.map_parts(
+            root,
+            e.kind(),
+            e.instance(),
+            e.instance_path().as_str(),
+            e.schema_path().as_str(),
+            out,
+        );
+    }
+
+    fn map_parts(
+        &self,
+        root: &Value,
+        kind: &ValidationErrorKind,
+        inst: &Value,
+        pointer: &str,
+        sp: &str,
+        out: &mut Vec<Violation>,
+    ) {
+        use ValidationErrorKind as K;
+        let (schema_pointer, renamed) = self.given_pointer(sp);
+        let last = schema_pointer.rsplit_once('/').map_or("", |x| x.1);
+        let parent_sp = sp.rsplit_once('/').map_or("", |x| x.0);
+        let v = |keyword: &'static str, message: String| Violation {
+            pointer: pointer.to_string(),
+            schema_pointer: schema_pointer.clone(),
+            keyword,
+            message,
+            kind: ViolationKind::Nonconformant,
+        };
+        let limit = || {
+            self.at_schema(sp)
+                .map_or_else(String::new, |l| excerpt(l, MESSAGE_EXCERPT))
+        };
+        let shown = || excerpt(inst, MESSAGE_EXCERPT);
+        let len = || match inst {
+            Value::Array(a) => a.len(),
+            Value::Object(m) => m.len(),
+            _ => 0,
+        };
+        let violation = match kind {
+            K::Type { .. } => {
+                let types = self.at_schema(sp).map_or_else(String::new, type_list);
+                v("type", format!("expected {types}, got {}", type_name(inst)))
+            }
+            K::Enum { options } if renamed == Some("const") => {
+                let c = options
+                    .as_array()
+                    .and_then(|a| a.first())
+                    .unwrap_or(&Value::Null);
+                self.enum_violation(
+                    v(
+                        "const",
+                        format!(
+                            "value {} is not the pinned constant {}",
+                            shown(),
+                            excerpt(c, MESSAGE_EXCERPT)
+                        ),
+                    ),
+                    inst,
+                    parent_sp,
+                    std::slice::from_ref(c),
+                )
+            }
+            K::Enum { options } => {
+                let values = options.as_array().map_or(&[][..], Vec::as_slice);
+                self.enum_violation(
+                    v(
+                        "enum",
+                        format!(
+                            "value {} is not one of the pinned values {}",
+                            shown(),
+                            excerpt(&**options, LIST_EXCERPT)
+                        ),
+                    ),
+                    inst,
+                    parent_sp,
+                    values,
+                )
+            }
+            K::Constant { expected_value } => self.enum_violation(
+                v(
+                    "const",
+                    format!(
+                        "value {} is not the pinned constant {}",
+                        shown(),
+                        excerpt(&**expected_value, MESSAGE_EXCERPT)
+                    ),
+                ),
+                inst,
+                parent_sp,
+                std::slice::from_ref(&**expected_value),
+            ),
+            K::Required { property } => {
+                let name = excerpt(property, MESSAGE_EXCERPT);
+                match last {
+                    "dependentRequired" | "dependencies" => {
+                        let keyword = if last == "dependencies" {
+                            "dependencies"
+                        } else {
+                            "dependentRequired"
+                        };
+                        let trigger = self
+                            .at_schema(sp)
+                            .and_then(Value::as_object)
+                            .and_then(|deps| {
+                                deps.iter().find(|(k, req)| {
+                                    inst.get(k.as_str()).is_some()
+                                        && req.as_array().is_some_and(|r| r.contains(property))
+                                })
+                            })
+                            .map_or_else(String::new, |(k, _)| excerpt(k, MESSAGE_EXCERPT));
+                        v(
+                            keyword,
+                            format!(
+                                "property {trigger} requires property {name}, which is missing"
+                            ),
+                        )
+                    }
+                    _ => v("required", format!("missing required property {name}")),
+                }
+            }
+            K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
+                let keyword = if matches!(kind, K::AdditionalProperties { .. }) {
+                    "additionalProperties"
+                } else {
+                    "unevaluatedProperties"
+                };
+                for name in unexpected {
+                    if out.len() >= MAX_VIOLATIONS {
+                        break;
+                    }
+                    out.push(Violation {
+                        pointer: format!("{pointer}/{}", escape(name)),
+                        schema_pointer: schema_pointer.clone(),
+                        keyword,
+                        message: format!(
+                            "property {} is not allowed ({keyword} is false)",
+                            excerpt(name, MESSAGE_EXCERPT)
+                        ),
+                        kind: ViolationKind::Nonconformant,
+                    });
+                }
+                return;
+            }
+            K::UnevaluatedItems { unexpected } => v(
+                "unevaluatedItems",
+                format!(
+                    "array has {} items not allowed by unevaluatedItems",
+                    unexpected.len()
+                ),
+            ),
+            K::FalseSchema => {
+                let tuple = matches!(renamed, Some("additionalItems" | "items"))
+                    || (last == "items"
+                        && self
+                            .at_schema(parent_sp)
+                            .is_some_and(|p| p.get("prefixItems").is_some()));
+                if tuple {
+                    // One violation for the array, not one per extra item.
+                    let array = pointer.rsplit_once('/').map_or("", |x| x.0);
+                    if out
+                        .iter()
+                        .any(|x| x.pointer == array && x.schema_pointer == schema_pointer)
+                    {
+                        return;
+                    }
+                    let allowed = self
+                        .at_schema(parent_sp)
+                        .and_then(|p| p.get("prefixItems"))
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len);
+                    let count = pointer
+                        .rsplit_once('/')
+                        .and_then(|x| x.1.parse::<usize>().ok())
+                        .map_or(0, |i| i + 1);
+                    let keyword = static_keyword(last).unwrap_or("items");
+                    Violation {
+                        pointer: array.to_string(),
+                        ..v(keyword, format!(
+                            "array has {}{count} items, at most {allowed} allowed ({keyword} is false)",
+                            if count > allowed + 1 { "at least " } else { "" }
+                        ))
+                    }
+                } else if last == "additionalProperties" {
+                    // The crate names no property when the schema has only
+                    // additionalProperties (and quotes a property's value).
+                    let parent = self.at_schema(parent_sp);
+                    let object = root.pointer(pointer).unwrap_or(&Value::Null);
+                    let names: Option<Vec<&String>> = match (parent, object) {
+                        (Some(p), Value::Object(m)) if p.get("patternProperties").is_none() => {
+                            let declared = p.get("properties").and_then(Value::as_object);
+                            Some(
+                                m.keys()
+                                    .filter(|k| !declared.is_some_and(|d| d.contains_key(*k)))
+                                    .collect(),
+                            )
+                        }
+                        _ => None,
+                    };
+                    let Some(names) = names.filter(|n| !n.is_empty()) else {
+                        out.push(v(
+                            "additionalProperties",
+                            "a property is not allowed (additionalProperties is false)".into(),
+                        ));
+                        return;
+                    };
+                    for name in names {
+                        if out.len() >= MAX_VIOLATIONS {
+                            break;
+                        }
+                        out.push(Violation {
+                            pointer: format!("{pointer}/{}", escape(name)),
+                            ..v(
+                                "additionalProperties",
+                                format!(
+                                    "property {} is not allowed (additionalProperties is false)",
+                                    excerpt(name, MESSAGE_EXCERPT)
+                                ),
+                            )
+                        });
+                    }
+                    return;
+                } else {
+                    v(
+                        "false",
+                        "no value is allowed here (the schema is false)".to_string(),
+                    )
+                }
+            }
+            K::AdditionalItems { limit } => v(
+                "additionalItems",
+                format!(
+                    "array has {} items, at most {limit} allowed (additionalItems is false)",
+                    len()
+                ),
+            ),
+            K::MinItems { limit } => v(
+                "minItems",
+                format!("array has {} items, at least {limit} required", len()),
+            ),
+            K::MaxItems { limit } => v(
+                "maxItems",
+                format!("array has {} items, at most {limit} allowed", len()),
+            ),
+            K::MinProperties { limit } => v(
+                "minProperties",
+                format!("object has {} properties, at least {limit} required", len()),
+            ),
+            K::MaxProperties { limit } => v(
+                "maxProperties",
+                format!("object has {} properties, at most {limit} allowed", len()),
+            ),
+            K::UniqueItems => {
+                let pair = inst.as_array().and_then(|a| first_duplicate(a));
+                let message = match pair {
+                    Some((i, j)) => format!("items {i} and {j} are equal; items must be unique"),
+                    None => "items must be unique".to_string(),
+                };
+                v("uniqueItems", message)
+            }
+            K::Contains => match last {
+                "minContains" => v(
+                    "minContains",
+                    format!("array has fewer than {} items matching contains", limit()),
+                ),
+                "maxContains" => v(
+                    "maxContains",
+                    format!("array has more than {} items matching contains", limit()),
+                ),
+                _ => v(
+                    "contains",
+                    "array has 0 items matching contains, at least 1 required".to_string(),
+                ),
+            },
+            K::Minimum { .. } => v(
+                "minimum",
+                format!("{} is not at least {}", shown(), limit()),
+            ),
+            K::Maximum { .. } => v("maximum", format!("{} is not at most {}", shown(), limit())),
+            K::ExclusiveMinimum { .. } => v(
+                "exclusiveMinimum",
+                format!("{} is not greater than {}", shown(), limit()),
+            ),
+            K::ExclusiveMaximum { .. } => v(
+                "exclusiveMaximum",
+                format!("{} is not less than {}", shown(), limit()),
+            ),
+            K::MultipleOf { .. } => v(
+                "multipleOf",
+                format!("{} is not a multiple of {}", shown(), limit()),
+            ),
+            K::MinLength { .. } => v(
+                "minLength",
+                format!("string {} is shorter than {} characters", shown(), limit()),
+            ),
+            K::MaxLength { .. } => {
+                let chars = inst.as_str().map_or(0, |s| s.chars().count());
+                v(
+                    "maxLength",
+                    format!(
+                        "string of {chars} characters is longer than {}: {}",
+                        limit(),
+                        shown()
+                    ),
+                )
+            }
+            K::Pattern { pattern } => v(
+                "pattern",
+                format!(
+                    "string {} does not match pattern {}",
+                    shown(),
+                    excerpt(pattern, MESSAGE_EXCERPT)
+                ),
+            ),
+            K::BacktrackLimitExceeded { .. } | K::RegexEngineFailure { .. } => Violation {
+                kind: ViolationKind::LimitExceeded,
+                ..v(
+                    "pattern",
+                    format!("pattern {} could not be evaluated on {}", limit(), shown()),
+                )
+            },
+            K::Format { format } => v(
+                "format",
+                format!(
+                    "string {} is not a valid {}",
+                    shown(),
+                    clip(format.clone(), MESSAGE_EXCERPT)
+                ),
+            ),
+            K::ContentEncoding { .. } | K::FromUtf8 { .. } => v(
+                "contentEncoding",
+                format!(
+                    "string {} does not match contentEncoding {}",
+                    shown(),
+                    limit()
+                ),
+            ),
+            K::ContentMediaType { .. } => v(
+                "contentMediaType",
+                format!("string {} is not of contentMediaType {}", shown(), limit()),
+            ),
+            K::Not { .. } => v("not", "value matches the schema under not".to_string()),
+            K::OneOfMultipleValid { context } => {
+                let mut valid = context.iter().enumerate().filter(|(_, c)| c.is_empty());
+                let a = valid.next().map_or(0, |x| x.0);
+                let b = valid.next().map_or(1, |x| x.0);
+                v(
+                    "oneOf",
+                    format!(
+                        "value matches alternatives {a} and {b} of oneOf; exactly one must match"
+                    ),
+                )
+            }
+            K::AnyOf { context } | K::OneOfNotValid { context } => {
+                let keyword = if matches!(kind, K::AnyOf { .. }) {
+                    "anyOf"
+                } else {
+                    "oneOf"
+                };
+                self.alternatives(keyword, context, v(keyword, String::new()), root, out);
+                return;
+            }
+            K::PropertyNames { error } => {
+                let mut inner = Vec::new();
+                self.map(error, root, &mut inner);
+                for mut x in inner {
+                    x.pointer = pointer.to_string();
+                    out.push(x);
+                }
+                return;
+            }
+            K::Referencing(_) => v("$ref", "a $ref could not be resolved".to_string()),
+            K::Custom { message, .. } => v("custom", clip(message.clone(), 200)),
+        };
+        out.push(violation);
+    }
+
+    /// A mismatch with enum `values`: an unknown enum value when the value's
+    /// JSON type is accepted (by the schema object at `parent_sp`) and held
+    /// by other values.
+    fn enum_violation(
+        &self,
+        mut v: Violation,
+        inst: &Value,
+        parent_sp: &str,
+        values: &[Value],
+    ) -> Violation {
+        let type_ok = match self.at_schema(parent_sp).and_then(|s| s.get("type")) {
+            Some(t) => accepts(t, inst),
+            None => true,
+        };
+        if type_ok && values.iter().any(|x| same_kind(x, inst)) {
+            v.kind = ViolationKind::UnknownEnumValue {
+                value: excerpt(inst, VALUE_EXCERPT),
+            };
+        }
+        v
+    }
+
+    /// No alternative matched: the unknown enum values of the closest one
+    /// failing only on those, or else one violation naming the closest
+    /// failure.
+    fn alternatives(
+        &self,
+        keyword: &'static str,
+        context: &[Vec<ValidationError<'static>>],
+        mut base: Violation,
+        root: &Value,
+        out: &mut Vec<Violation>,
+    ) {
+        let mut enum_only: Option<Vec<Violation>> = None;
+        let mut closest: Option<(usize, Violation, usize)> = None;
+        for (i, errors) in context.iter().enumerate() {
+            let mut sub = Vec::new();
+            for e in errors {
+                if sub.len() >= MAX_VIOLATIONS {
+                    break;
+                }
+                self.map(e, root, &mut sub);
+            }
+            drop_enums_under_type_failures(&mut sub);
+            let n = sub.len();
+            if n == 0 {
+                continue;
+            }
+            if sub
+                .iter()
+                .all(|v| matches!(v.kind, ViolationKind::UnknownEnumValue { .. }))
+            {
+                if enum_only.as_ref().is_none_or(|e| n < e.len()) {
+                    enum_only = Some(sub);
+                }
+            } else if closest.as_ref().is_none_or(|c| n < c.2) {
+                closest = sub.into_iter().next().map(|v| (i, v, n));
+            }
+        }
+        if let Some(vs) = enum_only {
+            out.extend(vs);
+            return;
+        }
+        let hint = match closest {
+            Some((i, v, _)) => {
+                let at = if v.pointer.is_empty() {
+                    "(root)".to_string()
+                } else {
+                    clip(v.pointer.clone(), MESSAGE_EXCERPT)
+                };
+                clip(
+                    format!("; alternative {i} fails at {at}: {}", v.message),
+                    240,
+                )
+            }
+            None => String::new(),
+        };
+        base.message = format!(
+            "value matches none of the {} alternatives of {keyword}{hint}",
+            context.len()
+        );
+        out.push(base);
+    }
+}
+
+/// No `enum`/`const` violation where `type` failed on the same value and
+/// schema object.
+fn drop_enums_under_type_failures(out: &mut Vec<Violation>) {
+    if !out.iter().any(|v| v.keyword == "type") || out.len() < 2 {
+        return;
+    }
+    let failed: HashSet<(String, String)> = out
+        .iter()
+        .filter(|v| v.keyword == "type")
+        .map(|v| (v.pointer.clone(), parent(&v.schema_pointer).to_string()))
+        .collect();
+    out.retain(|v| {
+        !(matches!(v.keyword, "enum" | "const")
+            && failed.contains(&(v.pointer.clone(), parent(&v.schema_pointer).to_string())))
+    });
+}
+
+/// RFC 6901 pointers in document order (array indexes numerically).
+fn cmp_pointers(a: &str, b: &str) -> Ordering {
+    let mut x = a.split('/');
+    let mut y = b.split('/');
+    loop {
+        match (x.next(), y.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(s), Some(t)) => {
+                let o = match (s.parse::<u64>(), t.parse::<u64>()) {
+                    (Ok(i), Ok(j)) => i.cmp(&j),
+                    _ => s.cmp(t),
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+        }
+    }
+}
+
+fn parent(ptr: &str) -> &str {
+    ptr.rsplit_once('/').map_or("", |x| x.0)
+}
+
+/// The type names of a `type` value, in a fixed order.
+fn type_list(t: &Value) -> String {
+    let names: Vec<&str> = match t {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    [
+        "object", "array", "string", "number", "integer", "boolean", "null",
+    ]
+    .into_iter()
+    .filter(|n| names.contains(n))
+    .collect::<Vec<_>>()
+    .join(" or ")
+}
+
+/// Whether a (normalised) `type` value accepts `v`.
+fn accepts(t: &Value, v: &Value) -> bool {
+    let ok = |name: &str| match (name, v) {
+        ("null", Value::Null)
+        | ("boolean", Value::Bool(_))
+        | ("object", Value::Object(_))
+        | ("array", Value::Array(_))
+        | ("string", Value::String(_))
+        | ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => is_integer(n),
+        _ => false,
+    };
+    match t {
+        Value::String(s) => ok(s),
+        Value::Array(a) => a.iter().filter_map(Value::as_str).any(ok),
+        _ => true,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/// `$anchor` names (and draft-07 `"$id": "#name"`) -> pointer, and
+/// `$dynamicAnchor` names -> every pointer holding one.
+fn collect_anchors(root: &Value) -> Anchors {
+    let mut plain = HashMap::new();
+    let mut dynamic: HashMap<String, Vec<String>> = HashMap::new();
+    let mut stack = vec![(root, String::new())];
+    while let Some((v, ptr)) = stack.pop() {
         match v {
             Value::Object(m) => {
                 if let Some(Value::String(a)) = m.get("$anchor") {
-                    out.entry(a.clone()).or_insert_with(|| ptr.clone());
+                    plain.entry(a.clone()).or_insert_with(|| ptr.clone());
                 }
                 if let Some(Value::String(id)) = m.get("$id") {
                     if let Some(a) = id.strip_prefix('#') {
-                        out.entry(a.to_string()).or_insert_with(|| ptr.clone());
+                        plain.entry(a.to_string()).or_insert_with(|| ptr.clone());
                     }
+                }
+                if let Some(Value::String(a)) = m.get("$dynamicAnchor") {
+                    dynamic.entry(a.clone()).or_default().push(ptr.clone());
+                    plain.entry(a.clone()).or_insert_with(|| ptr.clone());
                 }
                 for (k, c) in m {
                     if c.is_object() || c.is_array() {
@@ -1030,7 +1918,7 @@ fn collect_anchors(root: &Value) -> HashMap<String, String> {
             _ => {}
         }
     }
-    out
+    (plain, dynamic)
 }
 
 /// The value at an (escaped) JSON pointer, if any.
@@ -1110,1066 +1998,21 @@ fn percent_decode(s: &str) -> Option<String> {
         .map(|d| d.into_owned())
 }
 
-/// Whether `v` nests at most `max` levels (checked without recursion).
-fn depth_within(v: &Value, max: usize) -> bool {
-    let mut stack = vec![(v, 0usize)];
-    while let Some((v, d)) = stack.pop() {
-        if d > max {
-            return false;
-        }
-        match v {
-            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
-            Value::Object(m) => stack.extend(m.values().map(|x| (x, d + 1))),
-            _ => {}
-        }
+fn lookup_mut<'v>(root: &'v mut Value, ptr: &str) -> Option<&'v mut Value> {
+    if ptr.is_empty() {
+        return Some(root);
     }
-    true
-}
-
-// ---------------------------------------------------------------------------
-// Evaluating
-
-/// Where the evaluation is in the instance: a linked list on the stack,
-/// turned into a pointer only when a violation is reported.
-#[derive(Clone, Copy)]
-struct Path<'a> {
-    parent: Option<&'a Path<'a>>,
-    seg: Seg<'a>,
-}
-
-#[derive(Clone, Copy)]
-enum Seg<'a> {
-    Root,
-    Key(&'a str),
-    Index(usize),
-}
-
-impl Path<'_> {
-    const ROOT: Path<'static> = Path {
-        parent: None,
-        seg: Seg::Root,
-    };
-
-    fn pointer(&self) -> String {
-        let mut segs = Vec::new();
-        let mut p = Some(self);
-        while let Some(x) = p {
-            segs.push(x.seg);
-            p = x.parent;
-        }
-        let mut out = String::new();
-        for seg in segs.iter().rev() {
-            match seg {
-                Seg::Root => {}
-                Seg::Key(k) => {
-                    out.push('/');
-                    out.push_str(&escape(k));
-                }
-                Seg::Index(i) => {
-                    out.push('/');
-                    out.push_str(&i.to_string());
-                }
-            }
-        }
-        out
-    }
-}
-
-#[derive(Default)]
-struct Ctx {
-    out: Vec<Violation>,
-    steps: u64,
-    limit: Option<Violation>,
-}
-
-impl Ctx {
-    /// Record `v`; false once no more can be recorded.
-    fn push(&mut self, v: Violation) -> bool {
-        if self.limit.is_none() && self.out.len() < MAX_VIOLATIONS {
-            self.out.push(v);
-        }
-        !self.is_full()
-    }
-
-    /// [`Ctx::push`] of a violation built only now, in a frame of its own:
-    /// the frames of the recursive evaluation stay small even unoptimized.
-    #[inline(never)]
-    fn push_with(&mut self, make: impl FnOnce() -> Violation) -> bool {
-        let v = make();
-        self.push(v)
-    }
-
-    fn is_full(&self) -> bool {
-        self.out.len() >= MAX_VIOLATIONS || self.limit.is_some()
-    }
-}
-
-/// Collect violations, or only check (stop at the first failure, record
-/// nothing); and how deep the evaluation is.
-#[derive(Clone, Copy)]
-struct Mode {
-    collect: bool,
-    frames: u32,
-}
-
-impl Mode {
-    const COLLECT: Mode = Mode {
-        collect: true,
-        frames: 0,
-    };
-    const CHECK: Mode = Mode {
-        collect: false,
-        frames: 0,
-    };
-
-    fn deeper(self) -> Mode {
-        Mode {
-            frames: self.frames + 1,
-            ..self
-        }
-    }
-
-    fn check(self) -> Mode {
-        Mode {
-            collect: false,
-            frames: self.frames + 1,
-        }
-    }
-}
-
-/// A failure: in check mode return false at once; in collect mode record
-/// the violation `$make` builds (evaluated only then) and go on unless the
-/// list is full.
-macro_rules! fail {
-    ($cx:expr, $mode:expr, $valid:ident, $make:expr) => {{
-        if !$mode.collect {
-            return false;
-        }
-        $valid = false;
-        if !$cx.push_with(|| $make) {
-            return false;
-        }
-    }};
-}
-
-/// The outcome of a nested evaluation (already recorded in collect mode).
-macro_rules! merge {
-    ($ok:expr, $cx:expr, $mode:expr, $valid:ident) => {{
-        if !$ok {
-            if !$mode.collect {
-                return false;
-            }
-            $valid = false;
-            if $cx.is_full() {
-                return false;
-            }
-        }
-    }};
-}
-
-impl Validator {
-    fn ptr(&self, id: usize) -> &str {
-        self.ptrs.get(id).map_or("", String::as_str)
-    }
-
-    fn violation(
-        &self,
-        id: usize,
-        keyword: &'static str,
-        path: &Path<'_>,
-        message: String,
-    ) -> Violation {
-        Violation {
-            pointer: path.pointer(),
-            schema_pointer: format!("{}/{keyword}", self.ptr(id)),
-            keyword,
-            message,
-            kind: ViolationKind::Nonconformant,
-        }
-    }
-
-    fn eval(&self, id: usize, inst: &Value, path: &Path<'_>, cx: &mut Ctx, mode: Mode) -> bool {
-        if cx.limit.is_some() {
-            return true;
-        }
-        cx.steps += 1;
-        if cx.steps > MAX_STEPS || mode.frames > MAX_DEPTH {
-            self.stop(id, path, cx, mode);
-            return true;
-        }
-        match self.nodes.get(id) {
-            Some(Node::Schema(s)) => self.eval_schema(id, s, inst, path, cx, mode),
-            Some(Node::Bool(false)) => {
-                if mode.collect {
-                    cx.push_with(|| Violation {
-                        pointer: path.pointer(),
-                        schema_pointer: self.ptr(id).to_string(),
-                        keyword: "false",
-                        message: "no value is allowed here (the schema is false)".to_string(),
-                        kind: ViolationKind::Nonconformant,
-                    });
-                }
-                false
-            }
-            _ => true,
-        }
-    }
-
-    /// A limit is reached: record it; evaluation then accepts everything.
-    #[cold]
-    #[inline(never)]
-    fn stop(&self, id: usize, path: &Path<'_>, cx: &mut Ctx, mode: Mode) {
-        let message = if mode.frames > MAX_DEPTH {
-            format!("nested deeper than {MAX_DEPTH} schema applications; not validated further")
-        } else {
-            format!("more than {MAX_STEPS} schema applications; validation stopped")
+    let mut v = root;
+    for raw in ptr.strip_prefix('/')?.split('/') {
+        let token = unescape(raw)?;
+        v = match v {
+            Value::Object(m) => m.get_mut(&token)?,
+            Value::Array(a) => a.get_mut(token.parse::<usize>().ok()?)?,
+            _ => return None,
         };
-        cx.limit = Some(Violation {
-            pointer: path.pointer(),
-            schema_pointer: self.ptr(id).to_string(),
-            keyword: "limit",
-            message,
-            kind: ViolationKind::LimitExceeded,
-        });
     }
-
-    fn eval_schema(
-        &self,
-        id: usize,
-        s: &Schema,
-        inst: &Value,
-        path: &Path<'_>,
-        cx: &mut Ctx,
-        mode: Mode,
-    ) -> bool {
-        let mut valid = true;
-        if let Some(r) = s.reference {
-            merge!(self.eval(r, inst, path, cx, mode.deeper()), cx, mode, valid);
-        }
-        if s.types.is_some() || s.enumeration.is_some() || s.constant.is_some() {
-            merge!(
-                self.eval_value(id, s, inst, path, cx, mode),
-                cx,
-                mode,
-                valid
-            );
-        }
-        match inst {
-            Value::Object(m) if s.has_object => {
-                merge!(self.eval_object(id, s, m, path, cx, mode), cx, mode, valid)
-            }
-            Value::Array(a) if s.has_array => {
-                merge!(self.eval_array(id, s, a, path, cx, mode), cx, mode, valid)
-            }
-            Value::String(text) if s.has_string => {
-                merge!(
-                    self.eval_string(id, s, text, path, cx, mode),
-                    cx,
-                    mode,
-                    valid
-                )
-            }
-            Value::Number(n) if s.has_number => {
-                merge!(self.eval_number(id, s, n, path, cx, mode), cx, mode, valid)
-            }
-            _ => {}
-        }
-
-        if s.has_applicators {
-            merge!(
-                self.eval_applicators(id, s, inst, path, cx, mode),
-                cx,
-                mode,
-                valid
-            );
-        }
-        valid
-    }
-
-    /// `type`, `enum` and `const`.
-    fn eval_value(
-        &self,
-        id: usize,
-        s: &Schema,
-        inst: &Value,
-        path: &Path<'_>,
-        cx: &mut Ctx,
-        mode: Mode,
-    ) -> bool {
-        let mut valid = true;
-        let null_ok = s.nullable && inst.is_null();
-        let mut type_ok = true;
-        if let Some(types) = s.types {
-            if !null_ok && !types.matches(inst) {
-                type_ok = false;
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "type",
-                        path,
-                        format!("expected {types}, got {}", type_name(inst)),
-                    )
-                );
-            }
-        }
-        if type_ok && !null_ok {
-            if let Some(values) = &s.enumeration {
-                if !values.iter().any(|v| json_eq(v, inst)) {
-                    fail!(cx, mode, valid, {
-                        let mut v = self.violation(
-                            id,
-                            "enum",
-                            path,
-                            format!(
-                                "value {} is not one of the pinned values {}",
-                                excerpt(inst, MESSAGE_EXCERPT),
-                                excerpt(values, LIST_EXCERPT)
-                            ),
-                        );
-                        if values.iter().any(|v| same_kind(v, inst)) {
-                            v.kind = ViolationKind::UnknownEnumValue {
-                                value: excerpt(inst, VALUE_EXCERPT),
-                            };
-                        }
-                        v
-                    });
-                }
-            }
-            if let Some(c) = &s.constant {
-                if !json_eq(c, inst) {
-                    fail!(cx, mode, valid, {
-                        let mut v = self.violation(
-                            id,
-                            "const",
-                            path,
-                            format!(
-                                "value {} is not the pinned constant {}",
-                                excerpt(inst, MESSAGE_EXCERPT),
-                                excerpt(c, MESSAGE_EXCERPT)
-                            ),
-                        );
-                        if same_kind(c, inst) {
-                            v.kind = ViolationKind::UnknownEnumValue {
-                                value: excerpt(inst, VALUE_EXCERPT),
-                            };
-                        }
-                        v
-                    });
-                }
-            }
-        }
-        valid
-    }
-
-    /// `dependentSchemas`, `allOf`, `anyOf`, `oneOf`, `not`, `if`.
-    fn eval_applicators(
-        &self,
-        id: usize,
-        s: &Schema,
-        inst: &Value,
-        path: &Path<'_>,
-        cx: &mut Ctx,
-        mode: Mode,
-    ) -> bool {
-        let mut valid = true;
-        if let Value::Object(m) = inst {
-            for (name, sid) in &s.dependent_schemas {
-                if m.contains_key(name) {
-                    merge!(
-                        self.eval(*sid, inst, path, cx, mode.deeper()),
-                        cx,
-                        mode,
-                        valid
-                    );
-                }
-            }
-        }
-        for &b in &s.all_of {
-            merge!(self.eval(b, inst, path, cx, mode.deeper()), cx, mode, valid);
-        }
-        if !s.any_of.is_empty() {
-            let ok = s
-                .any_of
-                .iter()
-                .any(|&b| self.eval(b, inst, path, cx, mode.check()));
-            if !ok {
-                if !mode.collect {
-                    return false;
-                }
-                valid = false;
-                self.report_alternatives(id, "anyOf", &s.any_of, inst, path, cx, mode);
-                if cx.is_full() {
-                    return false;
-                }
-            }
-        }
-        if !s.one_of.is_empty() {
-            let mut matched = Vec::with_capacity(2);
-            for (i, &b) in s.one_of.iter().enumerate() {
-                if self.eval(b, inst, path, cx, mode.check()) {
-                    matched.push(i);
-                    if matched.len() == 2 {
-                        break;
-                    }
-                }
-            }
-            match matched[..] {
-                [] => {
-                    if !mode.collect {
-                        return false;
-                    }
-                    valid = false;
-                    self.report_alternatives(id, "oneOf", &s.one_of, inst, path, cx, mode);
-                    if cx.is_full() {
-                        return false;
-                    }
-                }
-                [a, b, ..] => fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "oneOf",
-                        path,
-                        format!(
-                            "value matches alternatives {a} and {b} of oneOf; exactly one must match"
-                        ),
-                    )
-                ),
-                [_] => {}
-            }
-        }
-        if let Some(n) = s.not {
-            if self.eval(n, inst, path, cx, mode.check()) {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "not",
-                        path,
-                        "value matches the schema under not".to_string()
-                    )
-                );
-            }
-        }
-        if let Some((i, t, e)) = s.condition {
-            let branch = if self.eval(i, inst, path, cx, mode.check()) {
-                t
-            } else {
-                e
-            };
-            if let Some(b) = branch {
-                merge!(self.eval(b, inst, path, cx, mode.deeper()), cx, mode, valid);
-            }
-        }
-        valid
-    }
-
-    /// No alternative of an `anyOf`/`oneOf` matched (collect mode): report the
-    /// unknown enum values of the closest alternative failing only on those,
-    /// or else one violation naming the closest failure.
-    #[allow(clippy::too_many_arguments)]
-    fn report_alternatives(
-        &self,
-        id: usize,
-        keyword: &'static str,
-        branches: &[usize],
-        inst: &Value,
-        path: &Path<'_>,
-        cx: &mut Ctx,
-        mode: Mode,
-    ) {
-        let mut enum_only: Option<Vec<Violation>> = None;
-        let mut closest: Option<(usize, Violation, usize)> = None;
-        for (i, &b) in branches.iter().enumerate() {
-            let mut sub = Ctx {
-                out: Vec::new(),
-                steps: cx.steps,
-                limit: None,
-            };
-            self.eval(b, inst, path, &mut sub, mode.deeper());
-            cx.steps = sub.steps;
-            if sub.limit.is_some() {
-                cx.limit = sub.limit;
-                return;
-            }
-            let n = sub.out.len();
-            if n == 0 {
-                continue;
-            }
-            let only_enums = sub
-                .out
-                .iter()
-                .all(|v| matches!(v.kind, ViolationKind::UnknownEnumValue { .. }));
-            if only_enums {
-                if enum_only.as_ref().is_none_or(|e| n < e.len()) {
-                    enum_only = Some(sub.out);
-                }
-            } else if closest.as_ref().is_none_or(|c| n < c.2) {
-                closest = sub.out.into_iter().next().map(|v| (i, v, n));
-            }
-        }
-        if let Some(vs) = enum_only {
-            for v in vs {
-                if !cx.push(v) {
-                    break;
-                }
-            }
-            return;
-        }
-        let hint = match closest {
-            Some((i, v, _)) => {
-                let at = if v.pointer.is_empty() {
-                    "(root)".to_string()
-                } else {
-                    excerpt(&v.pointer, MESSAGE_EXCERPT)
-                };
-                clip(
-                    format!("; alternative {i} fails at {at}: {}", v.message),
-                    240,
-                )
-            }
-            None => String::new(),
-        };
-        cx.push(self.violation(
-            id,
-            keyword,
-            path,
-            format!(
-                "value matches none of the {} alternatives of {keyword}{hint}",
-                branches.len()
-            ),
-        ));
-    }
-
-    fn eval_object(
-        &self,
-        id: usize,
-        s: &Schema,
-        m: &Map<String, Value>,
-        path: &Path<'_>,
-        cx: &mut Ctx,
-        mode: Mode,
-    ) -> bool {
-        let mut valid = true;
-        let len = m.len() as u64;
-        if let Some(min) = s.min_properties {
-            if len < min {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "minProperties",
-                        path,
-                        format!("object has {len} properties, at least {min} required"),
-                    )
-                );
-            }
-        }
-        if let Some(max) = s.max_properties {
-            if len > max {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "maxProperties",
-                        path,
-                        format!("object has {len} properties, at most {max} allowed"),
-                    )
-                );
-            }
-        }
-        for name in &s.required {
-            if !m.contains_key(name) {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "required",
-                        path,
-                        format!(
-                            "missing required property {}",
-                            excerpt(name, MESSAGE_EXCERPT)
-                        ),
-                    )
-                );
-            }
-        }
-        for (name, needs, keyword) in &s.dependent_required {
-            if m.contains_key(name) {
-                for need in needs {
-                    if !m.contains_key(need) {
-                        fail!(
-                            cx,
-                            mode,
-                            valid,
-                            self.violation(
-                                id,
-                                keyword,
-                                path,
-                                format!(
-                                    "property {} requires property {}, which is missing",
-                                    excerpt(name, MESSAGE_EXCERPT),
-                                    excerpt(need, MESSAGE_EXCERPT)
-                                ),
-                            )
-                        );
-                    }
-                }
-            }
-        }
-        let per_member = !s.properties.is_empty()
-            || !s.pattern_properties.is_empty()
-            || s.additional_properties.is_some()
-            || s.property_names.is_some();
-        if per_member {
-            for (key, value) in m {
-                let child = Path {
-                    parent: Some(path),
-                    seg: Seg::Key(key),
-                };
-                let mut matched = false;
-                if let Ok(i) = s
-                    .properties
-                    .binary_search_by(|(k, _)| k.as_str().cmp(key.as_str()))
-                {
-                    matched = true;
-                    if let Some(&(_, sid)) = s.properties.get(i) {
-                        merge!(
-                            self.eval(sid, value, &child, cx, mode.deeper()),
-                            cx,
-                            mode,
-                            valid
-                        );
-                    }
-                }
-                for (re, sid) in &s.pattern_properties {
-                    if re.is_match(key) {
-                        matched = true;
-                        merge!(
-                            self.eval(*sid, value, &child, cx, mode.deeper()),
-                            cx,
-                            mode,
-                            valid
-                        );
-                    }
-                }
-                if !matched {
-                    if let Some(a) = s.additional_properties {
-                        if matches!(self.nodes.get(a), Some(Node::Bool(false))) {
-                            fail!(
-                                cx,
-                                mode,
-                                valid,
-                                Violation {
-                                    pointer: child.pointer(),
-                                    schema_pointer: self.ptr(a).to_string(),
-                                    keyword: "additionalProperties",
-                                    message: format!(
-                                        "property {} is not allowed (additionalProperties is false)",
-                                        excerpt(key, MESSAGE_EXCERPT)
-                                    ),
-                                    kind: ViolationKind::Nonconformant,
-                                }
-                            );
-                        } else {
-                            merge!(
-                                self.eval(a, value, &child, cx, mode.deeper()),
-                                cx,
-                                mode,
-                                valid
-                            );
-                        }
-                    }
-                }
-                if let Some(pn) = s.property_names {
-                    let name = Value::String(key.clone());
-                    merge!(
-                        self.eval(pn, &name, path, cx, mode.deeper()),
-                        cx,
-                        mode,
-                        valid
-                    );
-                }
-            }
-        }
-        valid
-    }
-
-    fn eval_array(
-        &self,
-        id: usize,
-        s: &Schema,
-        a: &[Value],
-        path: &Path<'_>,
-        cx: &mut Ctx,
-        mode: Mode,
-    ) -> bool {
-        let mut valid = true;
-        let len = a.len() as u64;
-        if let Some(min) = s.min_items {
-            if len < min {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "minItems",
-                        path,
-                        format!("array has {len} items, at least {min} required"),
-                    )
-                );
-            }
-        }
-        if let Some(max) = s.max_items {
-            if len > max {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "maxItems",
-                        path,
-                        format!("array has {len} items, at most {max} allowed"),
-                    )
-                );
-            }
-        }
-        if s.unique_items {
-            if let Some((i, j)) = first_duplicate(a) {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "uniqueItems",
-                        path,
-                        format!("items {i} and {j} are equal; items must be unique"),
-                    )
-                );
-            }
-        }
-        for (i, (item, &sid)) in a.iter().zip(&s.prefix_items).enumerate() {
-            let child = Path {
-                parent: Some(path),
-                seg: Seg::Index(i),
-            };
-            merge!(
-                self.eval(sid, item, &child, cx, mode.deeper()),
-                cx,
-                mode,
-                valid
-            );
-        }
-        if let Some((sid, keyword)) = s.items {
-            let start = s.prefix_items.len();
-            if a.len() > start {
-                if matches!(self.nodes.get(sid), Some(Node::Bool(false))) {
-                    fail!(
-                        cx,
-                        mode,
-                        valid,
-                        Violation {
-                            pointer: path.pointer(),
-                            schema_pointer: self.ptr(sid).to_string(),
-                            keyword,
-                            message: format!(
-                                "array has {} items, at most {start} allowed ({keyword} is false)",
-                                a.len()
-                            ),
-                            kind: ViolationKind::Nonconformant,
-                        }
-                    );
-                } else {
-                    for (i, item) in a.iter().enumerate().skip(start) {
-                        let child = Path {
-                            parent: Some(path),
-                            seg: Seg::Index(i),
-                        };
-                        merge!(
-                            self.eval(sid, item, &child, cx, mode.deeper()),
-                            cx,
-                            mode,
-                            valid
-                        );
-                    }
-                }
-            }
-        }
-        if let Some(c) = s.contains {
-            let min = s.min_contains.unwrap_or(1);
-            let mut count = 0u64;
-            for (i, item) in a.iter().enumerate() {
-                let child = Path {
-                    parent: Some(path),
-                    seg: Seg::Index(i),
-                };
-                if self.eval(c, item, &child, cx, mode.check()) {
-                    count += 1;
-                    if count >= min && s.max_contains.is_none() {
-                        break;
-                    }
-                }
-            }
-            if count < min {
-                let keyword = if s.min_contains.is_some() {
-                    "minContains"
-                } else {
-                    "contains"
-                };
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        keyword,
-                        path,
-                        format!(
-                            "array has {count} items matching contains, at least {min} required"
-                        ),
-                    )
-                );
-            }
-            if let Some(max) = s.max_contains {
-                if count > max {
-                    fail!(
-                        cx,
-                        mode,
-                        valid,
-                        self.violation(
-                            id,
-                            "maxContains",
-                            path,
-                            format!(
-                                "array has {count} items matching contains, at most {max} allowed"
-                            ),
-                        )
-                    );
-                }
-            }
-        }
-        valid
-    }
-
-    fn eval_string(
-        &self,
-        id: usize,
-        s: &Schema,
-        text: &str,
-        path: &Path<'_>,
-        cx: &mut Ctx,
-        mode: Mode,
-    ) -> bool {
-        let mut valid = true;
-        if s.min_length.is_some() || s.max_length.is_some() {
-            // Code points never outnumber bytes.
-            let bytes = text.len() as u64;
-            let fits_max = s.max_length.is_none_or(|max| bytes <= max);
-            let short_of_min = s.min_length.is_some_and(|min| bytes < min);
-            let chars = if fits_max && short_of_min {
-                bytes
-            } else if fits_max && s.min_length.is_none() {
-                0
-            } else {
-                text.chars().count() as u64
-            };
-            if let Some(min) = s.min_length {
-                if chars < min {
-                    fail!(
-                        cx,
-                        mode,
-                        valid,
-                        self.violation(
-                            id,
-                            "minLength",
-                            path,
-                            format!(
-                                "string {} is shorter than {min} characters",
-                                excerpt(text, MESSAGE_EXCERPT)
-                            ),
-                        )
-                    );
-                }
-            }
-            if let Some(max) = s.max_length {
-                if !fits_max && chars > max {
-                    fail!(
-                        cx,
-                        mode,
-                        valid,
-                        self.violation(
-                            id,
-                            "maxLength",
-                            path,
-                            format!(
-                                "string of {chars} characters is longer than {max}: {}",
-                                excerpt(text, MESSAGE_EXCERPT)
-                            ),
-                        )
-                    );
-                }
-            }
-        }
-        if let Some(re) = &s.pattern {
-            if !re.is_match(text) {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "pattern",
-                        path,
-                        format!(
-                            "string {} does not match pattern {}",
-                            excerpt(text, MESSAGE_EXCERPT),
-                            excerpt(re.as_str(), MESSAGE_EXCERPT)
-                        ),
-                    )
-                );
-            }
-        }
-        if let Some(f) = s.format {
-            if !f.check(text) {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "format",
-                        path,
-                        format!(
-                            "string {} is not a valid {}",
-                            excerpt(text, MESSAGE_EXCERPT),
-                            f.name()
-                        ),
-                    )
-                );
-            }
-        }
-        valid
-    }
-
-    fn eval_number(
-        &self,
-        id: usize,
-        s: &Schema,
-        n: &Number,
-        path: &Path<'_>,
-        cx: &mut Ctx,
-        mode: Mode,
-    ) -> bool {
-        let mut valid = true;
-        if let Some(min) = &s.minimum {
-            let ord = cmp_num(n, min);
-            let bad = if s.minimum_exclusive {
-                matches!(ord, Some(Ordering::Less | Ordering::Equal))
-            } else {
-                ord == Some(Ordering::Less)
-            };
-            if bad {
-                let (keyword, rel) = if s.minimum_exclusive {
-                    ("exclusiveMinimum", "greater than")
-                } else {
-                    ("minimum", "at least")
-                };
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(id, keyword, path, format!("{n} is not {rel} {min}"))
-                );
-            }
-        }
-        if let Some(max) = &s.maximum {
-            let ord = cmp_num(n, max);
-            let bad = if s.maximum_exclusive {
-                matches!(ord, Some(Ordering::Greater | Ordering::Equal))
-            } else {
-                ord == Some(Ordering::Greater)
-            };
-            if bad {
-                let (keyword, rel) = if s.maximum_exclusive {
-                    ("exclusiveMaximum", "less than")
-                } else {
-                    ("maximum", "at most")
-                };
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(id, keyword, path, format!("{n} is not {rel} {max}"))
-                );
-            }
-        }
-        if let Some(min) = &s.exclusive_minimum {
-            if matches!(cmp_num(n, min), Some(Ordering::Less | Ordering::Equal)) {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "exclusiveMinimum",
-                        path,
-                        format!("{n} is not greater than {min}")
-                    )
-                );
-            }
-        }
-        if let Some(max) = &s.exclusive_maximum {
-            if matches!(cmp_num(n, max), Some(Ordering::Greater | Ordering::Equal)) {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "exclusiveMaximum",
-                        path,
-                        format!("{n} is not less than {max}")
-                    )
-                );
-            }
-        }
-        if let Some(m) = &s.multiple_of {
-            if !is_multiple(n, m) {
-                fail!(
-                    cx,
-                    mode,
-                    valid,
-                    self.violation(
-                        id,
-                        "multipleOf",
-                        path,
-                        format!("{n} is not a multiple of {m}")
-                    )
-                );
-            }
-        }
-        valid
-    }
+    Some(v)
 }
-
-// ---------------------------------------------------------------------------
-// Values
 
 fn type_name(v: &Value) -> &'static str {
     match v {
@@ -2208,61 +2051,6 @@ fn cmp_num(a: &Number, b: &Number) -> Option<Ordering> {
     }
 }
 
-/// The number as `digits × 10^exponent` (sign dropped), from its shortest
-/// decimal form.
-fn decimal(n: &Number) -> Option<(u128, i32)> {
-    if let Some(i) = as_i128(n) {
-        return Some((i.unsigned_abs(), 0));
-    }
-    let f = n.as_f64()?;
-    if !f.is_finite() {
-        return None;
-    }
-    let text = format!("{:e}", f.abs());
-    let (mantissa, exp) = text.split_once('e')?;
-    let exp: i32 = exp.parse().ok()?;
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits: u128 = format!("{int}{frac}").parse().ok()?;
-    Some((digits, exp - i32::try_from(frac.len()).ok()?))
-}
-
-/// Whether `n` is an integer multiple of `m` (> 0), exactly on their shortest
-/// decimal forms; true where it cannot be judged.
-fn is_multiple(n: &Number, m: &Number) -> bool {
-    if let (Some(a), Some(b)) = (as_i128(n), as_i128(m)) {
-        return b == 0 || a % b == 0;
-    }
-    let (Some((dx, ex)), Some((dm, em))) = (decimal(n), decimal(m)) else {
-        return true;
-    };
-    if dx == 0 || dm == 0 {
-        return true;
-    }
-    if ex >= em {
-        // dx·10^k mod dm, with k = ex - em.
-        let mut k = ex.abs_diff(em);
-        let mut pow = 1 % dm;
-        let mut base = 10 % dm;
-        while k > 0 {
-            if k & 1 == 1 {
-                pow = pow * base % dm;
-            }
-            base = base * base % dm;
-            k >>= 1;
-        }
-        (dx % dm) * pow % dm == 0
-    } else {
-        match 10u128
-            .checked_pow(em.abs_diff(ex))
-            .and_then(|p| p.checked_mul(dm))
-        {
-            Some(step) => dx % step == 0,
-            None => false,
-        }
-    }
-}
-
-/// JSON equality (numbers by value, so `1` equals `1.0`), without recursion.
 fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Null, Value::Null) => true,
@@ -2438,180 +2226,4 @@ fn clip(mut s: String, max: usize) -> String {
         s.push('…');
     }
     s
-}
-
-// ---------------------------------------------------------------------------
-// Formats
-
-fn digits(s: &str) -> Option<u32> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse().ok()
-}
-
-fn days_in_month(year: u32, month: u32) -> u32 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// `YYYY-MM-DD` (RFC 3339 full-date).
-fn parse_date(s: &str) -> Option<(u32, u32, u32)> {
-    let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let year = digits(s.get(0..4)?)?;
-    let month = digits(s.get(5..7)?)?;
-    let day = digits(s.get(8..10)?)?;
-    ((1..=12).contains(&month) && day >= 1 && day <= days_in_month(year, month))
-        .then_some((year, month, day))
-}
-
-/// RFC 3339 date-time: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`; a leap second
-/// only at 23:59:60 UTC.
-fn is_date_time(s: &str) -> bool {
-    let Some(date) = s.get(..10) else {
-        return false;
-    };
-    if parse_date(date).is_none() || !matches!(s.as_bytes().get(10), Some(b'T' | b't')) {
-        return false;
-    }
-    let Some(time) = s.get(11..) else {
-        return false;
-    };
-    let b = time.as_bytes();
-    if b.len() < 9 || b[2] != b':' || b[5] != b':' {
-        return false;
-    }
-    let (Some(hour), Some(minute), Some(second)) = (
-        time.get(0..2).and_then(digits),
-        time.get(3..5).and_then(digits),
-        time.get(6..8).and_then(digits),
-    ) else {
-        return false;
-    };
-    if hour > 23 || minute > 59 || second > 60 {
-        return false;
-    }
-    let mut rest = &time[8..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if n == 0 {
-            return false;
-        }
-        rest = &frac[n..];
-    }
-    let offset_minutes: i32 = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let ob = rest.as_bytes();
-            if ob.len() != 6 || !matches!(ob[0], b'+' | b'-') || ob[3] != b':' {
-                return false;
-            }
-            let (Some(oh), Some(om)) = (
-                rest.get(1..3).and_then(digits),
-                rest.get(4..6).and_then(digits),
-            ) else {
-                return false;
-            };
-            if oh > 23 || om > 59 {
-                return false;
-            }
-            let m = (oh * 60 + om) as i32;
-            if ob[0] == b'-' {
-                -m
-            } else {
-                m
-            }
-        }
-    };
-    if second == 60 {
-        let utc = ((hour * 60 + minute) as i32 - offset_minutes).rem_euclid(24 * 60);
-        return utc == 23 * 60 + 59;
-    }
-    true
-}
-
-/// `local@domain`, basic: no whitespace or control characters, a dot-atom
-/// (or quoted) local part, a domain of dot-separated labels or an
-/// `[address literal]`.
-fn is_email(s: &str) -> bool {
-    let Some((local, domain)) = s.rsplit_once('@') else {
-        return false;
-    };
-    if local.is_empty()
-        || domain.is_empty()
-        || s.chars().any(char::is_control)
-        || domain.chars().any(char::is_whitespace)
-    {
-        return false;
-    }
-    let local_ok = if local.len() >= 2 && local.starts_with('"') && local.ends_with('"') {
-        true
-    } else {
-        !local.contains('@')
-            && !local.contains(char::is_whitespace)
-            && !local.starts_with('.')
-            && !local.ends_with('.')
-            && !local.contains("..")
-            && !local.contains(['(', ')', '<', '>', ',', ';', ':', '\\', '"', '[', ']'])
-    };
-    let domain_ok = if domain.starts_with('[') && domain.ends_with(']') {
-        domain.len() > 2
-    } else {
-        domain.split('.').all(|label| {
-            !label.is_empty()
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label.chars().all(|c| c.is_alphanumeric() || c == '-')
-        })
-    };
-    local_ok && domain_ok
-}
-
-fn is_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
-}
-
-/// Basic absolute URI: a scheme, then no whitespace, control characters or
-/// characters never allowed in a URI, and well-formed `%` escapes.
-fn is_uri(s: &str) -> bool {
-    let Some((scheme, _)) = s.split_once(':') else {
-        return false;
-    };
-    let mut sc = scheme.chars();
-    if !sc.next().is_some_and(|c| c.is_ascii_alphabetic())
-        || !sc.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-    {
-        return false;
-    }
-    let b = s.as_bytes();
-    for (i, &c) in b.iter().enumerate() {
-        if c <= b' '
-            || c == 0x7f
-            || matches!(
-                c,
-                b'<' | b'>' | b'"' | b'{' | b'}' | b'|' | b'\\' | b'^' | b'`'
-            )
-        {
-            return false;
-        }
-        if c == b'%'
-            && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
-        {
-            return false;
-        }
-    }
-    true
 }

@@ -755,9 +755,14 @@ fn pattern() {
 
 #[test]
 fn uncompilable_pattern_is_unsupported() {
+    // Look-around (ECMA 262) is judged now.
+    let v = Validator::new(&json!({"properties": {"p": {"pattern": "^(?!admin).*$"}}}));
+    assert!(v.unsupported().is_empty(), "{:?}", v.unsupported());
+    assert!(!v.is_valid(&json!({"p": "admin"})));
+    assert!(v.is_valid(&json!({"p": "alice"})));
     let schema = json!({
-        "properties": {"p": {"type": "string", "pattern": "^(?!admin).*$"}},
-        "patternProperties": {"(?<=x)y": {"type": "integer"}},
+        "properties": {"p": {"type": "string", "pattern": "^(a"}},
+        "patternProperties": {"[x": {"type": "integer"}},
         "additionalProperties": false
     });
     let v = Validator::new(&schema);
@@ -765,15 +770,10 @@ fn uncompilable_pattern_is_unsupported() {
     assert_eq!(v.unsupported().len(), 3, "{:#?}", v.unsupported());
     let notes = v.unsupported().join("\n");
     assert!(
-        notes.contains(
-            "#/properties/p/pattern: pattern \"^(?!admin).*$\" is not supported (look-around"
-        ),
+        notes.contains("#/properties/p/pattern: pattern \"^(a\" is not supported ("),
         "{notes}"
     );
-    assert!(
-        notes.contains("#/patternProperties/(?<=x)y: pattern"),
-        "{notes}"
-    );
+    assert!(notes.contains("#/patternProperties/[x: pattern"), "{notes}");
     assert!(
         notes.contains(
             "#/additionalProperties: ignored: a patternProperties pattern is not supported"
@@ -887,9 +887,10 @@ fn formats() {
         }
         ok(schema, json!(12));
     }
-    // Other formats are annotations.
-    ok(json!({"format": "hostname"}), json!("not a host!"));
-    ok(json!({"format": "time"}), json!("whenever"));
+    // jsonschema checks more formats; unknown ones are annotations.
+    bad(json!({"format": "hostname"}), json!("not a host!"));
+    bad(json!({"format": "time"}), json!("whenever"));
+    ok(json!({"format": "x-custom"}), json!("whatever"));
 }
 
 // ---------------------------------------------------------------------------
@@ -1067,18 +1068,18 @@ fn remote_and_broken_refs_are_unsupported_and_permissive() {
         "unevaluatedProperties": false
     });
     let v = Validator::new(&schema);
-    assert!(v.is_valid(&json!({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "zz": 8})));
+    assert!(v.is_valid(&json!({"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7})));
+    // unevaluatedProperties is judged (jsonschema).
+    assert!(!v.is_valid(&json!({"a": 1, "zz": 8})));
     let notes = v.unsupported();
-    assert_eq!(notes.len(), 8, "{notes:#?}");
+    assert_eq!(notes.len(), 7, "{notes:#?}");
     assert!(notes.iter().any(|n| n
         == "#/properties/a/$ref: remote $ref \"https://example.com/other.json#/x\" is not resolved; treated as always valid"));
     assert!(notes.iter().any(|n| {
         n
         == "#/properties/b/$ref: $ref \"#/$defs/missing\" does not resolve; treated as always valid"
     }));
-    assert!(notes
-        .iter()
-        .any(|n| n == "#/unevaluatedProperties: keyword not supported; ignored"));
+    assert!(!notes.iter().any(|n| n.contains("unevaluatedProperties")));
 }
 
 #[test]
@@ -1155,23 +1156,76 @@ fn ref_cycles_terminate() {
 
 #[test]
 fn exponential_schema_hits_the_step_limit() {
-    // Each level evaluates the next one twice: 2^40 applications unbounded.
+    // Each level evaluates the next one twice: 2^24 applications unbounded
+    // (seconds, and doubling per level; without the static bound this test
+    // fails on both assertions).
     let mut defs = serde_json::Map::new();
-    for i in 0..40 {
+    for i in 0..24 {
         let next = format!("#/$defs/n{}", i + 1);
         defs.insert(
             format!("n{i}"),
             json!({"anyOf": [{"allOf": [{"$ref": next}, false]}, {"$ref": next}]}),
         );
     }
-    defs.insert("n40".into(), json!(false));
+    defs.insert("n24".into(), json!(false));
     let schema = json!({"$defs": defs, "$ref": "#/$defs/n0"});
     let started = Instant::now();
-    let out = Validator::new(&schema).validate(&json!(1));
-    assert!(started.elapsed() < Duration::from_secs(30));
+    let v = Validator::new(&schema);
+    let out = v.validate(&json!(1));
+    assert!(!v.is_valid(&json!(1)));
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert!(v.unsupported().iter().any(|n| n.contains("worst case")));
     let last = out.last().expect("a violation");
     assert_eq!(last.kind, ViolationKind::LimitExceeded);
     assert_eq!(last.keyword, "limit");
+}
+
+#[test]
+fn realistic_recursive_schemas_are_within_the_budget() {
+    // zod's JSON value type: type-discriminated branches, each recursing.
+    let json_value = json!({
+        "$defs": {"v": {"anyOf": [
+            {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"},
+            {"type": "array", "items": {"$ref": "#/$defs/v"}},
+            {"type": "object", "additionalProperties": {"$ref": "#/$defs/v"}}
+        ]}},
+        "type": "object",
+        "properties": {"data": {"$ref": "#/$defs/v"}, "meta": {"anyOf": [{"$ref": "#/$defs/v"}, {"type": "null"}]}}
+    });
+    let v = Validator::new(&json_value);
+    assert!(v.unsupported().is_empty(), "{:?}", v.unsupported());
+    let mut deep = json!({"k": [1, "a", null]});
+    for _ in 0..60 {
+        deep = json!({"k": [deep]});
+    }
+    assert!(v.validate(&json!({"data": deep, "meta": null})).is_empty());
+    let out =
+        v.validate(&json!({"data": {"a": [1, {"b": {}}]}, "meta": {"x": [1, {}]}, "other": 1}));
+    assert!(out.is_empty(), "{out:?}");
+    // A GitHub-like tool: nested objects, nullable anyOfs, $defs.
+    let github = json!({
+        "$defs": {
+            "user": {"type": "object", "properties": {"login": {"type": "string"}, "id": {"type": "integer"}}, "required": ["login"]},
+            "label": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"name": {"type": "string"}, "color": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}]}
+        },
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string"}, "repo": {"type": "string"},
+            "issue": {"type": "object", "properties": {
+                "title": {"type": "string"},
+                "body": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "assignees": {"type": "array", "items": {"$ref": "#/$defs/user"}},
+                "labels": {"type": "array", "items": {"$ref": "#/$defs/label"}},
+                "milestone": {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}
+            }}
+        },
+        "required": ["owner", "repo"]
+    });
+    let v = Validator::new(&github);
+    assert!(v.unsupported().is_empty(), "{:?}", v.unsupported());
+    let bad = v.validate(&json!({"owner": "o", "repo": "r", "issue": {"assignees": [{"id": 1}]}}));
+    assert_eq!(keywords(&bad), ["required"]);
+    assert_eq!(bad[0].pointer, "/issue/assignees/0");
 }
 
 // ---------------------------------------------------------------------------
@@ -1209,8 +1263,14 @@ fn deeply_nested_schema_compiles_without_overflow() {
         m.insert("properties".into(), json!({"a": {"type": "integer"}}));
         deep = Value::Object(m);
     }
+    // Past MAX_SCHEMA_DEPTH levels the schema is not compiled (the crate's
+    // compiler would overflow the stack): noted, always valid there.
     let v = Validator::new(&deep);
-    assert!(v.unsupported().is_empty());
+    assert!(!v.unsupported().is_empty());
+    assert!(v
+        .unsupported()
+        .iter()
+        .all(|n| n.contains("nested deeper than 64 levels")));
     let instance = nested_arrays(300);
     assert!(v.validate(&instance).is_empty());
     drop_deep(instance);
@@ -1218,9 +1278,7 @@ fn deeply_nested_schema_compiles_without_overflow() {
     for _ in 0..5000 {
         instance = Value::Array(vec![instance]);
     }
-    let out = v.validate(&instance);
-    assert_eq!(out.len(), 1);
-    assert_eq!(out[0].kind, ViolationKind::LimitExceeded);
+    assert!(v.validate(&instance).is_empty());
     drop_deep(instance);
     drop_deep(deep);
     // Deep enum and const values are not copied.
