@@ -73,6 +73,7 @@ use std::sync::Arc;
 use jsonschema::error::{ValidationError, ValidationErrorKind};
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
+use toolpin_manifest::schema::{self, escape_token, lookup, unescape_token};
 
 /// At most this many violations are returned by one [`Validator::validate`].
 pub const MAX_VIOLATIONS: usize = 100;
@@ -1921,81 +1922,19 @@ fn collect_anchors(root: &Value) -> Anchors {
     (plain, dynamic)
 }
 
-/// The value at an (escaped) JSON pointer, if any.
-fn lookup<'v>(root: &'v Value, ptr: &str) -> Option<&'v Value> {
-    if ptr.is_empty() {
-        return Some(root);
-    }
-    let rest = ptr.strip_prefix('/')?;
-    let mut v = root;
-    for raw in rest.split('/') {
-        let token = unescape(raw)?;
-        v = match v {
-            Value::Object(m) => m.get(&token)?,
-            Value::Array(a) => {
-                if token.is_empty()
-                    || (token.len() > 1 && token.starts_with('0'))
-                    || !token.bytes().all(|b| b.is_ascii_digit())
-                {
-                    return None;
-                }
-                a.get(token.parse::<usize>().ok()?)?
-            }
-            _ => return None,
-        };
-    }
-    Some(v)
-}
+// Pointers and `$ref` fragments are read by the shared schema model
+// (toolpin_manifest::schema), as the drift engine reads them.
 
 fn escape(token: &str) -> String {
-    if token.contains(['~', '/']) {
-        token.replace('~', "~0").replace('/', "~1")
-    } else {
-        token.to_string()
-    }
+    escape_token(token).into_owned()
 }
 
 fn unescape(token: &str) -> Option<String> {
-    if !token.contains('~') {
-        return Some(token.to_string());
-    }
-    let mut out = String::with_capacity(token.len());
-    let mut chars = token.chars();
-    while let Some(c) = chars.next() {
-        if c == '~' {
-            match chars.next() {
-                Some('0') => out.push('~'),
-                Some('1') => out.push('/'),
-                _ => return None,
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    Some(out)
+    unescape_token(token).map(std::borrow::Cow::into_owned)
 }
 
-/// A `$ref` fragment, percent-decoded; `None` for a malformed escape (a `%`
-/// without two hex digits) or bytes that are not UTF-8.
 fn percent_decode(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return Some(s.to_string());
-    }
-    // The crate passes a malformed escape through as it is; a `$ref` that
-    // has one points nowhere.
-    let b = s.as_bytes();
-    let malformed = b.iter().enumerate().any(|(i, c)| {
-        *c == b'%'
-            && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
-    });
-    if malformed {
-        return None;
-    }
-    percent_encoding::percent_decode_str(s)
-        .decode_utf8()
-        .ok()
-        .map(|d| d.into_owned())
+    schema::percent_decode(s).map(std::borrow::Cow::into_owned)
 }
 
 fn lookup_mut<'v>(root: &'v mut Value, ptr: &str) -> Option<&'v mut Value> {
