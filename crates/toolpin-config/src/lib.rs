@@ -326,6 +326,9 @@ struct PolicyConfig {
     ignore: Vec<IgnoreConfig>,
     #[serde(default)]
     watch: Vec<String>,
+    /// Tool members this runtime also hands the model (`outputSchema`).
+    #[serde(default, rename = "model-reads")]
+    model_reads: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -390,6 +393,15 @@ impl PolicyConfig {
             policy
                 .watch
                 .push(Glob::new(w).map_err(|e| format!("policy.watch: {e}"))?);
+        }
+        for member in &self.model_reads {
+            if !toolpin_drift::policy::EXTRA_MODEL_READS.contains(&member.as_str()) {
+                return Err(format!(
+                    "policy.model-reads: {member:?} is not a tool member the model may also be handed ({})",
+                    toolpin_drift::policy::EXTRA_MODEL_READS.join(", ")
+                ));
+            }
+            policy.model_reads.push(member.clone());
         }
         Ok(policy)
     }
@@ -1550,7 +1562,13 @@ enabled = false
         assert_eq!(p.preset, Preset::Wire);
         assert_eq!(p.levels.get("field-changed"), Some(&Level::Off));
         assert_eq!(p.ignore.len(), 1);
+        let p = ok("[policy]\nmodel-reads = [\"outputSchema\"]\n").expect("valid");
+        assert_eq!(p.model_reads, vec!["outputSchema".to_string()]);
         for (bad, want) in [
+            (
+                "[policy]\nmodel-reads = [\"outputschema\"]\n",
+                "policy.model-reads: \"outputschema\" is not a tool member the model may also be handed (outputSchema, _meta)",
+            ),
             (
                 "[policy]\nrules = { \"no-such-rule\" = \"high\" }\n",
                 "unknown rule id \"no-such-rule\"",

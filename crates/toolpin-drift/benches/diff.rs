@@ -75,6 +75,10 @@ fn bench(c: &mut Criterion) {
         changed.summary.tools_changed,
         changed.findings.len()
     );
+    eprintln!(
+        "diff bench: {} clusters",
+        toolpin_drift::cluster::clusters(&changed.findings).len()
+    );
     let mut group = c.benchmark_group("diff");
     group
         .sample_size(20)
@@ -82,6 +86,15 @@ fn bench(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(5));
     group.bench_function("12000_tools_10pct_changed", |b| {
         b.iter(|| toolpin_drift::compare(black_box(&old), black_box(&new)))
+    });
+    // What every report renders on top of the diff (issue 15: at most 20%
+    // over the diff alone).
+    group.bench_function("12000_tools_10pct_changed_and_clustered", |b| {
+        b.iter(|| {
+            let c = toolpin_drift::compare(black_box(&old), black_box(&new));
+            let clusters = toolpin_drift::cluster::clusters(&c.findings).len();
+            (c, clusters)
+        })
     });
     group.bench_function("12000_tools_identical", |b| {
         b.iter(|| toolpin_drift::compare(black_box(&old), black_box(&old)))

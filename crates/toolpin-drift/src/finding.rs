@@ -23,6 +23,44 @@ pub struct Finding {
     pub security: bool,
     /// Re-run tags: the evals this finding asks for.
     pub rerun: &'static [&'static str],
+    /// Whether the change is in what the model is handed (name,
+    /// description, title, inputSchema, annotations, server instructions)
+    /// rather than what only the runtime sees (outputSchema, `_meta`, the
+    /// session, the source). See [`MODEL_READS`].
+    pub model_reads: bool,
+    /// Steering cues were found in text only the runtime reads, so they did
+    /// not raise the finding; a policy that counts that member as read by
+    /// the model raises it (`[policy] model-reads`).
+    #[serde(skip)]
+    pub steering: bool,
+}
+
+/// The top-level members of a tool (and `instructions` of a server) whose
+/// content reaches the model: the MCP, OpenAI, Anthropic and Gemini
+/// function formats all carry them. An outputSchema is not among them: the
+/// function formats have no place for it, and MCP clients validate results
+/// with it rather than forward it.
+pub const MODEL_READS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "annotations",
+    "instructions",
+];
+
+/// The pointer's first member (`inputSchema` for
+/// `/inputSchema/properties/x`), `""` for a whole tool.
+pub fn top_member(pointer: &str) -> &str {
+    pointer
+        .strip_prefix('/')
+        .map_or("", |rest| rest.split('/').next().unwrap_or(""))
+}
+
+/// Whether a finding at `pointer` touches what the model reads by default
+/// (a whole tool does: its name and description).
+pub fn model_reads(pointer: &str) -> bool {
+    pointer.is_empty() || MODEL_READS.contains(&top_member(pointer))
 }
 
 impl Finding {
@@ -31,6 +69,7 @@ impl Finding {
             rule: rule.id,
             server: server.to_string(),
             tool: tool.to_string(),
+            model_reads: model_reads(&pointer),
             pointer,
             severity: rule.severity,
             kind: rule.kind,
@@ -39,6 +78,7 @@ impl Finding {
             after: None,
             security: rule.security,
             rerun: rule.rerun,
+            steering: false,
         }
     }
 

@@ -543,6 +543,9 @@ fn push_finding(
     if f.security {
         line.push_str(" · ⚠️ security");
     }
+    if !f.model_reads {
+        line.push_str(" · runtime only");
+    }
     match verdict.ignored.iter().find(|(j, _)| *j == i) {
         Some((_, reason)) => {
             let _ = write!(line, " · *ignored: {}*", inline(reason));

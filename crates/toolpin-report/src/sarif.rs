@@ -196,6 +196,7 @@ fn result(
             "severity": f.severity.name(),
             "kind": f.kind.name(),
             "security": f.security,
+            "model_reads": f.model_reads,
             "rerun": f.rerun,
             "failing": verdict.is_failing(i),
             "before": f.before,

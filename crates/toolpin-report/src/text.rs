@@ -450,11 +450,14 @@ fn push_groups_with(
                 }
                 None => String::new(),
             };
-            let flag = if f.security {
+            let mut flag = if f.security {
                 format!("  {}", s.red("security"))
             } else {
                 String::new()
             };
+            if !f.model_reads {
+                flag.push_str(&format!("  {}", s.dim("runtime only")));
+            }
             let _ = writeln!(out, "  {sev}  {}{where_}{flag}{note}", f.rule);
             let _ = writeln!(out, "    {}", printable(&f.message, false));
             push_values(out, f, opts, value_lines(c));

@@ -1139,8 +1139,18 @@ fn check_json_report_has_documented_shape() {
         assert_eq!(
             keys_of(f),
             set(&[
-                "rule", "server", "tool", "pointer", "severity", "kind", "message", "before",
-                "after", "security", "rerun"
+                "rule",
+                "server",
+                "tool",
+                "pointer",
+                "severity",
+                "kind",
+                "message",
+                "before",
+                "after",
+                "security",
+                "rerun",
+                "model_reads"
             ]),
             "{f:#}"
         );

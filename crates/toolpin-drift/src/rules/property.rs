@@ -41,7 +41,8 @@ const FAMILY: &Family = &PROPERTY_FAMILY;
 
 impl Walker<'_, '_> {
     /// `description`, `title`, `examples`, `$comment`: each edit reported
-    /// with an inline diff; steering cues make it critical and security.
+    /// with an inline diff; steering cues make it critical and security
+    /// where the model reads the text (not in an outputSchema).
     pub(crate) fn prose(
         &mut self,
         ptr: &str,
@@ -73,9 +74,16 @@ impl Walker<'_, '_> {
                 f.severity = Severity::Low;
             }
             if !cues.is_empty() {
-                f.severity = Severity::Critical;
-                f.security = true;
                 f.message = format!("{} ({})", f.message, cues.join("; "));
+                if f.model_reads {
+                    f.severity = Severity::Critical;
+                    f.security = true;
+                } else {
+                    // Text the model is not handed (an outputSchema): its
+                    // normal severity, no security flag, unless the policy
+                    // says this runtime forwards it.
+                    f.steering = true;
+                }
             }
         }
     }
