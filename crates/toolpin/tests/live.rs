@@ -354,6 +354,19 @@ fn everything_stdio_bare_and_with_client_capabilities() {
         );
     }
 
+    // The server's instructions (issue 15): pinned exactly as sent, and
+    // part of the server's fingerprint (the lockfile reader verifies it).
+    let sent = std::fs::read_to_string(
+        servers()
+            .node_bin
+            .join("../@modelcontextprotocol/server-everything/dist/docs/instructions.md"),
+    )
+    .expect("server-everything's instructions.md");
+    assert!(!sent.trim().is_empty());
+    for srv in ["bare", "caps"] {
+        assert_eq!(server(&lock, srv)["instructions"], json!(sent), "{srv}");
+    }
+
     // The session record: revision, serverInfo, what toolpin declared.
     let bare = &server(&lock, "bare")["session"];
     assert_eq!(bare["protocol_version"], "2025-11-25");
