@@ -52,14 +52,36 @@ pub fn render(c: &Comparison, verdict: &Verdict, ctx: &Context) -> String {
             .map(|(sev, n)| format!("{n} {}", sev.name()))
             .collect();
         let held: usize = clusters.iter().map(|k| k.findings.len()).sum();
+        let mut families: Vec<(usize, &str)> = toolpin_drift::rules::FAMILIES
+            .iter()
+            .map(|family| {
+                (
+                    c.findings.iter().filter(|f| family.has(f.rule)).count(),
+                    family.name,
+                )
+            })
+            .filter(|(n, _)| *n > 0)
+            .collect();
+        families.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        let families: Vec<String> = families.iter().map(|(n, f)| format!("{n} {f}")).collect();
+        // Most at risk: the tools with the most severe findings.
+        let mut per_tool: std::collections::BTreeMap<&str, [usize; 5]> = Default::default();
+        for f in c.findings.iter().filter(|f| !f.tool.is_empty()) {
+            per_tool.entry(&f.tool).or_default()[f.severity as usize] += 1;
+        }
+        let mut ranked: Vec<(&str, [usize; 5])> = per_tool.into_iter().collect();
+        ranked.sort_by_key(|(tool, n)| (n.map(std::cmp::Reverse), *tool));
+        let at_risk: Vec<&str> = ranked.iter().take(5).map(|(tool, _)| *tool).collect();
         out.push_str(&format!(
             "::notice title={}::{}\n",
             escape_property("toolpin summary"),
             escape_data(&format!(
-                "{} findings ({}); {held} of them are {} repeated changes. The job summary and the toolpin-reports artifact have the details.",
+                "{} findings ({}); by family {}; {held} of them are {} repeated changes; most at risk: {}. The job summary and the toolpin-reports artifact have the details.",
                 c.findings.len(),
                 counts.join(", "),
-                clusters.len()
+                families.join(", "),
+                clusters.len(),
+                at_risk.join(", ")
             ))
         ));
         order.sort_by_key(|&i| (c.findings[i].severity, i));
