@@ -1369,7 +1369,17 @@ impl Session {
         }
         let pinned = self.proxy.settings.catalog.servers.get(server);
         let source = pinned.map(|p| p.source.clone()).unwrap_or(Value::Null);
-        let live = builder.finish(source, "mcp", None);
+        // The instructions this session was opened with, pinned with the
+        // tools (a server's instructions are part of what drifts).
+        let instructions = upstream
+            .opened
+            .result
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let live = builder
+            .finish(source, "mcp", None)
+            .with_instructions(instructions);
         let failures = self.proxy.apply_drift(server, &live);
         for f in failures {
             self.proxy
