@@ -15,6 +15,7 @@ use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Severity};
 
 use crate::context::Context;
+use crate::summary;
 
 /// Escapes a command's message (what follows `::`).
 pub fn escape_data(s: &str) -> String {
@@ -40,38 +41,17 @@ pub fn render(c: &Comparison, verdict: &Verdict, ctx: &Context) -> String {
     let mut out = String::new();
     let mut order: Vec<usize> = (0..c.findings.len()).collect();
     if large {
-        let counts: Vec<String> = Severity::ALL
-            .iter()
-            .map(|sev| {
-                (
-                    sev,
-                    c.summary.by_severity.get(sev.name()).copied().unwrap_or(0),
-                )
-            })
-            .filter(|(_, n)| *n > 0)
-            .map(|(sev, n)| format!("{n} {}", sev.name()))
-            .collect();
+        let counts = summary::words(&summary::counts(&c.findings), Severity::ALL.len());
         let held: usize = clusters.iter().map(|k| k.findings.len()).sum();
-        let mut families: Vec<(usize, &str)> = toolpin_drift::rules::FAMILIES
+        let families: Vec<String> = summary::by_family(c)
             .iter()
-            .map(|family| {
-                (
-                    c.findings.iter().filter(|f| family.has(f.rule)).count(),
-                    family.name,
-                )
-            })
-            .filter(|(n, _)| *n > 0)
+            .map(|(family, n)| format!("{n} {}", family.name))
             .collect();
-        families.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-        let families: Vec<String> = families.iter().map(|(n, f)| format!("{n} {f}")).collect();
-        // Most at risk: the tools with the most severe findings.
-        let mut per_tool: std::collections::BTreeMap<&str, [usize; 5]> = Default::default();
-        for f in c.findings.iter().filter(|f| !f.tool.is_empty()) {
-            per_tool.entry(&f.tool).or_default()[f.severity as usize] += 1;
-        }
-        let mut ranked: Vec<(&str, [usize; 5])> = per_tool.into_iter().collect();
-        ranked.sort_by_key(|(tool, n)| (n.map(std::cmp::Reverse), *tool));
-        let at_risk: Vec<&str> = ranked.iter().take(5).map(|(tool, _)| *tool).collect();
+        let at_risk: Vec<&str> = summary::at_risk(c)
+            .iter()
+            .take(5)
+            .map(|((_, tool), _)| *tool)
+            .collect();
         out.push_str(&format!(
             "::notice title={}::{}\n",
             escape_property("toolpin summary"),

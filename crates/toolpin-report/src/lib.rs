@@ -11,6 +11,7 @@ pub mod junit;
 pub mod markdown;
 pub mod sarif;
 pub mod style;
+pub mod summary;
 pub mod text;
 
 pub use format::{Input, ReportFormat, Target, FORMATS};

@@ -21,6 +21,7 @@ use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding, Severity};
 
 use crate::style::printable;
+use crate::summary;
 
 /// Where rule ids link to, relative to the repository root.
 pub const RULES_DOC: &str = "docs/rules.md";
@@ -263,18 +264,10 @@ fn push_table(out: &mut String, c: &Comparison) {
 
 /// Counts by rule family, the clusters, and the tools most at risk.
 fn push_summary(out: &mut String, c: &Comparison, clusters: &[Cluster]) {
-    let mut families: Vec<(&str, usize)> = toolpin_drift::rules::FAMILIES
+    let families: Vec<String> = summary::by_family(c)
         .iter()
-        .map(|family| {
-            (
-                family.title,
-                c.findings.iter().filter(|f| family.has(f.rule)).count(),
-            )
-        })
-        .filter(|(_, n)| *n > 0)
+        .map(|(family, n)| format!("{n} {}", family.title))
         .collect();
-    families.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let families: Vec<String> = families.iter().map(|(f, n)| format!("{n} {f}")).collect();
     let _ = writeln!(out, "\n**By family:** {}\n", inline(&families.join(" · ")));
     if !clusters.is_empty() {
         let held: usize = clusters.iter().map(|k| k.findings.len()).sum();
@@ -285,28 +278,17 @@ fn push_summary(out: &mut String, c: &Comparison, clusters: &[Cluster]) {
             plural(clusters.len(), "cluster")
         );
     }
-    let mut per_tool: std::collections::HashMap<(&str, &str), [usize; 5]> =
-        std::collections::HashMap::new();
-    for f in c.findings.iter().filter(|f| !f.tool.is_empty()) {
-        per_tool.entry((&f.server, &f.tool)).or_default()[f.severity as usize] += 1;
-    }
-    let mut ranked: Vec<((&str, &str), [usize; 5])> = per_tool.into_iter().collect();
-    ranked.sort_by(|a, b| {
-        let key = |n: &[usize; 5]| n.map(std::cmp::Reverse);
-        key(&a.1).cmp(&key(&b.1)).then(a.0.cmp(&b.0))
-    });
+    let ranked = summary::at_risk(c);
     if ranked.len() > 1 {
         let at_risk: Vec<String> = ranked
             .iter()
             .take(5)
             .map(|((_, tool), n)| {
-                let counts: Vec<String> = Severity::ALL
-                    .iter()
-                    .filter(|sev| n[**sev as usize] > 0)
-                    .take(2)
-                    .map(|sev| format!("{} {}", n[*sev as usize], sev.name()))
-                    .collect();
-                format!("<code>{}</code> ({})", inline(tool), counts.join(", "))
+                format!(
+                    "<code>{}</code> ({})",
+                    inline(tool),
+                    summary::words(n, 2).join(", ")
+                )
             })
             .collect();
         let _ = writeln!(out, "**Most at risk:** {}\n", at_risk.join(" · "));
@@ -379,26 +361,22 @@ fn push_clusters(out: &mut String, p: &Parts, detail: &Detail, shown: &mut [bool
 /// How many findings this report left out, by severity, and where they
 /// all are.
 fn push_left_out(out: &mut String, c: &Comparison, shown: &[bool]) {
-    let mut left = [0usize; 5];
-    for (f, shown) in c.findings.iter().zip(shown) {
-        if !shown {
-            left[f.severity as usize] += 1;
-        }
-    }
+    let left = summary::counts(
+        c.findings
+            .iter()
+            .zip(shown)
+            .filter(|(_, shown)| !**shown)
+            .map(|(f, _)| f),
+    );
     let total: usize = left.iter().sum();
     if total == 0 {
         return;
     }
-    let parts: Vec<String> = Severity::ALL
-        .iter()
-        .filter(|sev| left[**sev as usize] > 0)
-        .map(|sev| format!("{} {}", left[*sev as usize], sev.name()))
-        .collect();
     let _ = writeln!(
         out,
         "\n*{} left out to fit a comment ({}). `toolpin check --format json` writes every finding; the toolpin Action uploads the full reports as the `toolpin-reports` artifact.*",
         plural(total, "finding"),
-        parts.join(", ")
+        summary::words(&left, Severity::ALL.len()).join(", ")
     );
 }
 

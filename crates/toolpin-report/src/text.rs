@@ -12,6 +12,7 @@ use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding, Severity};
 
 use crate::style::{printable, Style};
+use crate::summary;
 
 /// What the two sides of the comparison are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,29 +145,13 @@ impl Shown {
 /// Counts by severity and by rule family, the clusters, and the tools most
 /// at risk.
 fn push_summary(out: &mut String, c: &Comparison, clusters: &[Cluster], s: Style) {
-    let by_severity: Vec<String> = Severity::ALL
-        .iter()
-        .map(|sev| {
-            (
-                sev,
-                c.summary.by_severity.get(sev.name()).copied().unwrap_or(0),
-            )
-        })
-        .filter(|(_, n)| *n > 0)
-        .map(|(sev, n)| format!("{n} {}", sev.name()))
-        .collect();
     let _ = writeln!(out, "\n{}", s.bold("summary:"));
+    let by_severity = summary::words(&summary::counts(&c.findings), Severity::ALL.len());
     let _ = writeln!(out, "  by severity   {}", by_severity.join(", "));
-    let mut families: Vec<(&str, usize)> = toolpin_drift::rules::FAMILIES
+    let families: Vec<String> = summary::by_family(c)
         .iter()
-        .map(|family| {
-            let n = c.findings.iter().filter(|f| family.has(f.rule)).count();
-            (family.name, n)
-        })
-        .filter(|(_, n)| *n > 0)
+        .map(|(family, n)| format!("{n} {}", family.name))
         .collect();
-    families.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let families: Vec<String> = families.iter().map(|(f, n)| format!("{n} {f}")).collect();
     let _ = writeln!(out, "  by family     {}", families.join(", "));
     if let Some(largest) = clusters.iter().max_by_key(|k| (k.tools, k.findings.len())) {
         let held: usize = clusters.iter().map(|k| k.findings.len()).sum();
@@ -180,28 +165,17 @@ fn push_summary(out: &mut String, c: &Comparison, clusters: &[Cluster], s: Style
             plural(largest.tools, "tool"),
         );
     }
-    // Most at risk: most severe first, then most findings.
-    let mut per_tool: HashMap<(&str, &str), [usize; 5]> = HashMap::new();
-    for f in c.findings.iter().filter(|f| !f.tool.is_empty()) {
-        per_tool.entry((&f.server, &f.tool)).or_default()[f.severity as usize] += 1;
-    }
-    let mut ranked: Vec<((&str, &str), [usize; 5])> = per_tool.into_iter().collect();
-    ranked.sort_by(|a, b| {
-        let key = |n: &[usize; 5]| n.map(std::cmp::Reverse);
-        key(&a.1).cmp(&key(&b.1)).then(a.0.cmp(&b.0))
-    });
+    let ranked = summary::at_risk(c);
     if ranked.len() > 1 {
         let at_risk: Vec<String> = ranked
             .iter()
             .take(AT_RISK)
             .map(|((_, tool), n)| {
-                let counts: Vec<String> = Severity::ALL
-                    .iter()
-                    .filter(|sev| n[**sev as usize] > 0)
-                    .take(2)
-                    .map(|sev| format!("{} {}", n[*sev as usize], sev.name()))
-                    .collect();
-                format!("{} ({})", printable(tool, false), counts.join(", "))
+                format!(
+                    "{} ({})",
+                    printable(tool, false),
+                    summary::words(n, 2).join(", ")
+                )
             })
             .collect();
         let _ = writeln!(out, "  most at risk  {}", at_risk.join(", "));
@@ -271,28 +245,24 @@ fn push_clusters(
 
 /// What was left out, and how to see it.
 fn push_left_out(out: &mut String, c: &Comparison, shown: &Shown, s: Style) {
-    let mut left = [0usize; 5];
-    for (f, shown) in c.findings.iter().zip(&shown.findings) {
-        if !shown {
-            left[f.severity as usize] += 1;
-        }
-    }
+    let left = summary::counts(
+        c.findings
+            .iter()
+            .zip(&shown.findings)
+            .filter(|(_, shown)| !**shown)
+            .map(|(f, _)| f),
+    );
     let total: usize = left.iter().sum();
     if total == 0 {
         return;
     }
-    let parts: Vec<String> = Severity::ALL
-        .iter()
-        .filter(|sev| left[**sev as usize] > 0)
-        .map(|sev| format!("{} {}", left[*sev as usize], sev.name()))
-        .collect();
     let _ = writeln!(
         out,
         "\n{}",
         s.dim(&format!(
             "… {} not shown ({}): -v shows all, --format json writes every finding",
             plural(total, "finding"),
-            parts.join(", ")
+            summary::words(&left, Severity::ALL.len()).join(", ")
         ))
     );
 }
