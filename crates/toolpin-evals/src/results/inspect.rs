@@ -1,0 +1,17 @@
+//! TODO(helper): the Inspect AI log reader (.eval zip and .json).
+
+use std::path::Path;
+
+use super::{CaseRun, Error, Names};
+
+pub(super) fn detect_zip(_bytes: &[u8]) -> bool {
+    false
+}
+
+pub(super) fn detect_json(_doc: &serde_json::Map<String, serde_json::Value>) -> bool {
+    false
+}
+
+pub(super) fn read(path: &Path, _bytes: &[u8], _names: &mut Names) -> Result<Vec<CaseRun>, Error> {
+    Err(Error::at(path, "not read yet"))
+}
