@@ -3,6 +3,7 @@
 //! `check --plan`, `diff --plan` and `evals list`; running the evals against
 //! both catalogs is in `run.rs`.
 
+pub mod compare;
 pub mod results;
 pub mod run;
 

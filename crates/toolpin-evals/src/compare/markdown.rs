@@ -1,0 +1,220 @@
+//! The comparison for the pull request that moves the pin: the numbers a
+//! review needs, within GitHub's comment budget.
+
+use std::fmt::Write;
+
+use super::text::{
+    group_title, method_line, num, pct, points, record, repeats, signed, verdict_reason,
+};
+use super::{Flip, Report, ToolGroup, Verdict};
+
+/// GitHub refuses comments past 65,536 characters; leave room for a
+/// wrapper around ours.
+pub const BUDGET: usize = 60_000;
+
+/// Markdown table cells: no pipes, no newlines, no HTML.
+fn cell(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '`' => out.push('\''),
+            '\n' | '\r' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+pub fn render(r: &Report) -> String {
+    // Case lists shrink until the whole fits the budget.
+    for per_group in [50usize, 20, 8, 3, 0] {
+        let text = render_with(r, per_group);
+        if text.len() <= BUDGET {
+            return text;
+        }
+    }
+    let mut text = render_with(r, 0);
+    let mut cut = BUDGET.saturating_sub(200);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(
+        "\n\n… cut to fit a comment; the JSON report (`--format json`) has everything.\n",
+    );
+    text
+}
+
+fn render_with(r: &Report, per_group: usize) -> String {
+    let mut t = String::new();
+    let p = &r.pass;
+    let icon = match r.verdict {
+        Verdict::Regression => "🔴",
+        Verdict::Improvement => "🟢",
+        Verdict::Noise => "⚪",
+    };
+    let _ = writeln!(t, "### {icon} toolpin compare: {}\n", r.verdict.label());
+    let _ = writeln!(t, "{}.\n", verdict_reason(r));
+    let _ = writeln!(t, "| | before | after | change | 95% interval |");
+    let _ = writeln!(t, "|---|---:|---:|---:|---|");
+    let _ = writeln!(
+        t,
+        "| pass rate | {} | {} | {} pts | {} to {} |",
+        pct(p.before),
+        pct(p.after),
+        points(p.delta.estimate),
+        points(p.delta.low),
+        points(p.delta.high)
+    );
+    if let Some(aa) = &r.aa {
+        let _ = writeln!(
+            t,
+            "| A/A (no change) | {} | {} | {} pts | {} to {} |",
+            pct(aa.before),
+            pct(aa.after),
+            points(aa.delta.estimate),
+            points(aa.delta.low),
+            points(aa.delta.high)
+        );
+    }
+    for m in &r.metrics {
+        let _ = writeln!(
+            t,
+            "| {} (median) | {} | {} | {} | {} to {} |",
+            m.metric.label(),
+            num(m.before_median),
+            num(m.after_median),
+            signed(m.change.estimate),
+            signed(m.change.low),
+            signed(m.change.high)
+        );
+    }
+    let _ = writeln!(
+        t,
+        "\n{} cases ({} paired), {} before and {} after; {}. Detectable with this many: {} points. Seed {}, {} resamples.\n",
+        r.cases.len(),
+        p.paired,
+        repeats(r.repeats[0]),
+        repeats(r.repeats[1]),
+        method_line(p),
+        points(r.detectable).trim_start_matches('+'),
+        r.options.seed,
+        r.options.resamples,
+    );
+    if !r.new_names.is_empty() {
+        let _ = writeln!(t, "**New tool names** (the check fails until each is acknowledged with `toolpin accept --seen-tool NAME --reason …`):\n");
+        for n in &r.new_names {
+            let what = match n.hallucinated {
+                Some(true) => " — in neither catalog: made up",
+                _ => "",
+            };
+            let _ = writeln!(t, "- `{}`{what}, in {} cases", cell(&n.name), n.cases.len());
+        }
+        let _ = writeln!(t);
+    }
+    for (flip, groups, what) in [
+        (Flip::NewFailure, &r.failures, "new failures"),
+        (Flip::NewPass, &r.passes, "new passes"),
+    ] {
+        let total = r.case_ids(flip).len();
+        if total == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            t,
+            "<details{}><summary><b>{total} {what}</b></summary>\n",
+            if flip == Flip::NewFailure {
+                " open"
+            } else {
+                ""
+            }
+        );
+        for g in groups.iter() {
+            group(&mut t, r, g, total, what, per_group);
+        }
+        let _ = writeln!(t, "</details>\n");
+    }
+    for (flip, what) in [
+        (Flip::OnlyBefore, "only before"),
+        (Flip::OnlyAfter, "only after"),
+    ] {
+        let ids = r.case_ids(flip);
+        if ids.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = ids
+            .iter()
+            .take(per_group.max(10))
+            .map(|i| format!("`{}`", cell(&r.cases[*i].id)))
+            .collect();
+        let more = ids.len() - shown.len();
+        let _ = writeln!(
+            t,
+            "**{} cases {what}**: {}{}\n",
+            ids.len(),
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+    let moved: Vec<_> = r
+        .tool_moves
+        .iter()
+        .filter(|m| m.delta().abs() >= 0.005)
+        .take(10)
+        .collect();
+    if !moved.is_empty() {
+        let _ = writeln!(t, "| tool | calls per run before | after | change |");
+        let _ = writeln!(t, "|---|---:|---:|---:|");
+        for m in moved {
+            let _ = writeln!(
+                t,
+                "| `{}` | {} | {} | {} |",
+                cell(r.names.name(m.tool)),
+                num(m.before),
+                num(m.after),
+                signed(m.delta())
+            );
+        }
+        let _ = writeln!(t);
+    }
+    t
+}
+
+fn group(t: &mut String, r: &Report, g: &ToolGroup, total: usize, what: &str, per_group: usize) {
+    let _ = writeln!(t, "**{}**\n", cell(&group_title(r, g, total, what)));
+    if per_group == 0 || g.cases.is_empty() {
+        return;
+    }
+    let _ = writeln!(t, "| case | before | after | calls before → after |");
+    let _ = writeln!(t, "|---|---:|---:|---|");
+    for i in g.cases.iter().take(per_group) {
+        let c = &r.cases[*i];
+        let calls = match (super::text::calls(c, false), super::text::calls(c, true)) {
+            (Some(b), Some(a)) => format!("{b} → {a}"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            t,
+            "| `{}` | {} | {} | {calls} |",
+            cell(&c.id),
+            record(c, false),
+            record(c, true)
+        );
+    }
+    if g.cases.len() > per_group {
+        let _ = writeln!(
+            t,
+            "\n… and {} more under this tool.",
+            g.cases.len() - per_group
+        );
+    }
+    let _ = writeln!(t);
+}

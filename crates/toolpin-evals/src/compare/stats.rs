@@ -1,0 +1,381 @@
+//! The statistics of a comparison: the exact McNemar test for one run per
+//! side, a paired bootstrap over cases for repeats and for the medians, and
+//! the smallest change a suite of this size could detect.
+//!
+//! Everything is seeded, so that the same inputs give the same report. The
+//! bootstrap is written out here rather than taken from a crate: it is a
+//! dozen lines, and the budget (10,000 resamples of 10,000 cases in well
+//! under 200 ms) needs the two-indices-per-random-word draw below.
+
+/// Resamples per bootstrap.
+pub const RESAMPLES: u32 = 10_000;
+
+/// The seed when none is given.
+pub const DEFAULT_SEED: u64 = 0x746f_6f6c_7069_6e00; // "toolpin\0"
+
+/// z(0.975) + z(0.80): a two-sided 5% test with 80% power.
+const Z_ALPHA_BETA: f64 = 1.959_964 + 0.841_621;
+
+/// The fewest one-directional flips an exact McNemar test at 5% can call
+/// significant: 2 × 0.5^6 = 0.031, while 2 × 0.5^5 = 0.0625.
+pub const MIN_FLIPS: usize = 6;
+
+/// A 95% interval around an estimate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Interval {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Interval {
+    /// Whether the whole interval lies on one side of `x`.
+    pub fn excludes(&self, x: f64) -> bool {
+        self.low > x || self.high < x
+    }
+}
+
+/// The exact two-sided McNemar p-value: the chance of a split at least as
+/// uneven as `b` against `c` among the `b + c` discordant cases, when each
+/// direction is equally likely.
+pub fn mcnemar_exact(b: u64, c: u64) -> f64 {
+    let n = b + c;
+    if n == 0 {
+        return 1.0;
+    }
+    let k = b.min(c);
+    // Sum of C(n, i) / 2^n for i ≤ k, in logs (2^n underflows past n = 1074).
+    let ln2n = n as f64 * std::f64::consts::LN_2;
+    let mut ln_term = -ln2n; // i = 0
+    let mut total = ln_term.exp();
+    for i in 1..=k {
+        ln_term += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        total += ln_term.exp();
+    }
+    (2.0 * total).min(1.0)
+}
+
+/// What the bootstrap estimates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Statistic {
+    Mean,
+    Median,
+}
+
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    median_of_sorted(&sorted)
+}
+
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// Population standard deviation.
+pub fn sd(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(values);
+    (values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / values.len() as f64).sqrt()
+}
+
+/// Uniform indices below `n`, two per 64-bit word: Lemire's multiply-shift
+/// on each half. The bias is at most n / 2^32 (2e-6 for 10,000 cases),
+/// far below what 10,000 resamples can show.
+struct Draws {
+    rng: fastrand::Rng,
+    n: u64,
+    spare: Option<usize>,
+}
+
+impl Draws {
+    fn new(n: usize, seed: u64) -> Self {
+        Draws {
+            rng: fastrand::Rng::with_seed(seed),
+            n: n as u64,
+            spare: None,
+        }
+    }
+
+    #[inline]
+    fn next(&mut self) -> usize {
+        if let Some(i) = self.spare.take() {
+            return i;
+        }
+        let word = self.rng.u64(..);
+        let lo = ((word & 0xffff_ffff) * self.n) >> 32;
+        let hi = ((word >> 32) * self.n) >> 32;
+        self.spare = Some(hi as usize);
+        lo as usize
+    }
+}
+
+/// The paired bootstrap: resample the cases with replacement `resamples`
+/// times and take the 2.5th and 97.5th percentiles of the statistic.
+/// `values` holds one number per case (a per-case change), so the pairing
+/// of each case's two sides is kept.
+pub fn bootstrap(values: &[f64], statistic: Statistic, resamples: u32, seed: u64) -> Interval {
+    let (estimate, stats) = resample(values, statistic, resamples, seed);
+    interval(estimate, &stats)
+}
+
+/// The bootstrap interval of the mean, and a two-sided p-value for "the
+/// mean is zero" from the same resamples: twice the share of resampled
+/// means on the far side of zero, never below one resample's worth.
+pub fn bootstrap_test(values: &[f64], resamples: u32, seed: u64) -> (Interval, f64) {
+    let (estimate, stats) = resample(values, Statistic::Mean, resamples, seed);
+    let interval = interval(estimate, &stats);
+    if stats.is_empty() || estimate == 0.0 {
+        return (interval, 1.0);
+    }
+    let far = if estimate > 0.0 {
+        stats.iter().filter(|s| **s <= 0.0).count()
+    } else {
+        stats.iter().filter(|s| **s >= 0.0).count()
+    };
+    let b = stats.len() as f64;
+    let p = (2.0 * far as f64 / b).max(1.0 / b).min(1.0);
+    (interval, p)
+}
+
+fn interval(estimate: f64, sorted: &[f64]) -> Interval {
+    if sorted.is_empty() {
+        return Interval {
+            estimate,
+            low: estimate,
+            high: estimate,
+        };
+    }
+    Interval {
+        estimate,
+        low: percentile(sorted, 0.025),
+        high: percentile(sorted, 0.975),
+    }
+}
+
+/// The statistic on the values and on each resample (sorted); no resamples
+/// when there is nothing to resample.
+fn resample(values: &[f64], statistic: Statistic, resamples: u32, seed: u64) -> (f64, Vec<f64>) {
+    let n = values.len();
+    let estimate = match statistic {
+        Statistic::Mean => mean(values),
+        Statistic::Median => median(values),
+    };
+    if n < 2 || resamples == 0 {
+        return (estimate, Vec::new());
+    }
+    let mut draws = Draws::new(n, seed);
+    let mut stats = Vec::with_capacity(resamples as usize);
+    match statistic {
+        Statistic::Mean => {
+            for _ in 0..resamples {
+                let mut sum = 0.0;
+                for _ in 0..n {
+                    sum += values[draws.next()];
+                }
+                stats.push(sum / n as f64);
+            }
+        }
+        Statistic::Median => {
+            // Per-case changes take few distinct values (counts of calls,
+            // turns), so a resample is a histogram over them and its median
+            // a walk up the histogram: no sort per resample.
+            let mut distinct = values.to_vec();
+            distinct.sort_unstable_by(f64::total_cmp);
+            distinct.dedup_by(|a, b| a.total_cmp(b).is_eq());
+            let class: Vec<u32> = values
+                .iter()
+                .map(|v| {
+                    distinct
+                        .binary_search_by(|d| d.total_cmp(v))
+                        .unwrap_or_default() as u32
+                })
+                .collect();
+            let mut hist = vec![0u32; distinct.len()];
+            // The order statistics a median takes (0-based ranks).
+            let (r1, r2) = ((n - 1) / 2, n / 2);
+            for _ in 0..resamples {
+                hist.iter_mut().for_each(|h| *h = 0);
+                for _ in 0..n {
+                    hist[class[draws.next()] as usize] += 1;
+                }
+                let (mut below, mut v1, mut v2) = (0usize, None, None);
+                for (k, count) in hist.iter().enumerate() {
+                    below += *count as usize;
+                    if v1.is_none() && below > r1 {
+                        v1 = Some(distinct[k]);
+                    }
+                    if below > r2 {
+                        v2 = Some(distinct[k]);
+                        break;
+                    }
+                }
+                let (a, b) = (v1.unwrap_or(estimate), v2.unwrap_or(estimate));
+                stats.push((a + b) / 2.0);
+            }
+        }
+    }
+    stats.sort_unstable_by(f64::total_cmp);
+    (estimate, stats)
+}
+
+/// The q-quantile of sorted values, linearly interpolated.
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let frac = pos - lo as f64;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+}
+
+/// The smallest change in pass rate (a fraction of the cases) that `n`
+/// paired cases detect with 80% power at 5%, when a case's change varies
+/// by `sd` with no change at all; never below what an exact test needs
+/// (`MIN_FLIPS` cases all flipping one way).
+pub fn minimum_detectable(sd: f64, n: usize) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    let normal = Z_ALPHA_BETA * sd / (n as f64).sqrt();
+    let exact = MIN_FLIPS as f64 / n as f64;
+    normal.max(exact).min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn mcnemar_matches_the_binomial_tail() {
+        // Known values: 2 × P(X ≤ k), X ~ Bin(n, 0.5).
+        assert_eq!(mcnemar_exact(0, 0), 1.0);
+        assert!(close(mcnemar_exact(0, 6), 2.0 / 64.0, 1e-12));
+        assert!(close(mcnemar_exact(5, 0), 2.0 / 32.0, 1e-12));
+        // n = 10, k = 2: (1 + 10 + 45) / 1024 × 2.
+        assert!(close(mcnemar_exact(2, 8), 112.0 / 1024.0, 1e-12));
+        assert!(close(mcnemar_exact(8, 2), 112.0 / 1024.0, 1e-12));
+        assert_eq!(mcnemar_exact(5, 5), 1.0);
+        // Far past where 2^n underflows, still a probability.
+        let p = mcnemar_exact(600, 400);
+        assert!(p > 0.0 && p < 1e-9, "{p}");
+        assert!(close(mcnemar_exact(1000, 1000), 1.0, 1e-9));
+    }
+
+    #[test]
+    fn the_fewest_significant_flips_is_six() {
+        assert!(mcnemar_exact(0, MIN_FLIPS as u64) < 0.05);
+        assert!(mcnemar_exact(0, MIN_FLIPS as u64 - 1) >= 0.05);
+    }
+
+    #[test]
+    fn bootstrap_p_values() {
+        let down: Vec<f64> = (0..100).map(|i| if i < 20 { -1.0 } else { 0.0 }).collect();
+        let (i, p) = bootstrap_test(&down, 1000, 1);
+        assert!(i.high < 0.0 && p == 0.001, "{i:?} {p}");
+        let mixed: Vec<f64> = (0..100)
+            .map(|i| match i % 10 {
+                0 => -1.0,
+                1 => 1.0,
+                _ => 0.0,
+            })
+            .collect();
+        let (_, p) = bootstrap_test(&mixed, 1000, 1);
+        assert_eq!(p, 1.0);
+        let slight: Vec<f64> = (0..100)
+            .map(|i| match i % 20 {
+                0 | 1 | 2 => -1.0,
+                3 | 4 => 1.0,
+                _ => 0.0,
+            })
+            .collect();
+        let (_, p) = bootstrap_test(&slight, 2000, 1);
+        assert!(p > 0.2 && p < 0.9, "{p}");
+    }
+
+    #[test]
+    fn medians_and_percentiles() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(percentile(&[0.0, 10.0], 0.5), 5.0);
+    }
+
+    #[test]
+    fn bootstrap_is_seeded_and_brackets_the_estimate() {
+        let values: Vec<f64> = (0..200)
+            .map(|i| if i % 4 == 0 { -1.0 } else { 0.0 })
+            .collect();
+        let a = bootstrap(&values, Statistic::Mean, 2000, 7);
+        let b = bootstrap(&values, Statistic::Mean, 2000, 7);
+        assert_eq!(a, b);
+        assert_eq!(a.estimate, -0.25);
+        assert!(a.low < -0.25 && a.high > -0.25 && a.high < 0.0, "{a:?}");
+        // The normal approximation: sd of the mean = sqrt(p(1-p)/n) ≈ 0.0306.
+        assert!(close(a.high - a.low, 2.0 * 1.96 * 0.0306, 0.02), "{a:?}");
+        let c = bootstrap(&values, Statistic::Mean, 2000, 8);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn median_bootstrap_agrees_with_sorting_each_resample() {
+        // The histogram walk against the plain method, same draws.
+        let values: Vec<f64> = (0..101).map(|i| ((i * 7919) % 13) as f64 - 4.0).collect();
+        let fast = bootstrap(&values, Statistic::Median, 500, 3);
+        let mut draws = Draws::new(values.len(), 3);
+        let mut stats: Vec<f64> = (0..500)
+            .map(|_| {
+                let sample: Vec<f64> = (0..values.len()).map(|_| values[draws.next()]).collect();
+                median(&sample)
+            })
+            .collect();
+        stats.sort_unstable_by(f64::total_cmp);
+        assert_eq!(fast.low, percentile(&stats, 0.025));
+        assert_eq!(fast.high, percentile(&stats, 0.975));
+        assert_eq!(fast.estimate, median(&values));
+        // An even count takes the mean of the two middle values.
+        let even = bootstrap(&[0.0, 1.0, 2.0, 3.0], Statistic::Median, 100, 1);
+        assert_eq!(even.estimate, 1.5);
+    }
+
+    #[test]
+    fn constant_changes_have_no_spread() {
+        let values = vec![2.0; 50];
+        let i = bootstrap(&values, Statistic::Median, 100, 1);
+        assert_eq!((i.low, i.estimate, i.high), (2.0, 2.0, 2.0));
+        let one = bootstrap(&[1.0], Statistic::Mean, 100, 1);
+        assert_eq!((one.low, one.high), (1.0, 1.0));
+    }
+
+    #[test]
+    fn the_detectable_change_shrinks_with_cases() {
+        assert!(minimum_detectable(0.5, 100) > minimum_detectable(0.5, 400));
+        assert!(close(
+            minimum_detectable(0.5, 400),
+            2.8016 * 0.5 / 20.0,
+            1e-3
+        ));
+        // Never below six flips' worth.
+        assert_eq!(minimum_detectable(0.0, 60), 0.1);
+        assert_eq!(minimum_detectable(0.1, 0), 1.0);
+    }
+}

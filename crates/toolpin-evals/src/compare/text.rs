@@ -1,0 +1,363 @@
+//! The comparison for a terminal: the verdict first, then the flipped cases
+//! grouped by tool, then tool calls, turns and cost, then new tool names.
+
+use std::fmt::Write;
+
+use toolpin_report::style::printable;
+use toolpin_report::Style;
+
+use super::{Case, Flip, Method, PassChange, Report, ToolGroup, Verdict};
+
+/// Percent with one decimal.
+pub(crate) fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// A change in percentage points, signed.
+pub(crate) fn points(x: f64) -> String {
+    let v = x * 100.0;
+    let v = if v.abs() < 0.05 { 0.0 } else { v };
+    format!("{}{:.1}", sign(v), v.abs())
+}
+
+fn sign(v: f64) -> &'static str {
+    if v > 0.0 {
+        "+"
+    } else if v < 0.0 {
+        "−"
+    } else {
+        "±"
+    }
+}
+
+/// A number as short as it reads: integers without decimals, else up to
+/// three significant decimals.
+pub(crate) fn num(x: f64) -> String {
+    if x == x.round() && x.abs() < 1e12 {
+        format!("{}", x as i64)
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else if x.abs() >= 0.01 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+pub(crate) fn signed(x: f64) -> String {
+    let n = num(x.abs());
+    if n == "0" {
+        return "±0".into();
+    }
+    format!("{}{n}", sign(x))
+}
+
+pub(crate) fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+pub(crate) fn method_line(c: &PassChange) -> String {
+    match c.method {
+        Method::McNemar {
+            to_failing,
+            to_passing,
+        } => format!(
+            "exact McNemar on {to_failing} new failures vs {to_passing} new passes, {}",
+            p_value(c.p_value)
+        ),
+        Method::Bootstrap => format!(
+            "paired bootstrap over {} cases, {}",
+            c.paired,
+            p_value(c.p_value)
+        ),
+    }
+}
+
+/// "3/5" passes over runs.
+pub(crate) fn record(case: &Case, after: bool) -> String {
+    let side = if after { &case.after } else { &case.before };
+    match side {
+        Some(t) => format!("{}/{}", t.passes, t.runs),
+        None => "—".into(),
+    }
+}
+
+pub(crate) fn calls(case: &Case, after: bool) -> Option<String> {
+    let side = if after { &case.after } else { &case.before };
+    side.as_ref()
+        .and_then(|t| t.per_run(super::Metric::ToolCalls))
+        .map(num)
+}
+
+pub(crate) fn group_title(r: &Report, g: &ToolGroup, of: usize, what: &str) -> String {
+    match g.tool {
+        None => format!("{} of {of} {what} recorded no tool calls", g.touched),
+        Some(t) => {
+            let mut line = format!("{} of {of} {what} called {}", g.touched, r.names.name(t));
+            if let Some(d) = &g.drift {
+                let _ = write!(
+                    line,
+                    ", which drifted: {} ({})",
+                    d.rules.join(", "),
+                    d.severity.name()
+                );
+            } else if r.catalogs {
+                line.push_str(" (no drift)");
+            }
+            line
+        }
+    }
+}
+
+/// The verdict and the numbers behind it, shared by text and Markdown.
+pub(crate) fn verdict_reason(r: &Report) -> String {
+    let p = &r.pass;
+    match r.verdict {
+        Verdict::Regression | Verdict::Improvement => match &r.aa {
+            Some(_) => {
+                "the change's 95% interval excludes zero and the change is beyond the A/A spread"
+                    .into()
+            }
+            None => match p.method {
+                Method::McNemar { .. } => "the exact test rejects no change at 5%".into(),
+                Method::Bootstrap => "the change's 95% interval excludes zero".into(),
+            },
+        },
+        Verdict::Noise => {
+            if p.significant {
+                "the change is within the A/A spread".into()
+            } else {
+                "the change's 95% interval includes zero".into()
+            }
+        }
+    }
+}
+
+pub fn render(r: &Report, s: Style) -> String {
+    let mut t = String::new();
+    let p = &r.pass;
+    let _ = writeln!(
+        t,
+        "{} {} cases ({} paired), {} before, {} after; seed {}, {} resamples",
+        s.bold("compare:"),
+        r.cases.len(),
+        p.paired,
+        repeats(r.repeats[0]),
+        repeats(r.repeats[1]),
+        r.options.seed,
+        r.options.resamples
+    );
+    let _ = writeln!(t);
+    let _ = writeln!(
+        t,
+        "pass rate   {} → {}  change {} points  [95% {}, {}]",
+        pct(p.before),
+        pct(p.after),
+        points(p.delta.estimate),
+        points(p.delta.low),
+        points(p.delta.high)
+    );
+    let _ = writeln!(t, "            {}", method_line(p));
+    if let Some(aa) = &r.aa {
+        let _ = writeln!(
+            t,
+            "A/A spread  {} points  [95% {}, {}]  ({} before vs {} of the same catalog)",
+            points(aa.delta.estimate),
+            points(aa.delta.low),
+            points(aa.delta.high),
+            repeats(r.repeats[0]),
+            repeats(r.aa_repeats)
+        );
+    }
+    let verdict = match r.verdict {
+        Verdict::Regression => s.bold(&s.red(r.verdict.label())),
+        Verdict::Improvement => s.green(r.verdict.label()),
+        Verdict::Noise => r.verdict.label().to_string(),
+    };
+    let _ = writeln!(t, "verdict     {verdict}: {}", verdict_reason(r));
+    let _ = writeln!(
+        t,
+        "detectable  a change of {} points or more, with {} cases × {}",
+        points(r.detectable).trim_start_matches('+'),
+        p.paired,
+        repeats(r.repeats[0].min(r.repeats[1]))
+    );
+
+    for (flip, groups, what) in [
+        (Flip::NewFailure, &r.failures, "new failures"),
+        (Flip::NewPass, &r.passes, "new passes"),
+    ] {
+        let total = r.case_ids(flip).len();
+        let _ = writeln!(t);
+        if total == 0 {
+            let _ = writeln!(t, "{}: none", s.bold(what));
+            continue;
+        }
+        let _ = writeln!(
+            t,
+            "{}: {total} ({})",
+            s.bold(what),
+            if flip == Flip::NewFailure {
+                "passed before, fail after"
+            } else {
+                "failed before, pass after"
+            }
+        );
+        for g in groups.iter() {
+            let _ = writeln!(t, "  {}", printable(&group_title(r, g, total, what), false));
+            for i in &g.cases {
+                let _ = writeln!(t, "    {}", case_line(&r.cases[*i]));
+            }
+        }
+    }
+    for (flip, what) in [
+        (Flip::OnlyBefore, "only before"),
+        (Flip::OnlyAfter, "only after"),
+    ] {
+        let ids = r.case_ids(flip);
+        if ids.is_empty() {
+            continue;
+        }
+        let _ = writeln!(t);
+        let _ = writeln!(
+            t,
+            "{}: {} cases ran on one side only",
+            s.bold(what),
+            ids.len()
+        );
+        for i in ids {
+            let _ = writeln!(t, "    {}", case_line(&r.cases[i]));
+        }
+    }
+
+    if !r.metrics.is_empty() {
+        let _ = writeln!(t);
+        let width = r
+            .metrics
+            .iter()
+            .map(|m| m.metric.label().len())
+            .max()
+            .unwrap_or(0);
+        for m in &r.metrics {
+            let _ = writeln!(
+                t,
+                "{:<width$}  median {} → {}  change {} [95% {}, {}] over {} cases",
+                m.metric.label(),
+                num(m.before_median),
+                num(m.after_median),
+                signed(m.change.estimate),
+                signed(m.change.low),
+                signed(m.change.high),
+                m.cases,
+            );
+        }
+    }
+    let moved: Vec<_> = r
+        .tool_moves
+        .iter()
+        .filter(|m| m.delta().abs() >= 0.005)
+        .take(10)
+        .collect();
+    if !moved.is_empty() {
+        let _ = writeln!(t);
+        let _ = writeln!(t, "{}", s.bold("calls per run that moved most:"));
+        let width = moved
+            .iter()
+            .map(|m| r.names.name(m.tool).chars().count())
+            .max()
+            .unwrap_or(0);
+        for m in moved {
+            let _ = writeln!(
+                t,
+                "  {:<width$}  {} → {}  ({})",
+                printable(r.names.name(m.tool), false),
+                num(m.before),
+                num(m.after),
+                signed(m.delta())
+            );
+        }
+    }
+
+    let _ = writeln!(t);
+    if r.new_names.is_empty() {
+        let _ = writeln!(t, "new tool names: none");
+    } else {
+        let _ = writeln!(
+            t,
+            "{} {} never seen before (exit 1 until acknowledged)",
+            s.bold(&s.red("new tool names:")),
+            r.new_names.len()
+        );
+        for n in &r.new_names {
+            let what = match n.hallucinated {
+                Some(true) => "in neither catalog: the agent made it up",
+                Some(false) => "in the catalog",
+                None => "no catalogs given to check it against",
+            };
+            let _ = writeln!(
+                t,
+                "  {}  {what}; emitted in {}",
+                printable(&n.name, false),
+                cases_phrase(r, &n.cases)
+            );
+        }
+        let _ = writeln!(
+            t,
+            "  acknowledge with: toolpin accept --seen-tool NAME --reason \"…\""
+        );
+    }
+    t
+}
+
+fn cases_phrase(r: &Report, cases: &[usize]) -> String {
+    let shown: Vec<&str> = cases
+        .iter()
+        .take(5)
+        .map(|i| r.cases[*i].id.as_str())
+        .collect();
+    let more = cases.len().saturating_sub(5);
+    let mut text = printable(&shown.join(", "), false).into_owned();
+    if more > 0 {
+        let _ = write!(text, " and {more} more");
+    }
+    text
+}
+
+fn case_line(case: &Case) -> String {
+    let mut line = format!(
+        "{}  {} → {}",
+        printable(&case.id, false),
+        record(case, false),
+        record(case, true)
+    );
+    match (calls(case, false), calls(case, true)) {
+        (Some(b), Some(a)) => {
+            let _ = write!(line, "  calls {b} → {a}");
+        }
+        (Some(b), None) => {
+            let _ = write!(line, "  calls {b}");
+        }
+        (None, Some(a)) => {
+            let _ = write!(line, "  calls {a}");
+        }
+        (None, None) => {}
+    }
+    let error = case
+        .after
+        .as_ref()
+        .and_then(|t| t.error.as_deref())
+        .or_else(|| case.before.as_ref().and_then(|t| t.error.as_deref()));
+    if let Some(e) = error {
+        let e: String = e.chars().take(120).collect();
+        let _ = write!(line, "  ({})", printable(&e, false));
+    }
+    line
+}
+
+pub(crate) fn repeats(n: usize) -> String {
+    format!("{n} {}", if n == 1 { "repeat" } else { "repeats" })
+}
