@@ -442,6 +442,32 @@ pub fn record(d: &Decision, c: &Comparison, stamp: &Stamp) -> Value {
     rec
 }
 
+/// The JSON line acknowledging a tool name the agent emitted that no earlier
+/// run had (`toolpin accept --seen-tool`): change `seen-tool`, no server,
+/// no rules, no fingerprints; the catalog is the lockfile's, unchanged.
+pub fn seen_tool_record(name: &str, reason: &str, evidence: &[Evidence], stamp: &Stamp) -> Value {
+    json!({
+        "version": RECORD_VERSION,
+        "time": stamp.time,
+        "author": stamp.author,
+        "decision": "accepted",
+        "environment": stamp.environment,
+        "server": "",
+        "tool": name,
+        "change": "seen-tool",
+        "rules": [],
+        "fingerprint": {"before": null, "after": null},
+        "catalog": {
+            "before": stamp.catalog_before.to_hex(),
+            "after": stamp.catalog_after.to_hex(),
+        },
+        "reason": reason,
+        "evidence": evidence.iter().map(|e| json!({
+            "path": e.path, "sha256": e.sha256, "bytes": e.bytes,
+        })).collect::<Vec<_>>(),
+    })
+}
+
 /// The approvals log beside `lockfile`: `toolpin.lock` →
 /// `toolpin.approvals.jsonl`, `toolpin.staging.lock` →
 /// `toolpin.staging.approvals.jsonl`.

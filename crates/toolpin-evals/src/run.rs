@@ -23,6 +23,8 @@ use toolpin_config::Eval;
 pub enum Side {
     Pinned,
     Live,
+    /// The pinned catalog again: the A/A baseline (`--aa`).
+    Aa,
 }
 
 impl Side {
@@ -32,6 +34,15 @@ impl Side {
         match self {
             Side::Pinned => "pinned",
             Side::Live => "live",
+            Side::Aa => "aa",
+        }
+    }
+
+    /// The catalog it runs: the A/A runs use the pinned one.
+    fn catalog(self) -> Side {
+        match self {
+            Side::Aa => Side::Pinned,
+            s => s,
         }
     }
 }
@@ -80,6 +91,54 @@ pub struct Request<'a> {
     pub plan: Option<Value>,
     /// Show progress on stderr (when it is a terminal).
     pub progress: bool,
+    /// Runs per side, interleaved (pinned, live, pinned, live, …).
+    pub repeats: u32,
+    /// Also run the pinned catalog against itself (the A/A baseline).
+    pub aa: bool,
+    /// Passed to the harness as TOOLPIN_SEED (plus the repeat), and seeds
+    /// the comparison's bootstrap.
+    pub seed: u64,
+    /// The seen-tools file: tool names already acknowledged.
+    pub seen: Option<&'a BTreeSet<String>>,
+}
+
+/// Every run of one eval, by side, in repeat order.
+#[derive(Clone, Debug, Default)]
+pub struct EvalRuns {
+    pub pinned: Vec<RunResult>,
+    pub live: Vec<RunResult>,
+    pub aa: Vec<RunResult>,
+    /// The per-case comparison, when the harness wrote result files.
+    pub comparison: Option<crate::compare::Report>,
+    /// Why there is none: no result files, or files that could not be read.
+    pub no_comparison: Option<String>,
+}
+
+impl EvalRuns {
+    fn side(&self, side: Side) -> &[RunResult] {
+        match side {
+            Side::Pinned => &self.pinned,
+            Side::Live => &self.live,
+            Side::Aa => &self.aa,
+        }
+    }
+
+    /// Regressed: the comparison says so (a significant drop or a tool
+    /// name never seen), or, without one, the exit codes do.
+    pub fn regressed(&self) -> bool {
+        match &self.comparison {
+            Some(c) => c.fails(),
+            None => exit_code_regression(&self.pinned, &self.live),
+        }
+    }
+}
+
+/// Passed on the pinned catalog in most runs and failed on the live one in
+/// most: with one run each, passed pinned and failed live.
+pub fn exit_code_regression(pinned: &[RunResult], live: &[RunResult]) -> bool {
+    let passing =
+        |runs: &[RunResult]| 2 * runs.iter().filter(|r| r.status.passed()).count() > runs.len();
+    !pinned.is_empty() && passing(pinned) && !passing(live)
 }
 
 /// Runs the evals and returns the side-by-side table and whether any eval
@@ -127,11 +186,12 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
 
     end_running_eval_on_signals();
     let progress = req.progress && std::io::stderr().is_terminal();
-    let mut results: Vec<[RunResult; 2]> = Vec::new();
+    let numbered = req.repeats > 1 || req.aa;
+    let mut results: Vec<EvalRuns> = Vec::new();
     for (eval, (env, secrets)) in req.evals.iter().zip(&envs) {
-        let run_side = |side: Side| -> Result<RunResult, Error> {
+        let run_side = |side: Side, repeat: u32| -> Result<RunResult, Error> {
             let manifest = manifests
-                .get(&(side.name(), eval.manifest))
+                .get(&(side.catalog().name(), eval.manifest))
                 .cloned()
                 .ok_or_else(|| {
                     Error::new(format!(
@@ -140,34 +200,66 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
                         side.name()
                     ))
                 })?;
-            let dir = out.join(&eval.name).join(side.name());
+            let dir = run_dir(&out, &eval.name, side, repeat, numbered);
+            let what = run_label(side, repeat, req.repeats);
             if progress {
-                eprintln!("{} on the {} catalog…", eval.name, side.name());
+                eprintln!("{} on {what}…", eval.name);
             }
-            let result = run_one(eval, side, &dir, &manifest, catalog_of(req, side), env)
-                .map_err(|e| Error::new(redact(&e, secrets)))?;
+            let seed = match side {
+                // The A/A runs draw their own randomness: they measure how
+                // much a run moves when nothing but chance changes.
+                Side::Aa => req
+                    .seed
+                    .wrapping_add(u64::from(req.repeats) + u64::from(repeat)),
+                _ => req.seed.wrapping_add(u64::from(repeat)),
+            };
+            let result = run_one(
+                eval,
+                (side, repeat, seed),
+                &what,
+                &dir,
+                &manifest,
+                catalog_of(req, side.catalog()),
+                env,
+            )
+            .map_err(|e| Error::new(redact(&e, secrets)))?;
             if progress {
                 eprintln!(
-                    "{} on the {} catalog: {} in {}",
+                    "{} on {what}: {} in {}",
                     eval.name,
-                    side.name(),
                     result.status.label(),
                     seconds(result.duration)
                 );
             }
             Ok(result)
         };
-        // Pinned first, then live.
-        let pinned = run_side(Side::Pinned)?;
-        let live = run_side(Side::Live)?;
-        results.push([pinned, live]);
+        // Interleaved, so that a slow hour does not land on one side.
+        let mut runs = EvalRuns::default();
+        for repeat in 0..req.repeats {
+            runs.pinned.push(run_side(Side::Pinned, repeat)?);
+            runs.live.push(run_side(Side::Live, repeat)?);
+            if req.aa {
+                runs.aa.push(run_side(Side::Aa, repeat)?);
+            }
+        }
+        match compare_runs(req, &out, &eval.name, numbered) {
+            Ok(Some(report)) => runs.comparison = Some(report),
+            Ok(None) => {
+                runs.no_comparison = Some(
+                    "the harness wrote no result files into TOOLPIN_OUTPUT_DIR: compared by exit code only"
+                        .to_string(),
+                )
+            }
+            Err(e) => return Err(Error::new(format!("eval {}: {e}", eval.name))),
+        }
+        results.push(runs);
     }
 
     let regressed: Vec<&str> = req
         .evals
         .iter()
         .zip(&results)
-        .filter(|(_, [pinned, live])| regression(pinned, live))
+        .filter(|(_, runs)| runs.regressed())
         .map(|(e, _)| e.name.as_str())
         .collect();
     let summary = summary_json(req, &results, &manifests, &out, &regressed);
@@ -178,6 +270,93 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
 
     let table = render_table(req, &results, &shown_out, &regressed, style);
     Ok((table, !regressed.is_empty()))
+}
+
+/// A run's output directory: `EVAL/SIDE` for one run per side, else
+/// `EVAL/SIDE/REPEAT`.
+fn run_dir(out: &Path, eval: &str, side: Side, repeat: u32, numbered: bool) -> PathBuf {
+    let dir = out.join(eval).join(side.name());
+    if numbered {
+        dir.join(repeat.to_string())
+    } else {
+        dir
+    }
+}
+
+fn run_label(side: Side, repeat: u32, repeats: u32) -> String {
+    let catalog = match side {
+        Side::Aa => "the pinned catalog (A/A)".to_string(),
+        s => format!("the {} catalog", s.name()),
+    };
+    if repeats > 1 {
+        format!("{catalog}, repeat {}/{repeats}", repeat + 1)
+    } else {
+        catalog
+    }
+}
+
+/// Reads what the harness wrote in each run's directory and compares the
+/// live runs with the pinned ones. `None` when no run wrote a result file.
+fn compare_runs(
+    req: &Request,
+    out: &Path,
+    eval: &str,
+    numbered: bool,
+) -> Result<Option<crate::compare::Report>, crate::results::Error> {
+    use crate::results::{self, Names, Repeat};
+    let mut names = Names::default();
+    let mut sides: Vec<Vec<Repeat>> = Vec::new();
+    let mut any = false;
+    let wanted: &[Side] = if req.aa {
+        &[Side::Pinned, Side::Live, Side::Aa]
+    } else {
+        &[Side::Pinned, Side::Live]
+    };
+    for side in wanted {
+        let mut repeats = Vec::new();
+        for repeat in 0..req.repeats {
+            let dir = run_dir(out, eval, *side, repeat, numbered);
+            // Every result file of one run is that run's repeat.
+            let files = match results::result_files(&dir, None) {
+                Ok(files) => files,
+                Err(_) => continue,
+            };
+            any = true;
+            let mut merged = Repeat::default();
+            for (file, format) in files {
+                let bytes = std::fs::read(&file)
+                    .map_err(|e| results::Error::at(&file, results::io_reason(&e)))?;
+                let mut runs = results::read_as(&file, &bytes, format, &mut names)?;
+                // The run's directory says which repeat it was.
+                runs.iter_mut().for_each(|r| r.repeat = None);
+                merged.sources.push(file);
+                merged.cases.extend(runs);
+            }
+            results::check_unique(&merged)?;
+            repeats.push(merged);
+        }
+        sides.push(repeats);
+    }
+    if !any {
+        return Ok(None);
+    }
+    for (side, repeats) in wanted.iter().zip(&sides) {
+        if repeats.is_empty() {
+            return Err(results::Error::new(format!(
+                "the {} runs wrote no result files, the others did",
+                side.name()
+            )));
+        }
+    }
+    let ctx = crate::compare::context(Some((req.pinned, req.live)), req.seen);
+    let options = crate::compare::Options {
+        seed: req.seed,
+        resamples: crate::compare::stats::RESAMPLES,
+    };
+    let aa = sides.get(2).map(Vec::as_slice);
+    Ok(Some(crate::compare::compare(
+        &sides[0], &sides[1], aa, names, &ctx, options,
+    )))
 }
 
 /// An eval runs in its own process group (so a timeout can end all of it),
@@ -208,14 +387,9 @@ fn end_running_eval_on_signals() {
 
 fn catalog_of<'a>(req: &Request<'a>, side: Side) -> &'a Catalog {
     match side {
-        Side::Pinned => req.pinned,
+        Side::Pinned | Side::Aa => req.pinned,
         Side::Live => req.live,
     }
-}
-
-/// Passed on the pinned catalog and failed on the live one.
-pub fn regression(pinned: &RunResult, live: &RunResult) -> bool {
-    pinned.status.passed() && !live.status.passed()
 }
 
 fn create_dir(dir: &Path) -> Result<(), Error> {
@@ -265,13 +439,14 @@ fn eval_env(eval: &Eval) -> Result<EvalEnv, Error> {
 /// its output sent to files there.
 fn run_one(
     eval: &Eval,
-    side: Side,
+    (side, repeat, seed): (Side, u32, u64),
+    label: &str,
     dir: &Path,
     manifest: &Path,
     catalog: &Catalog,
     env: &BTreeMap<String, String>,
 ) -> Result<RunResult, String> {
-    let what = format!("eval {} on the {} catalog", eval.name, side.name());
+    let what = format!("eval {} on {label}", eval.name);
     match std::fs::remove_dir_all(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -293,7 +468,10 @@ fn run_one(
             "TOOLPIN_MANIFEST_FORMAT",
             eval.manifest.manifest_name().to_string(),
         ),
-        ("TOOLPIN_SIDE", side.name().to_string()),
+        ("TOOLPIN_SIDE", side.catalog().name().to_string()),
+        ("TOOLPIN_RUN", side.name().to_string()),
+        ("TOOLPIN_REPEAT", repeat.to_string()),
+        ("TOOLPIN_SEED", seed.to_string()),
         ("TOOLPIN_CATALOG_FINGERPRINT", catalog.fingerprint.to_hex()),
         ("TOOLPIN_OUTPUT_DIR", dir.display().to_string()),
         ("TOOLPIN_EVAL", eval.name.clone()),
@@ -375,46 +553,73 @@ fn relative(path: &Path, out: &Path) -> String {
 
 fn summary_json(
     req: &Request,
-    results: &[[RunResult; 2]],
+    results: &[EvalRuns],
     manifests: &BTreeMap<(&str, ToolFormat), PathBuf>,
     out: &Path,
     regressed: &[&str],
 ) -> Value {
     let catalog =
         |c: &Catalog| json!({"fingerprint": c.fingerprint.to_hex(), "tools": c.tool_count()});
+    let numbered = req.repeats > 1 || req.aa;
+    let run_doc = |eval: &Eval, side: Side, repeat: u32, result: &RunResult| {
+        let (exit_code, signal) = match result.status {
+            Status::Exit(c) => (Some(c), None),
+            Status::Signal(s) => (None, Some(s)),
+            Status::Timeout => (None, None),
+        };
+        let dir = run_dir(Path::new(""), &eval.name, side, repeat, numbered);
+        json!({
+            "status": match result.status {
+                Status::Exit(_) => "exit",
+                Status::Signal(_) => "signal",
+                Status::Timeout => "timeout",
+            },
+            "exit_code": exit_code,
+            "signal": signal,
+            "passed": result.status.passed(),
+            "duration_ms": result.duration.as_millis() as u64,
+            "fingerprint": catalog_of(req, side).fingerprint.to_hex(),
+            "manifest": manifests.get(&(side.catalog().name(), eval.manifest)).map(|p| relative(p, out)),
+            "dir": dir.display().to_string(),
+            "repeat": repeat,
+        })
+    };
     let evals: Vec<Value> = req
         .evals
         .iter()
         .zip(results)
-        .map(|(eval, pair)| {
+        .map(|(eval, runs)| {
             let mut doc = json!({
                 "eval": eval.name,
                 "run": eval.run,
                 "manifest": eval.manifest.manifest_name(),
                 "timeout_ms": eval.timeout.map(|t| t.as_millis() as u64),
-                "regressed": regression(&pair[0], &pair[1]),
+                "regressed": runs.regressed(),
+                "repeats": req.repeats,
             });
-            for (side, result) in Side::BOTH.into_iter().zip(pair) {
-                let (exit_code, signal) = match result.status {
-                    Status::Exit(c) => (Some(c), None),
-                    Status::Signal(s) => (None, Some(s)),
-                    Status::Timeout => (None, None),
-                };
-                doc[side.name()] = json!({
-                    "status": match result.status {
-                        Status::Exit(_) => "exit",
-                        Status::Signal(_) => "signal",
-                        Status::Timeout => "timeout",
-                    },
-                    "exit_code": exit_code,
-                    "signal": signal,
-                    "passed": result.status.passed(),
-                    "duration_ms": result.duration.as_millis() as u64,
-                    "fingerprint": catalog_of(req, side).fingerprint.to_hex(),
-                    "manifest": manifests.get(&(side.name(), eval.manifest)).map(|p| relative(p, out)),
-                    "dir": format!("{}/{}", eval.name, side.name()),
-                });
+            // `pinned` and `live` are the first repeat, as before repeats.
+            for side in Side::BOTH {
+                if let Some(first) = runs.side(side).first() {
+                    doc[side.name()] = run_doc(eval, side, 0, first);
+                }
             }
+            let mut all = serde_json::Map::new();
+            for side in [Side::Pinned, Side::Live, Side::Aa] {
+                let list: Vec<Value> = runs
+                    .side(side)
+                    .iter()
+                    .enumerate()
+                    .map(|(k, r)| run_doc(eval, side, k as u32, r))
+                    .collect();
+                if !list.is_empty() {
+                    all.insert(side.name().to_string(), Value::Array(list));
+                }
+            }
+            doc["runs"] = Value::Object(all);
+            doc["comparison"] = match &runs.comparison {
+                Some(report) => crate::compare::json::render(report),
+                None => Value::Null,
+            };
             doc
         })
         .collect();
@@ -423,6 +628,9 @@ fn summary_json(
         "config": req.config,
         "environment": req.live.environment,
         "selected": req.selected,
+        "repeats": req.repeats,
+        "aa": req.aa,
+        "seed": req.seed,
         "catalogs": {"pinned": catalog(req.pinned), "live": catalog(req.live)},
         "evals": evals,
         "regressed": regressed,
@@ -434,55 +642,87 @@ fn summary_json(
     doc
 }
 
+fn pass_count(runs: &[RunResult]) -> String {
+    let passed = runs.iter().filter(|r| r.status.passed()).count();
+    format!("{passed}/{} passed", runs.len())
+}
+
 fn render_table(
     req: &Request,
-    results: &[[RunResult; 2]],
+    results: &[EvalRuns],
     out: &Path,
     regressed: &[&str],
     s: Style,
 ) -> String {
-    let cell = |r: &RunResult| format!("{:<7} {:>6}", r.status.label(), seconds(r.duration));
-    let mut rows: Vec<[String; 4]> = vec![[
-        "eval".to_string(),
-        "pinned".to_string(),
-        "live".to_string(),
-        "output".to_string(),
-    ]];
-    for (eval, [pinned, live]) in req.evals.iter().zip(results) {
-        rows.push([
-            eval.name.clone(),
-            cell(pinned),
-            cell(live),
-            crate::display(&out.join(&eval.name)),
-        ]);
+    let cell = |runs: &[RunResult]| match runs {
+        [one] => format!("{:<7} {:>6}", one.status.label(), seconds(one.duration)),
+        many => {
+            let total: Duration = many.iter().map(|r| r.duration).sum();
+            format!("{} {:>7}", pass_count(many), seconds(total))
+        }
+    };
+    let mut header = vec!["eval".to_string(), "pinned".to_string(), "live".to_string()];
+    if req.aa {
+        header.push("A/A".to_string());
     }
-    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
-    let widths = [width(0), width(1), width(2), width(3)];
+    header.push("output".to_string());
+    let mut rows: Vec<Vec<String>> = vec![header];
+    for (eval, runs) in req.evals.iter().zip(results) {
+        let mut row = vec![eval.name.clone(), cell(&runs.pinned), cell(&runs.live)];
+        if req.aa {
+            row.push(cell(&runs.aa));
+        }
+        row.push(crate::display(&out.join(&eval.name)));
+        rows.push(row);
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
     let mut text = String::new();
     let _ = writeln!(
         text,
-        "catalog {} (pinned) → {} (live)\n",
+        "catalog {} (pinned) → {} (live){}\n",
         req.pinned.fingerprint.short(),
-        req.live.fingerprint.short()
+        req.live.fingerprint.short(),
+        if req.repeats > 1 {
+            format!(
+                ", {} runs per side interleaved, seed {}",
+                req.repeats, req.seed
+            )
+        } else {
+            String::new()
+        }
     );
     for (n, row) in rows.iter().enumerate() {
-        let mut line = format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}",
-            row[0],
-            row[1],
-            row[2],
-            printable(&row[3], false),
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-        );
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            let cell = if i == columns - 1 {
+                printable(cell, false).into_owned()
+            } else {
+                cell.clone()
+            };
+            let _ = write!(line, "{:<w$}  ", cell, w = widths[i]);
+        }
+        let mut line = line.trim_end().to_string();
         if n == 0 {
-            line = s.bold(line.trim_end());
+            line = s.bold(&line);
         } else if regressed.contains(&row[0].as_str()) {
             line += &format!("  {}", s.red("regressed"));
         }
         let _ = writeln!(text, "{}", line.trim_end());
+    }
+    for (eval, runs) in req.evals.iter().zip(results) {
+        match (&runs.comparison, &runs.no_comparison) {
+            (Some(report), _) => {
+                let _ = writeln!(text, "\n{} {}", s.bold("eval"), s.bold(&eval.name));
+                text.push_str(&crate::compare::text::render(report, s));
+            }
+            (None, Some(why)) if req.repeats > 1 || req.aa => {
+                let _ = writeln!(text, "\neval {}: {why}", eval.name);
+            }
+            _ => {}
+        }
     }
     let _ = writeln!(text);
     if regressed.is_empty() {
@@ -493,9 +733,14 @@ fn render_table(
     } else {
         let _ = writeln!(
             text,
-            "{} {} (passed on the pinned catalog, failed on the live one)",
+            "{} {} ({})",
             s.bold(&s.red("regressed:")),
-            regressed.join(", ")
+            regressed.join(", "),
+            if results.iter().any(|r| r.comparison.is_some()) {
+                "a significant drop per case, or a tool name never seen; or, without result files, passed on the pinned catalog and failed on the live one"
+            } else {
+                "passed on the pinned catalog, failed on the live one"
+            }
         );
     }
     let _ = writeln!(
@@ -530,10 +775,29 @@ mod tests {
         ];
         for (pinned, live, want) in cases {
             assert_eq!(
-                regression(&r(pinned), &r(live)),
+                exit_code_regression(&[r(pinned)], &[r(live)]),
                 want,
                 "{pinned:?} → {live:?}"
             );
         }
+    }
+
+    #[test]
+    fn with_repeats_most_runs_decide() {
+        let (ok, bad) = (r(Status::Exit(0)), r(Status::Exit(1)));
+        let three =
+            |a: &RunResult, b: &RunResult, c: &RunResult| vec![a.clone(), b.clone(), c.clone()];
+        assert!(exit_code_regression(
+            &three(&ok, &ok, &bad),
+            &three(&bad, &bad, &ok)
+        ));
+        assert!(!exit_code_regression(
+            &three(&ok, &ok, &bad),
+            &three(&ok, &bad, &ok)
+        ));
+        assert!(!exit_code_regression(
+            &three(&ok, &bad, &bad),
+            &three(&bad, &bad, &bad)
+        ));
     }
 }

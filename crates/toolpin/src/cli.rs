@@ -169,6 +169,12 @@ pub enum Command {
         /// repeatable. Default: every change
         #[arg(long = "tool", value_name = "SERVER/TOOL[@FP]", value_parser = approve::Selector::parse)]
         tools: Vec<approve::Selector>,
+        /// Acknowledge a tool name the agent emitted that `toolpin compare`
+        /// reported as never seen: it is added to the seen-tools file beside
+        /// the lockfile (toolpin.seen-tools.json) and recorded in the
+        /// approvals log; nothing is captured. Repeatable
+        #[arg(long = "seen-tool", value_name = "NAME", conflicts_with = "tools")]
+        seen_tools: Vec<String>,
         /// Why the change is acceptable, for the approvals log
         #[arg(long)]
         reason: String,
@@ -240,6 +246,16 @@ pub enum Command {
         #[command(flatten)]
         report: ReportArgs,
     },
+    /// Compare two sets of eval runs case by case: flips by tool, tool
+    /// calls, new tool names, and whether the change is more than noise
+    ///
+    /// Each side is a result file or a directory of them: toolpin case
+    /// records (JSON lines), pytest-json-report, JUnit XML, promptfoo
+    /// output or Inspect AI logs, detected by content. Several files on a
+    /// side are repeats. Exit 0 when there is no significant regression and
+    /// no unacknowledged tool name, 1 otherwise, 2 on error. See
+    /// docs/compare.md.
+    Compare(CompareArgs),
     /// List the drift rules, or explain one
     Rules {
         /// A rule id, e.g. input-default-changed
@@ -283,6 +299,54 @@ pub enum Command {
     },
 }
 
+/// `toolpin compare`.
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// The runs before the change (the pinned catalog): a result file or a
+    /// directory of them
+    #[arg(value_name = "BEFORE")]
+    pub before_path: PathBuf,
+    /// The runs after the change (the live catalog)
+    #[arg(value_name = "AFTER")]
+    pub after_path: PathBuf,
+    /// More runs before the change: repeats (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub before: Vec<PathBuf>,
+    /// More runs after the change: repeats (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub after: Vec<PathBuf>,
+    /// Runs of the unchanged (pinned) catalog again: the A/A baseline of
+    /// how much runs move with no change at all (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub aa: Vec<PathBuf>,
+    /// The two catalogs the runs used (lockfiles or tool files): flips are
+    /// joined with the drift between them, and a tool name in neither is
+    /// reported as made up
+    #[arg(long, num_args = 2, value_names = ["PINNED", "LIVE"])]
+    pub catalogs: Vec<PathBuf>,
+    /// Read every result file as this format: records, pytest-json, junit,
+    /// promptfoo or inspect [default: detected by content]
+    #[arg(long, value_name = "FORMAT")]
+    pub input_format: Option<String>,
+    /// The lockfile whose seen-tools file (toolpin.seen-tools.json beside
+    /// it) lists the tool names already acknowledged
+    #[arg(long, value_name = "PATH", default_value = "toolpin.lock")]
+    pub lockfile: PathBuf,
+    /// The seen-tools file itself [default: beside --lockfile]
+    #[arg(long, value_name = "PATH")]
+    pub seen: Option<PathBuf>,
+    /// Seed of the bootstrap, so that a report is reproducible
+    #[arg(long, value_name = "N", default_value_t = toolpin_evals::compare::stats::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Bootstrap resamples
+    #[arg(long, value_name = "N", default_value_t = toolpin_evals::compare::stats::RESAMPLES, value_parser = clap::value_parser!(u32).range(100..=1_000_000))]
+    pub resamples: u32,
+    /// Report format, optionally written to a file: text, json or markdown,
+    /// as FORMAT or FORMAT=PATH; repeatable. Default: text to stdout
+    #[arg(long, value_name = "FORMAT[=PATH]", value_parser = ReportTarget::parse)]
+    pub format: Vec<ReportTarget>,
+}
+
 /// `toolpin init`.
 #[derive(clap::Args)]
 pub struct InitArgs {
@@ -310,9 +374,12 @@ pub enum EvalsCommand {
     /// Run evals twice, with TOOLPIN_MANIFEST pointing at the pinned catalog
     /// and then at the live one, and print both results side by side
     ///
-    /// Exit 0 when every eval did as well on the live catalog as on the
-    /// pinned one, 1 when some eval passed pinned and failed live, 2 on error
-    /// (an eval that cannot start included).
+    /// When the harness writes result files into TOOLPIN_OUTPUT_DIR (case
+    /// records, pytest-json-report, JUnit XML, promptfoo, Inspect AI), the
+    /// runs are compared case by case as `toolpin compare` does. Exit 0
+    /// when no eval regressed, 1 when one did (a significant drop per case
+    /// or a tool name never seen; without result files, passed pinned and
+    /// failed live), 2 on error (an eval that cannot start included).
     Run {
         /// Evals to run [default: all of them]
         #[arg(value_name = "NAME", conflicts_with = "plan")]
@@ -325,6 +392,18 @@ pub enum EvalsCommand {
         /// [default: .toolpin/evals beside the config file]
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Runs per side, interleaved (pinned, live, pinned, live, …); the
+        /// harness gets TOOLPIN_REPEAT and TOOLPIN_SEED
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+        repeat: u32,
+        /// Also run the pinned catalog against itself, as the baseline of
+        /// how much runs move with no change at all
+        #[arg(long)]
+        aa: bool,
+        /// The seed the harness gets (TOOLPIN_SEED is this plus the
+        /// repeat) and the comparison's bootstrap uses
+        #[arg(long, value_name = "N", default_value_t = toolpin_evals::compare::stats::DEFAULT_SEED)]
+        seed: u64,
         #[command(flatten)]
         config: ConfigArgs,
     },

@@ -189,7 +189,12 @@ fn render_with(r: &Report, per_group: usize) -> String {
 }
 
 fn group(t: &mut String, r: &Report, g: &ToolGroup, total: usize, what: &str, per_group: usize) {
-    let _ = writeln!(t, "**{}**\n", cell(&group_title(r, g, total, what)));
+    let listed = if g.cases.is_empty() {
+        " (each listed above)"
+    } else {
+        ""
+    };
+    let _ = writeln!(t, "**{}**{listed}\n", cell(&group_title(r, g, total, what)));
     if per_group == 0 || g.cases.is_empty() {
         return;
     }

@@ -738,5 +738,76 @@ pub fn compare(
     }
 }
 
+/// Both sides read from their result files, sharing one name table.
+pub struct Inputs {
+    pub before: Vec<Repeat>,
+    pub after: Vec<Repeat>,
+    pub aa: Option<Vec<Repeat>>,
+    pub names: Names,
+}
+
+/// Reads the result files (or directories) of each side.
+pub fn read_inputs(
+    before: &[std::path::PathBuf],
+    after: &[std::path::PathBuf],
+    aa: &[std::path::PathBuf],
+    format: Option<crate::results::Format>,
+) -> Result<Inputs, crate::results::Error> {
+    let mut names = Names::default();
+    let before = crate::results::read_side("before", before, format, &mut names)?;
+    let after = crate::results::read_side("after", after, format, &mut names)?;
+    let aa = if aa.is_empty() {
+        None
+    } else {
+        Some(crate::results::read_side("A/A", aa, format, &mut names)?)
+    };
+    Ok(Inputs {
+        before,
+        after,
+        aa,
+        names,
+    })
+}
+
+/// What the catalogs (when known) and the seen-tools file add.
+pub fn context<'a>(
+    catalogs: Option<(&toolpin_manifest::Catalog, &toolpin_manifest::Catalog)>,
+    seen: Option<&'a BTreeSet<String>>,
+) -> Context<'a> {
+    let Some((pinned, live)) = catalogs else {
+        return Context {
+            seen,
+            ..Context::default()
+        };
+    };
+    let tools: BTreeSet<String> = pinned
+        .tools()
+        .chain(live.tools())
+        .map(|(name, _, _)| name.to_string())
+        .collect();
+    let comparison = toolpin_drift::compare(pinned, live);
+    Context {
+        catalog_tools: Some(tools),
+        drift: drift_by_tool(&comparison),
+        seen,
+    }
+}
+
+/// The report in one of its formats: `text`, `json` or `markdown`.
+pub fn render(report: &Report, format: &str, style: toolpin_report::Style) -> Option<String> {
+    match format {
+        "text" => Some(text::render(report, style)),
+        // Serializing a Value cannot fail.
+        "json" => {
+            Some(serde_json::to_string_pretty(&json::render(report)).unwrap_or_default() + "\n")
+        }
+        "markdown" => Some(markdown::render(report)),
+        _ => None,
+    }
+}
+
+/// The formats `render` knows.
+pub const FORMATS: [&str; 3] = ["text", "json", "markdown"];
+
 #[cfg(test)]
 mod tests;

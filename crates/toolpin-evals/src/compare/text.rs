@@ -208,7 +208,13 @@ pub fn render(r: &Report, s: Style) -> String {
             }
         );
         for g in groups.iter() {
-            let _ = writeln!(t, "  {}", printable(&group_title(r, g, total, what), false));
+            let title = group_title(r, g, total, what);
+            let listed = if g.cases.is_empty() {
+                " (each listed above)"
+            } else {
+                ""
+            };
+            let _ = writeln!(t, "  {}{listed}", printable(&title, false));
             for i in &g.cases {
                 let _ = writeln!(t, "    {}", case_line(&r.cases[*i]));
             }

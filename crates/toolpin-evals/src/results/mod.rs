@@ -384,7 +384,7 @@ pub fn read_side(
 }
 
 /// A case id at most once per repeat.
-fn check_unique(repeat: &Repeat) -> Result<(), Error> {
+pub fn check_unique(repeat: &Repeat) -> Result<(), Error> {
     let mut seen: HashMap<&str, &CaseRun> = HashMap::with_capacity(repeat.cases.len());
     for run in &repeat.cases {
         if let Some(first) = seen.insert(&run.case, run) {

@@ -76,3 +76,89 @@ pub fn run(
     }
     Ok(Outcome::Clean)
 }
+
+/// `toolpin accept --seen-tool NAME`: the names go into the seen-tools file
+/// beside the lockfile and each gets a record in the approvals log. The
+/// file is written first; if the log then cannot be, the file is put back.
+pub fn seen_tools(
+    args: &ConfigArgs,
+    names: &[String],
+    reason: &str,
+    evidence: &[PathBuf],
+    quiet: bool,
+) -> Result<Outcome, CliError> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(CliError::new(
+            "--reason must say why the tool name is acceptable",
+        ));
+    }
+    if let Some(bad) = names
+        .iter()
+        .find(|n| n.trim().is_empty() || n.chars().any(char::is_control))
+    {
+        return Err(CliError::new(format!(
+            "--seen-tool {bad:?} is not a tool name"
+        )));
+    }
+    let lockfile = super::lockfile_path(args)?;
+    let pinned = super::read_lockfile(&lockfile)?;
+    let path = toolpin_evals::compare::seen::path_for(&lockfile);
+    let evidence = evidence
+        .iter()
+        .map(|p| approve::Evidence::read(p, &lockfile))
+        .collect::<Result<Vec<_>, _>>()?;
+    let previous = match std::fs::read(&path) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(CliError::new(format!(
+                "cannot read {}: {e}",
+                display(&path)
+            )))
+        }
+    };
+    let added = toolpin_evals::compare::seen::add(&path, names)?;
+    if added.is_empty() {
+        if !quiet {
+            eprintln!(
+                "ok: {} already lists {}; nothing recorded",
+                display(&path),
+                toolpin_report::style::printable(&names.join(", "), false)
+            );
+        }
+        return Ok(Outcome::Clean);
+    }
+    let stamp = approve::Stamp {
+        author: approve::author(&lockfile),
+        time: approve::now_utc(),
+        environment: pinned.environment.clone(),
+        catalog_before: pinned.fingerprint,
+        catalog_after: pinned.fingerprint,
+    };
+    let records: Vec<Value> = added
+        .iter()
+        .map(|name| approve::seen_tool_record(name, reason, &evidence, &stamp))
+        .collect();
+    if let Err(e) = approve::commit(&lockfile, None, &records) {
+        let restored = match &previous {
+            Some(bytes) => toolpin_manifest::fs::write_atomic(&path, bytes),
+            None => std::fs::remove_file(&path),
+        };
+        let note = match restored {
+            Ok(()) => String::new(),
+            Err(r) => format!(" (and {} could not be restored: {r})", display(&path)),
+        };
+        return Err(CliError::new(format!("{e}{note}")));
+    }
+    if !quiet {
+        eprintln!(
+            "Acknowledged {} ({}) in {}, recorded in {}",
+            plural(added.len(), "tool name"),
+            toolpin_report::style::printable(&added.join(", "), false),
+            display(&path),
+            display(&approve::log_path(&lockfile)),
+        );
+    }
+    Ok(Outcome::Clean)
+}

@@ -20,6 +20,9 @@ pub fn run(command: &EvalsCommand, quiet: bool, style: Style) -> Result<Outcome,
             names,
             plan,
             out,
+            repeat,
+            aa,
+            seed,
             config,
         } => {
             let cfg = config::load(&config.config, config.env.as_deref())?;
@@ -86,6 +89,7 @@ pub fn run(command: &EvalsCommand, quiet: bool, style: Style) -> Result<Outcome,
                     .join(".toolpin")
                     .join("evals")
             });
+            let seen = evals::compare::seen::read(&evals::compare::seen::path_for(&path))?;
             let request = evals::run::Request {
                 evals: selected,
                 pinned: &pinned,
@@ -95,6 +99,10 @@ pub fn run(command: &EvalsCommand, quiet: bool, style: Style) -> Result<Outcome,
                 selected: how,
                 plan: plan_doc,
                 progress: !quiet,
+                repeats: *repeat,
+                aa: *aa,
+                seed: *seed,
+                seen: seen.as_ref(),
             };
             let (table, regressed) = evals::run::run(&request, style)?;
             print(&table)?;

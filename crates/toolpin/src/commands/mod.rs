@@ -3,6 +3,7 @@
 
 pub mod accept;
 pub mod check;
+pub mod compare;
 pub mod diff;
 pub mod evals;
 pub mod fingerprint;
@@ -52,10 +53,18 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         Command::Check { config, report } => check::run(config, report, quiet, style),
         Command::Accept {
             tools,
+            seen_tools,
             reason,
             evidence,
             config,
-        } => accept::run(config, tools, reason, evidence, quiet),
+        } => {
+            if seen_tools.is_empty() {
+                accept::run(config, tools, reason, evidence, quiet)
+            } else {
+                accept::seen_tools(config, seen_tools, reason, evidence, quiet)
+            }
+        }
+        Command::Compare(args) => compare::run(args, style),
         Command::Review { verbose, config } => review::run(config, *verbose, style, quiet),
         Command::Proxy(args) => proxy::run(args),
         Command::Withdraw {

@@ -93,7 +93,7 @@ pub fn check_plan_formats(args: &ReportArgs) -> Result<(), CliError> {
 }
 
 /// Prints a report, or writes it to its file (creating missing directories).
-fn write_report(target: &ReportTarget, text: &str) -> Result<(), CliError> {
+pub(crate) fn write_report(target: &ReportTarget, text: &str) -> Result<(), CliError> {
     let Some(path) = &target.path else {
         return print(text);
     };
