@@ -132,6 +132,16 @@ class RefundEvals(unittest.TestCase):
             self.assertEqual([c["name"] for c in p["tool_calls"]],
                              ["orders__lookup_order", "orders__refund_order"], p["case"])
 
+    def test_the_evals_config_has_the_same_servers_as_toolpin_toml(self):
+        import tomllib
+        with open(os.path.join(EXAMPLE, "toolpin.toml"), "rb") as f:
+            plain = tomllib.load(f)
+        with open(os.path.join(EXAMPLE, "toolpin.evals.toml"), "rb") as f:
+            evals = tomllib.load(f)
+        self.assertEqual(evals["servers"], plain["servers"])
+        self.assertEqual(evals["evals"]["refund"]["run"], "python3 evals/agent.py")
+        self.assertEqual(evals["evals"]["refund"]["manifest"], "mcp")
+
     def test_records_are_toolpin_case_records(self):
         for r in self.p + self.d:
             self.assertEqual(list(r), ["case", "passed", "score", "repeat", "tool_calls", "turns", "cost", "error"])
