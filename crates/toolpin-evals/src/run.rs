@@ -123,6 +123,21 @@ impl EvalRuns {
         }
     }
 
+    /// Why it regressed, in a few words.
+    fn regression_reason(&self) -> &'static str {
+        match &self.comparison {
+            Some(c) => match (
+                c.verdict == crate::compare::Verdict::Regression,
+                c.new_names.is_empty(),
+            ) {
+                (true, true) => "a significant drop in the pass rate",
+                (true, false) => "a significant drop in the pass rate, and tool names never seen",
+                _ => "tool names never seen",
+            },
+            None => "passed on the pinned catalog, failed on the live one",
+        }
+    }
+
     /// Regressed: the comparison says so (a significant drop or a tool
     /// name never seen), or, without one, the exit codes do.
     pub fn regressed(&self) -> bool {
@@ -731,16 +746,18 @@ fn render_table(
             "no regressions: every eval did as well on the live catalog as on the pinned one"
         );
     } else {
+        let reasons: Vec<String> = req
+            .evals
+            .iter()
+            .zip(results)
+            .filter(|(e, _)| regressed.contains(&e.name.as_str()))
+            .map(|(e, runs)| format!("{} ({})", e.name, runs.regression_reason()))
+            .collect();
         let _ = writeln!(
             text,
-            "{} {} ({})",
+            "{} {}",
             s.bold(&s.red("regressed:")),
-            regressed.join(", "),
-            if results.iter().any(|r| r.comparison.is_some()) {
-                "a significant drop per case, or a tool name never seen; or, without result files, passed on the pinned catalog and failed on the live one"
-            } else {
-                "passed on the pinned catalog, failed on the live one"
-            }
+            reasons.join(", ")
         );
     }
     let _ = writeln!(

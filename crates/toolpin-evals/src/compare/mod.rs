@@ -278,16 +278,16 @@ impl Verdict {
 pub enum Method {
     /// One run per side: the exact McNemar test on the discordant cases.
     McNemar { to_failing: u64, to_passing: u64 },
-    /// Repeats: a paired bootstrap over cases of the per-case change in
-    /// pass rate.
-    Bootstrap,
+    /// Repeats: the paired sign-flip permutation test of the per-case
+    /// change in pass rate.
+    Permutation,
 }
 
 impl Method {
     pub fn key(self) -> &'static str {
         match self {
             Method::McNemar { .. } => "mcnemar-exact",
-            Method::Bootstrap => "paired-bootstrap",
+            Method::Permutation => "paired-permutation",
         }
     }
 }
@@ -303,8 +303,9 @@ pub struct PassChange {
     /// after − before, with its 95% interval (paired bootstrap).
     pub delta: Interval,
     pub method: Method,
-    /// The McNemar p-value (one run per side) or the bootstrap's (twice the
-    /// smaller tail beyond zero).
+    /// The exact McNemar p-value (one run per side) or the paired
+    /// permutation test's (repeats). The verdict follows it; the interval
+    /// shows how large the change is.
     pub p_value: f64,
     pub significant: bool,
 }
@@ -456,7 +457,7 @@ fn pass_change(cases: &[Case], single_runs: bool, options: Options) -> PassChang
     }
     let paired = deltas.len();
     let n = paired.max(1) as f64;
-    let (delta, tail) = stats::bootstrap_test(&deltas, options.resamples, options.seed);
+    let delta = stats::bootstrap(&deltas, Statistic::Mean, options.resamples, options.seed);
     let (method, p_value) = if single_runs {
         (
             Method::McNemar {
@@ -466,12 +467,12 @@ fn pass_change(cases: &[Case], single_runs: bool, options: Options) -> PassChang
             stats::mcnemar_exact(to_failing, to_passing),
         )
     } else {
-        (Method::Bootstrap, tail)
+        (
+            Method::Permutation,
+            stats::sign_flip_test(&deltas, options.resamples, options.seed),
+        )
     };
-    let significant = match method {
-        Method::McNemar { .. } => p_value < 0.05,
-        Method::Bootstrap => delta.excludes(0.0),
-    };
+    let significant = p_value < 0.05;
     PassChange {
         paired,
         before: before / n,

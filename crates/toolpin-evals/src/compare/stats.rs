@@ -55,6 +55,40 @@ pub fn mcnemar_exact(b: u64, c: u64) -> f64 {
     (2.0 * total).min(1.0)
 }
 
+/// The paired sign-flip (permutation) test of "the mean change is zero":
+/// with no change, each case's two sides are exchangeable, so its change is
+/// as likely negative as positive. The p-value is the share of random sign
+/// assignments whose mean is at least as far from zero as the observed one,
+/// counting the observed assignment (so it is never zero). Cases with no
+/// change take no part; 64 signs come from one random word.
+pub fn sign_flip_test(values: &[f64], resamples: u32, seed: u64) -> f64 {
+    let moved: Vec<f64> = values.iter().copied().filter(|v| *v != 0.0).collect();
+    if moved.is_empty() || resamples == 0 {
+        return 1.0;
+    }
+    let observed = moved.iter().sum::<f64>().abs();
+    // Sums that equal the observed one up to rounding count as reaching it.
+    let reach = observed - 1e-9 * (1.0 + observed);
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5157_0f11_9a7e_0001);
+    let mut at_least = 0u32;
+    for _ in 0..resamples {
+        let mut sum = 0.0;
+        for chunk in moved.chunks(64) {
+            let mut bits = rng.u64(..);
+            for v in chunk {
+                // Branch-free: the low bit picks the sign.
+                let sign = 1.0 - 2.0 * (bits & 1) as f64;
+                sum += sign * v;
+                bits >>= 1;
+            }
+        }
+        if sum.abs() >= reach {
+            at_least += 1;
+        }
+    }
+    f64::from(at_least + 1) / f64::from(resamples + 1)
+}
+
 /// What the bootstrap estimates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Statistic {
@@ -252,25 +286,6 @@ fn binomial_upper_tail(n: usize, m: usize, k: usize, ln_fact: &[f64]) -> f64 {
     }
 }
 
-/// The bootstrap interval of the mean, and a two-sided p-value for "the
-/// mean is zero" from the same resamples: twice the share of resampled
-/// means on the far side of zero, never below one resample's worth.
-pub fn bootstrap_test(values: &[f64], resamples: u32, seed: u64) -> (Interval, f64) {
-    let (estimate, stats) = resample(values, Statistic::Mean, resamples, seed);
-    let interval = interval(estimate, &stats);
-    if stats.is_empty() || estimate == 0.0 {
-        return (interval, 1.0);
-    }
-    let far = if estimate > 0.0 {
-        stats.iter().filter(|s| **s <= 0.0).count()
-    } else {
-        stats.iter().filter(|s| **s >= 0.0).count()
-    };
-    let b = stats.len() as f64;
-    let p = (2.0 * far as f64 / b).max(1.0 / b).min(1.0);
-    (interval, p)
-}
-
 fn interval(estimate: f64, sorted: &[f64]) -> Interval {
     if sorted.is_empty() {
         return Interval {
@@ -394,28 +409,28 @@ mod tests {
     }
 
     #[test]
-    fn bootstrap_p_values() {
-        let down: Vec<f64> = (0..100).map(|i| if i < 20 { -1.0 } else { 0.0 }).collect();
-        let (i, p) = bootstrap_test(&down, 1000, 1);
-        assert!(i.high < 0.0 && p == 0.001, "{i:?} {p}");
-        let mixed: Vec<f64> = (0..100)
-            .map(|i| match i % 10 {
-                0 => -1.0,
-                1 => 1.0,
-                _ => 0.0,
+    fn sign_flip_p_values() {
+        // Six cases all down by one: the exact p is 2 / 2^6 = 0.031.
+        let six = [-1.0; 6];
+        let p = sign_flip_test(&six, 20_000, 1);
+        assert!(close(p, 2.0 / 64.0, 0.005), "{p}");
+        // Balanced moves: nothing.
+        let p = sign_flip_test(&[-1.0, 1.0, -0.5, 0.5, 0.0, 0.0], 5000, 1);
+        assert!(p > 0.9, "{p}");
+        assert_eq!(sign_flip_test(&[0.0; 10], 100, 1), 1.0);
+        // Seeded.
+        let v: Vec<f64> = (0..300)
+            .map(|i| {
+                if i % 7 == 0 {
+                    -0.2
+                } else if i % 11 == 0 {
+                    0.4
+                } else {
+                    0.0
+                }
             })
             .collect();
-        let (_, p) = bootstrap_test(&mixed, 1000, 1);
-        assert_eq!(p, 1.0);
-        let slight: Vec<f64> = (0..100)
-            .map(|i| match i % 20 {
-                0..=2 => -1.0,
-                3 | 4 => 1.0,
-                _ => 0.0,
-            })
-            .collect();
-        let (_, p) = bootstrap_test(&slight, 2000, 1);
-        assert!(p > 0.2 && p < 0.9, "{p}");
+        assert_eq!(sign_flip_test(&v, 1000, 5), sign_flip_test(&v, 1000, 5));
     }
 
     #[test]

@@ -200,7 +200,7 @@ fn repeats_use_the_paired_bootstrap_and_the_aa_spread() {
         &Context::default(),
         opts(),
     );
-    assert_eq!(r.pass.method, Method::Bootstrap);
+    assert_eq!(r.pass.method, Method::Permutation);
     assert!(
         (r.pass.delta.estimate - (-0.12)).abs() < 1e-9,
         "{:?}",

@@ -33,14 +33,17 @@ fn sign(v: f64) -> &'static str {
 /// A number as short as it reads: integers without decimals, else up to
 /// three significant decimals.
 pub(crate) fn num(x: f64) -> String {
-    if x == x.round() && x.abs() < 1e12 {
-        format!("{}", x as i64)
-    } else if x.abs() >= 10.0 {
+    let a = x.abs();
+    if (x == x.round() && a < 1e12) || a >= 100.0 {
+        format!("{}", x.round() as i64)
+    } else if a >= 10.0 {
         format!("{x:.1}")
-    } else if x.abs() >= 0.01 {
+    } else if a >= 1.0 {
         format!("{x:.2}")
     } else {
-        format!("{x:.4}")
+        // Three significant digits: 0.0063, 0.0201.
+        let digits = (2 - a.log10().floor() as i32).clamp(3, 12) as usize;
+        format!("{x:.digits$}")
     }
 }
 
@@ -69,8 +72,8 @@ pub(crate) fn method_line(c: &PassChange) -> String {
             "exact McNemar on {to_failing} new failures vs {to_passing} new passes, {}",
             p_value(c.p_value)
         ),
-        Method::Bootstrap => format!(
-            "paired bootstrap over {} cases, {}",
+        Method::Permutation => format!(
+            "paired permutation test over {} cases, {}; interval by paired bootstrap",
             c.paired,
             p_value(c.p_value)
         ),
@@ -117,21 +120,29 @@ pub(crate) fn group_title(r: &Report, g: &ToolGroup, of: usize, what: &str) -> S
 pub(crate) fn verdict_reason(r: &Report) -> String {
     let p = &r.pass;
     match r.verdict {
-        Verdict::Regression | Verdict::Improvement => match &r.aa {
-            Some(_) => {
-                "the change's 95% interval excludes zero and the change is beyond the A/A spread"
-                    .into()
-            }
-            None => match p.method {
-                Method::McNemar { .. } => "the exact test rejects no change at 5%".into(),
-                Method::Bootstrap => "the change's 95% interval excludes zero".into(),
-            },
-        },
+        Verdict::Regression | Verdict::Improvement => {
+            let test = match p.method {
+                Method::McNemar { .. } => "the exact McNemar test",
+                Method::Permutation => "the paired permutation test",
+            };
+            let beyond = if r.aa.is_some() {
+                " and the change is beyond the A/A spread"
+            } else {
+                ""
+            };
+            format!(
+                "{test} rejects no change at 5% ({}){beyond}",
+                p_value(p.p_value)
+            )
+        }
         Verdict::Noise => {
             if p.significant {
                 "the change is within the A/A spread".into()
             } else {
-                "the change's 95% interval includes zero".into()
+                format!(
+                    "no change cannot be ruled out at 5% ({})",
+                    p_value(p.p_value)
+                )
             }
         }
     }
@@ -165,12 +176,18 @@ pub fn render(r: &Report, s: Style) -> String {
     if let Some(aa) = &r.aa {
         let _ = writeln!(
             t,
-            "A/A spread  {} points  [95% {}, {}]  ({} before vs {} of the same catalog)",
+            "A/A spread  {} points  [95% {}, {}]  {}, {}; {} before vs {} more of the same catalog",
             points(aa.delta.estimate),
             points(aa.delta.low),
             points(aa.delta.high),
+            p_value(aa.p_value),
+            if aa.significant {
+                "significant: the harness moves with no change at all"
+            } else {
+                "not significant"
+            },
             repeats(r.repeats[0]),
-            repeats(r.aa_repeats)
+            r.aa_repeats
         );
     }
     let verdict = match r.verdict {
