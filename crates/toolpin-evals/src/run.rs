@@ -331,22 +331,24 @@ fn compare_runs(
         let mut repeats = Vec::new();
         for repeat in 0..req.repeats {
             let dir = run_dir(out, eval, *side, repeat, numbered);
-            // Every result file of one run is that run's repeat.
-            let files = match results::result_files(&dir, None) {
-                Ok(files) => files,
-                Err(_) => continue,
-            };
-            any = true;
+            // Every result file of one run is that run's repeat. A run
+            // that wrote none is left out (and reported below).
             let mut merged = Repeat::default();
-            for (file, format) in files {
-                let bytes = std::fs::read(&file)
-                    .map_err(|e| results::Error::at(&file, results::io_reason(&e)))?;
-                let mut runs = results::read_as(&file, &bytes, format, &mut names)?;
+            if !dir.is_dir() {
+                continue;
+            }
+            let found = results::visit_dir(&dir, None, &mut |file, format, bytes| {
+                let mut runs = results::read_as(file, bytes, format, &mut names)?;
                 // The run's directory says which repeat it was.
                 runs.iter_mut().for_each(|r| r.repeat = None);
-                merged.sources.push(file);
+                merged.sources.push(file.to_path_buf());
                 merged.cases.extend(runs);
+                Ok(())
+            });
+            if found? == 0 {
+                continue;
             }
+            any = true;
             results::check_unique(&merged)?;
             repeats.push(merged);
         }

@@ -256,37 +256,31 @@ pub struct Repeat {
     pub cases: Vec<CaseRun>,
 }
 
-/// The result files a path stands for: the file itself, or every file under
-/// a directory (sorted, recursively) whose content is a known format (or
-/// the `--input-format`). Files in no known format are skipped inside a
-/// directory and refused when named directly.
-pub fn result_files(path: &Path, format: Option<Format>) -> Result<Vec<(PathBuf, Format)>, Error> {
+/// Calls `visit` with each result file a path stands for, read once: the
+/// file itself, or every file under a directory (sorted, recursively) whose
+/// content is a known format (or the `--input-format`). Files in no known
+/// format are skipped inside a directory and refused when named directly.
+/// Each file's bytes are dropped before the next is read, so a directory of
+/// repeats never sits in memory whole.
+pub fn visit_results(
+    path: &Path,
+    format: Option<Format>,
+    visit: &mut dyn FnMut(&Path, Format, &[u8]) -> Result<(), Error>,
+) -> Result<(), Error> {
     let meta = std::fs::metadata(path).map_err(|e| Error::at(path, io_reason(&e)))?;
     if !meta.is_dir() {
         let bytes = std::fs::read(path).map_err(|e| Error::at(path, io_reason(&e)))?;
-        let found = detect(&bytes);
-        return match (format, found) {
-            (Some(f), _) => Ok(vec![(path.to_path_buf(), f)]),
-            (None, Some(f)) => Ok(vec![(path.to_path_buf(), f)]),
-            (None, None) => Err(Error::at(
+        let found = match format {
+            Some(f) => f,
+            None => detect(&bytes).ok_or_else(|| Error::at(
                 path,
                 "not a result file toolpin reads (case records, pytest-json-report, JUnit XML, promptfoo or Inspect AI); name one with --input-format",
-            )),
+            ))?,
         };
+        return visit(path, found, &bytes);
     }
-    let mut files = Vec::new();
-    walk(path, &mut files)?;
-    files.sort();
-    let mut found = Vec::new();
-    for file in files {
-        let bytes = std::fs::read(&file).map_err(|e| Error::at(&file, io_reason(&e)))?;
-        match (format, detect(&bytes)) {
-            (Some(want), Some(f)) if f == want => found.push((file, f)),
-            (None, Some(f)) => found.push((file, f)),
-            _ => {}
-        }
-    }
-    if found.is_empty() {
+    let found = visit_dir(path, format, visit)?;
+    if found == 0 {
         return Err(Error::at(
             path,
             match format {
@@ -294,6 +288,31 @@ pub fn result_files(path: &Path, format: Option<Format>) -> Result<Vec<(PathBuf,
                 None => "no result files in this directory (case records, pytest-json-report, JUnit XML, promptfoo or Inspect AI)".to_string(),
             },
         ));
+    }
+    Ok(())
+}
+
+/// The result files under a directory, as `visit_results` visits them;
+/// returns how many there were (none is not an error here).
+pub fn visit_dir(
+    path: &Path,
+    format: Option<Format>,
+    visit: &mut dyn FnMut(&Path, Format, &[u8]) -> Result<(), Error>,
+) -> Result<usize, Error> {
+    let mut files = Vec::new();
+    walk(path, &mut files)?;
+    files.sort();
+    let mut found = 0usize;
+    for file in files {
+        let bytes = std::fs::read(&file).map_err(|e| Error::at(&file, io_reason(&e)))?;
+        match (format, detect(&bytes)) {
+            (Some(want), Some(f)) if f == want => {}
+            (None, Some(_)) => {}
+            _ => continue,
+        }
+        found += 1;
+        let f = format.or_else(|| detect(&bytes)).unwrap_or(Format::Records);
+        visit(&file, f, &bytes)?;
     }
     Ok(found)
 }
@@ -340,34 +359,32 @@ pub fn read_side(
     format: Option<Format>,
     names: &mut Names,
 ) -> Result<Vec<Repeat>, Error> {
-    let mut files = Vec::new();
-    for path in paths {
-        files.extend(result_files(path, format)?);
-    }
     let mut unnumbered: Vec<Repeat> = Vec::new();
     let mut numbered: std::collections::BTreeMap<u32, Repeat> = Default::default();
-    for (file, format) in files {
-        let bytes = std::fs::read(&file).map_err(|e| Error::at(&file, io_reason(&e)))?;
-        let runs = read_as(&file, &bytes, format, names)?;
-        let mut own = Repeat {
-            sources: vec![file.clone()],
-            cases: Vec::new(),
-        };
-        for run in runs {
-            match run.repeat {
-                None => own.cases.push(run),
-                Some(k) => {
-                    let r = numbered.entry(k).or_default();
-                    if r.sources.last() != Some(&file) {
-                        r.sources.push(file.clone());
+    for path in paths {
+        visit_results(path, format, &mut |file, format, bytes| {
+            let runs = read_as(file, bytes, format, names)?;
+            let mut own = Repeat {
+                sources: vec![file.to_path_buf()],
+                cases: Vec::new(),
+            };
+            for run in runs {
+                match run.repeat {
+                    None => own.cases.push(run),
+                    Some(k) => {
+                        let r = numbered.entry(k).or_default();
+                        if r.sources.last().map(PathBuf::as_path) != Some(file) {
+                            r.sources.push(file.to_path_buf());
+                        }
+                        r.cases.push(run);
                     }
-                    r.cases.push(run);
                 }
             }
-        }
-        if !own.cases.is_empty() {
-            unnumbered.push(own);
-        }
+            if !own.cases.is_empty() {
+                unnumbered.push(own);
+            }
+            Ok(())
+        })?;
     }
     let repeats: Vec<Repeat> = numbered.into_values().chain(unnumbered).collect();
     if repeats.iter().all(|r| r.cases.is_empty()) {
