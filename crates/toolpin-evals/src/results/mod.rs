@@ -256,6 +256,9 @@ pub struct Repeat {
     pub cases: Vec<CaseRun>,
 }
 
+/// What `visit_results` calls per file: its path, format and bytes.
+pub type Visit<'a> = dyn FnMut(&Path, Format, &[u8]) -> Result<(), Error> + 'a;
+
 /// Calls `visit` with each result file a path stands for, read once: the
 /// file itself, or every file under a directory (sorted, recursively) whose
 /// content is a known format (or the `--input-format`). Files in no known
@@ -265,7 +268,7 @@ pub struct Repeat {
 pub fn visit_results(
     path: &Path,
     format: Option<Format>,
-    visit: &mut dyn FnMut(&Path, Format, &[u8]) -> Result<(), Error>,
+    visit: &mut Visit,
 ) -> Result<(), Error> {
     let meta = std::fs::metadata(path).map_err(|e| Error::at(path, io_reason(&e)))?;
     if !meta.is_dir() {
@@ -297,7 +300,7 @@ pub fn visit_results(
 pub fn visit_dir(
     path: &Path,
     format: Option<Format>,
-    visit: &mut dyn FnMut(&Path, Format, &[u8]) -> Result<(), Error>,
+    visit: &mut Visit,
 ) -> Result<usize, Error> {
     let mut files = Vec::new();
     walk(path, &mut files)?;
