@@ -26,9 +26,9 @@
 //!   priced it.
 //! - error: `error.message`.
 //!
-//! The zip reader is our own and small (stored, deflate and zstd members;
-//! Zip64 sizes and offsets): the `zip` crate reads zstd only through the C
-//! library.
+//! The zip reader is our own and small (stored, deflate and zstd members,
+//! each checked against its CRC-32; Zip64 sizes and offsets): the `zip`
+//! crate reads zstd only through the C library.
 
 use std::io::Read;
 use std::path::Path;
@@ -318,6 +318,7 @@ struct Entry {
     name: String,
     method: u16,
     flags: u16,
+    crc: u32,
     compressed: u64,
     size: u64,
     offset: u64,
@@ -384,6 +385,7 @@ impl<'a> Zip<'a> {
             }
             let flags = u16_at(cd, at + 8).ok_or_else(bad)?;
             let method = u16_at(cd, at + 10).ok_or_else(bad)?;
+            let crc = u32_at(cd, at + 16).ok_or_else(bad)?;
             let mut compressed = u64::from(u32_at(cd, at + 20).ok_or_else(bad)?);
             let mut size = u64::from(u32_at(cd, at + 24).ok_or_else(bad)?);
             let name_len = usize::from(u16_at(cd, at + 28).ok_or_else(bad)?);
@@ -416,6 +418,7 @@ impl<'a> Zip<'a> {
                 name,
                 method,
                 flags,
+                crc,
                 compressed,
                 size,
                 offset,
@@ -466,11 +469,36 @@ impl<'a> Zip<'a> {
             }
             other => return Err(format!("compression method {other} is not supported")),
         };
-        if out.len() != size {
+        if out.len() != size || crc32(&out) != entry.crc {
             return Err(bad());
         }
         Ok(out)
     }
+}
+
+/// CRC-32 (IEEE), as zip members carry it.
+fn crc32(data: &[u8]) -> u32 {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut table = [0u32; 256];
+        for (n, slot) in table.iter_mut().enumerate() {
+            let mut c = n as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+            *slot = c;
+        }
+        table
+    });
+    let mut crc = !0u32;
+    for b in data {
+        crc = table[((crc ^ u32::from(*b)) & 0xFF) as usize] ^ (crc >> 8);
+    }
+    !crc
 }
 
 #[cfg(test)]
@@ -495,7 +523,8 @@ mod tests {
                 buf.extend_from_slice(&20u16.to_le_bytes()); // version needed
                 buf.extend_from_slice(&0u16.to_le_bytes()); // flags
                 buf.extend_from_slice(&0u16.to_le_bytes()); // method
-                buf.extend_from_slice(&[0; 8]); // time, date, crc (unchecked)
+                buf.extend_from_slice(&[0; 4]); // time, date
+                buf.extend_from_slice(&crc32(data.as_bytes()).to_le_bytes());
                 buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
                 buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
                 buf.extend_from_slice(&(name.len() as u16).to_le_bytes());
@@ -521,6 +550,10 @@ mod tests {
         out.extend_from_slice(&cd_offset.to_le_bytes());
         out.extend_from_slice(&0u16.to_le_bytes());
         out
+    }
+
+    fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
+        hay.windows(needle.len()).position(|w| w == needle)
     }
 
     #[test]
@@ -565,6 +598,13 @@ mod tests {
         );
         assert!(!detect_zip(&zip[..zip.len() - 30]));
         assert!(!detect_zip(&stored_zip(&[("other.txt", "x")])));
+        // A member whose bytes changed: its CRC says so.
+        let mut bad = zip.clone();
+        let at = find_bytes(&bad, b"\"epoch\": 1, \"scores\"").expect("member");
+        bad[at + 10] = b'2';
+        let err = read(Path::new("x.eval"), &bad, &mut names).unwrap_err();
+        assert!(err.message().contains("truncated or damaged"), "{err}");
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
     }
 
     #[test]
