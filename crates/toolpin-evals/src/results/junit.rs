@@ -100,8 +100,7 @@ pub(super) fn read(path: &Path, bytes: &[u8], names: &mut Names) -> Result<Vec<C
         let here = line_of(start);
         let xml_err = |message: String| Error::at_line(path, here, message);
         match event {
-            Event::Start(e) | Event::Empty(e) if depth == 0 && saw_root => {
-                let _ = e;
+            Event::Start(_) | Event::Empty(_) if depth == 0 && saw_root => {
                 return Err(xml_err("not JUnit XML: a second root element".into()));
             }
             Event::Start(ref e) | Event::Empty(ref e) => {
