@@ -468,6 +468,31 @@ fn inspect_real_logs_eval_and_json_two_epochs() {
             assert_eq!(cases["broken-lookup"].score, None);
         }
     }
+    // Epochs count within their own log: two two-epoch logs on one side are
+    // four repeats, not a clash of case ids.
+    let mut names = Names::default();
+    let both = results::read_side("test", &[eval.clone(), json.clone()], None, &mut names)
+        .expect("two logs on one side");
+    assert_eq!(both.len(), 4);
+    // And the two logs of one run, compared, show no change at all.
+    let inputs = toolpin_evals::compare::read_inputs(&[eval.clone()], &[json.clone()], &[], None)
+        .expect("inputs");
+    let report = toolpin_evals::compare::compare(
+        &inputs.before,
+        &inputs.after,
+        None,
+        inputs.names,
+        &toolpin_evals::compare::Context::default(),
+        toolpin_evals::compare::Options::default(),
+    );
+    assert_eq!(report.pass.delta.estimate, 0.0);
+    assert_eq!(
+        report
+            .case_ids(toolpin_evals::compare::Flip::NewFailure)
+            .len(),
+        0
+    );
+    assert_eq!(report.verdict, toolpin_evals::compare::Verdict::Noise);
     check_damaged(&dir, &eval, Format::Inspect);
     check_damaged(&dir, &json, Format::Inspect);
 }

@@ -265,11 +265,7 @@ pub type Visit<'a> = dyn FnMut(&Path, Format, &[u8]) -> Result<(), Error> + 'a;
 /// format are skipped inside a directory and refused when named directly.
 /// Each file's bytes are dropped before the next is read, so a directory of
 /// repeats never sits in memory whole.
-pub fn visit_results(
-    path: &Path,
-    format: Option<Format>,
-    visit: &mut Visit,
-) -> Result<(), Error> {
+pub fn visit_results(path: &Path, format: Option<Format>, visit: &mut Visit) -> Result<(), Error> {
     let meta = std::fs::metadata(path).map_err(|e| Error::at(path, io_reason(&e)))?;
     if !meta.is_dir() {
         let bytes = std::fs::read(path).map_err(|e| Error::at(path, io_reason(&e)))?;
@@ -297,11 +293,7 @@ pub fn visit_results(
 
 /// The result files under a directory, as `visit_results` visits them;
 /// returns how many there were (none is not an error here).
-pub fn visit_dir(
-    path: &Path,
-    format: Option<Format>,
-    visit: &mut Visit,
-) -> Result<usize, Error> {
+pub fn visit_dir(path: &Path, format: Option<Format>, visit: &mut Visit) -> Result<usize, Error> {
     let mut files = Vec::new();
     walk(path, &mut files)?;
     files.sort();
@@ -353,8 +345,9 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
 }
 
 /// Reads the result files of one side into its repeats. Each file is one
-/// repeat, unless its runs carry a `repeat` number of their own: runs that
-/// name repeat K, from whichever file, make up repeat K. A case id twice in
+/// repeat, unless its runs carry a `repeat` number of their own: case
+/// records that name repeat K, from whichever file, make up repeat K; the
+/// repeats (or epochs) of a promptfoo or Inspect file are that file's own. A case id twice in
 /// one repeat is an error; so is a side with no cases at all.
 pub fn read_side(
     what: &str,
@@ -363,10 +356,20 @@ pub fn read_side(
     names: &mut Names,
 ) -> Result<Vec<Repeat>, Error> {
     let mut unnumbered: Vec<Repeat> = Vec::new();
-    let mut numbered: std::collections::BTreeMap<u32, Repeat> = Default::default();
+    // Case records number their repeats for the whole side (a harness may
+    // write one file per repeat, or one file for all); promptfoo's and
+    // Inspect's numbers (rows of --repeat, epochs) count within one file.
+    let mut numbered: std::collections::BTreeMap<(usize, u32), Repeat> = Default::default();
+    let mut file_index = 0usize;
     for path in paths {
         visit_results(path, format, &mut |file, format, bytes| {
             let runs = read_as(file, bytes, format, names)?;
+            file_index += 1;
+            let scope = if format == Format::Records {
+                0
+            } else {
+                file_index
+            };
             let mut own = Repeat {
                 sources: vec![file.to_path_buf()],
                 cases: Vec::new(),
@@ -375,7 +378,7 @@ pub fn read_side(
                 match run.repeat {
                     None => own.cases.push(run),
                     Some(k) => {
-                        let r = numbered.entry(k).or_default();
+                        let r = numbered.entry((scope, k)).or_default();
                         if r.sources.last().map(PathBuf::as_path) != Some(file) {
                             r.sources.push(file.to_path_buf());
                         }
