@@ -42,6 +42,18 @@ fn bench(c: &mut Criterion) {
             black_box(side(black_box(&before), &mut names))
         })
     });
+    // The reference for reading: every line into a serde_json::Value, the
+    // obvious way to read JSON lines, which builds every argument too.
+    g.bench_function("reference: one side into serde_json::Value", |b| {
+        b.iter(|| {
+            let text = std::str::from_utf8(&before).expect("utf-8");
+            let values: Vec<serde_json::Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("json"))
+                .collect();
+            black_box(values)
+        })
+    });
     let mut names = Names::default();
     let b = side(&before, &mut names);
     let a = side(&after, &mut names);
@@ -54,6 +66,19 @@ fn bench(c: &mut Criterion) {
                 names.clone(),
                 &Context::default(),
                 Options::default(),
+            ))
+        })
+    });
+    // The reference for the statistics: one 10,000-resample bootstrap of a
+    // mean over 10,000 cases, the least any resampling report does.
+    let deltas: Vec<f64> = (0..records::CASES).map(|i| if i % 10 == 0 { -0.4 } else { 0.0 }).collect();
+    g.bench_function("reference: one bootstrap of a mean", |bench| {
+        bench.iter(|| {
+            black_box(toolpin_evals::compare::stats::bootstrap(
+                black_box(&deltas),
+                toolpin_evals::compare::stats::Statistic::Mean,
+                10_000,
+                1,
             ))
         })
     });
