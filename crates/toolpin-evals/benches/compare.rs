@@ -57,7 +57,7 @@ fn bench(c: &mut Criterion) {
     let mut names = Names::default();
     let b = side(&before, &mut names);
     let a = side(&after, &mut names);
-    g.bench_function("statistics (join, 5 bootstraps × 10,000)", |bench| {
+    g.bench_function("statistics (join, permutation test, bootstrap, exact medians)", |bench| {
         bench.iter(|| {
             black_box(compare::compare(
                 &b,
