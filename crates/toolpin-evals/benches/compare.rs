@@ -57,21 +57,26 @@ fn bench(c: &mut Criterion) {
     let mut names = Names::default();
     let b = side(&before, &mut names);
     let a = side(&after, &mut names);
-    g.bench_function("statistics (join, permutation test, bootstrap, exact medians)", |bench| {
-        bench.iter(|| {
-            black_box(compare::compare(
-                &b,
-                &a,
-                None,
-                names.clone(),
-                &Context::default(),
-                Options::default(),
-            ))
-        })
-    });
+    g.bench_function(
+        "statistics (join, permutation test, bootstrap, exact medians)",
+        |bench| {
+            bench.iter(|| {
+                black_box(compare::compare(
+                    &b,
+                    &a,
+                    None,
+                    names.clone(),
+                    &Context::default(),
+                    Options::default(),
+                ))
+            })
+        },
+    );
     // The reference for the statistics: one 10,000-resample bootstrap of a
     // mean over 10,000 cases, the least any resampling report does.
-    let deltas: Vec<f64> = (0..records::CASES).map(|i| if i % 10 == 0 { -0.4 } else { 0.0 }).collect();
+    let deltas: Vec<f64> = (0..records::CASES)
+        .map(|i| if i % 10 == 0 { -0.4 } else { 0.0 })
+        .collect();
     g.bench_function("reference: one bootstrap of a mean", |bench| {
         bench.iter(|| {
             black_box(toolpin_evals::compare::stats::bootstrap(

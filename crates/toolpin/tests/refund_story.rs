@@ -121,7 +121,10 @@ fn no_drift_is_no_regression() {
 fn with_harness(script: &str) -> Sandbox {
     let sb = refund();
     let toml = sb.read_string("toolpin.toml");
-    sb.write("partial.toml", format!("{toml}\n[evals.partial]\nrun = \"sh harness.sh\"\n"));
+    sb.write(
+        "partial.toml",
+        format!("{toml}\n[evals.partial]\nrun = \"sh harness.sh\"\n"),
+    );
     sb.write("harness.sh", script);
     sb
 }
@@ -132,18 +135,26 @@ fn result_files_on_one_side_only_or_broken_are_errors() {
     let sb = with_harness(
         "[ \"$TOOLPIN_SIDE\" = pinned ] && echo '{\"case\":\"a\",\"passed\":true}' > \"$TOOLPIN_OUTPUT_DIR/cases.jsonl\"\nexit 0\n",
     );
-    let message = sb.run(&["evals", "run", "-c", "partial.toml"]).error(&["eval partial: the live runs wrote no result files, the others did"]);
+    let message = sb
+        .run(&["evals", "run", "-c", "partial.toml"])
+        .error(&["eval partial: the live runs wrote no result files, the others did"]);
     assert!(!message.contains('\n'));
     assert!(!sb.exists(".toolpin/evals/summary.json"));
     // A result file that does not parse names its file and line.
     let sb = with_harness(
         "printf '{\"case\":\"a\",\"passed\":true}\\n{\"case\":\"b\"}\\n' > \"$TOOLPIN_OUTPUT_DIR/cases.jsonl\"\n",
     );
-    sb.run(&["evals", "run", "-c", "partial.toml"]).error(&["eval partial: ", "pinned/cases.jsonl:2: not a case record: missing field `passed`"]);
+    sb.run(&["evals", "run", "-c", "partial.toml"]).error(&[
+        "eval partial: ",
+        "pinned/cases.jsonl:2: not a case record: missing field `passed`",
+    ]);
     // No result files at all: exit codes decide, as before.
     let sb = with_harness("exit 0\n");
     let run = sb.run(&["evals", "run", "-c", "partial.toml", "--repeat", "2"]);
     run.ok();
     assert!(run.stdout.contains("eval partial: the harness wrote no result files into TOOLPIN_OUTPUT_DIR: compared by exit code only"), "{}", run.stdout);
-    assert_eq!(sb.read_json(".toolpin/evals/summary.json")["evals"][0]["comparison"], serde_json::Value::Null);
+    assert_eq!(
+        sb.read_json(".toolpin/evals/summary.json")["evals"][0]["comparison"],
+        serde_json::Value::Null
+    );
 }
