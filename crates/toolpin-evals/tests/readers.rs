@@ -475,8 +475,13 @@ fn inspect_real_logs_eval_and_json_two_epochs() {
         .expect("two logs on one side");
     assert_eq!(both.len(), 4);
     // And the two logs of one run, compared, show no change at all.
-    let inputs = toolpin_evals::compare::read_inputs(&[eval.clone()], &[json.clone()], &[], None)
-        .expect("inputs");
+    let inputs = toolpin_evals::compare::read_inputs(
+        std::slice::from_ref(&eval),
+        std::slice::from_ref(&json),
+        &[],
+        None,
+    )
+    .expect("inputs");
     let report = toolpin_evals::compare::compare(
         &inputs.before,
         &inputs.after,
