@@ -58,7 +58,13 @@ fn render_with(r: &Report, per_group: usize) -> String {
         Verdict::Noise => "⚪",
     };
     let _ = writeln!(t, "### {icon} toolpin compare: {}\n", r.verdict.label());
-    let _ = writeln!(t, "{}.\n", verdict_reason(r));
+    let reason = verdict_reason(r);
+    let mut chars = reason.chars();
+    let reason: String = chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default();
+    let _ = writeln!(t, "{reason}.\n");
     let _ = writeln!(t, "| | before | after | change | 95% interval |");
     let _ = writeln!(t, "|---|---:|---:|---:|---|");
     let _ = writeln!(
