@@ -1097,4 +1097,21 @@ default = 50
             .to_string();
         assert!(e.starts_with("c.toml:6:31: tools.\"orders/orders__lookup_order\": argument `filter` is still a placeholder"), "{e}");
     }
+
+    #[test]
+    fn the_example_in_the_docs_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/contracts.md");
+        let doc = std::fs::read_to_string(path).expect("docs/contracts.md");
+        let block = doc
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .expect("a toml block");
+        let c = parse(block).expect("the example parses");
+        let s = c
+            .validate(&refund(), "toolpin.lock")
+            .expect("and validates");
+        assert_eq!((s.contracts, s.calls, s.probes), (1, 2, 1));
+        assert_eq!(c.tools[0].calls[1].expect.values[0].set.get_ref().len(), 4);
+    }
 }
