@@ -283,3 +283,94 @@ fn check_without_a_contracts_file_says_how_to_create_one() {
         &["toolpin.contracts.toml not found", "toolpin contract init"],
     );
 }
+
+/// `init` on the lockfile of a real server: server-everything (pinned in
+/// tests/servers/package.json, installed by scripts/setup), captured over
+/// stdio. Its nine read-only tools get contracts; the four others are
+/// comments; the file checks ok and names the three placeholders.
+#[test]
+fn init_on_the_lockfile_of_server_everything() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let server = repo.join("tests/servers/node_modules/.bin/mcp-server-everything");
+    assert!(
+        server.exists(),
+        "{} is missing: run scripts/setup to install the test servers",
+        server.display()
+    );
+    let sb = Sandbox::new();
+    let root = sb.path().canonicalize().expect("canonical sandbox");
+    std::fs::create_dir_all(root.join("bin")).expect("bin");
+    let link = root.join("bin/mcp-server-everything");
+    std::os::unix::fs::symlink(&server, &link).expect("link");
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.everything]\ncommand = [{}]\n",
+            serde_json::json!(link.display().to_string())
+        ),
+    );
+    sb.run(&["-q", "lock"]).ok();
+    let run = sb.run(&["contract", "init"]);
+    run.ok();
+    assert_eq!(
+        run.stderr,
+        "Wrote toolpin.contracts.toml: 9 contracts for read-only tools (17 calls, 6 default probes); \
+4 tools not read-only left commented out; fill in 3 placeholder arguments\n"
+    );
+    let text = sb.read_string(FILE);
+    let active: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("[tools.\"everything/"))
+        .filter_map(|l| l.strip_suffix("\"]"))
+        .collect();
+    assert_eq!(
+        active,
+        [
+            "echo",
+            "get-annotated-message",
+            "get-env",
+            "get-resource-links",
+            "get-resource-reference",
+            "get-structured-content",
+            "get-sum",
+            "get-tiny-image",
+            "trigger-long-running-operation",
+        ]
+    );
+    let commented: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# [tools.\"everything/"))
+        .filter_map(|l| l.strip_suffix("\"]"))
+        .collect();
+    assert_eq!(
+        commented,
+        [
+            "gzip-file-as-resource",
+            "simulate-research-query",
+            "toggle-simulated-logging",
+            "toggle-subscriber-updates",
+        ]
+    );
+    // The enum of get-structured-content: one call per city.
+    for city in ["New York", "Chicago", "Los Angeles"] {
+        assert!(
+            text.contains(&format!(
+                "name = \"location={city}\"\narguments = {{ location = \"{city}\" }}\n"
+            )),
+            "{city}"
+        );
+    }
+    let run = sb.run(&["contract", "check"]);
+    run.ok();
+    assert_eq!(
+        run.stdout,
+        "toolpin.contracts.toml: ok (9 contracts, 17 calls, 6 default probes); \
+3 placeholder arguments to fill in before the calls are made: \
+everything/echo `message`, everything/get-sum `a`, everything/get-sum `b`\n"
+    );
+    assert_eq!(
+        common::processes_under(&root),
+        vec![],
+        "a server was left running"
+    );
+}
