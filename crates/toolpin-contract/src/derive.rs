@@ -26,7 +26,7 @@ pub struct Derived {
     pub base: Map<String, Value>,
     /// The enum parameters, in name order.
     pub enums: Vec<EnumParam>,
-    /// The parameters with a pinned `default`, in name order.
+    /// The optional parameters with a pinned `default`, in name order.
     pub defaults: Vec<(String, Value)>,
     /// The required arguments that got a placeholder.
     pub placeholders: Vec<String>,
@@ -155,8 +155,13 @@ pub fn derive(input_schema: Option<&Value>) -> Derived {
     for (name, schema) in properties {
         let chain = chain(root, schema);
         let default = first_of(&chain, "default");
-        if let Some(d) = &default {
-            out.defaults.push((name.clone(), d.clone()));
+        match &default {
+            // Without a required argument the call is invalid: no probe.
+            Some(_) if required.contains(name) => out.notes.push(format!(
+                "{name}: required with a default; no default probe (a call without it is invalid)"
+            )),
+            Some(d) => out.defaults.push((name.clone(), d.clone())),
+            None => {}
         }
         let value = default
             .or_else(|| first_of(&chain, "examples"))
@@ -347,6 +352,20 @@ mod tests {
                 ("page_size".into(), json!(50)),
                 ("sort".into(), json!("asc"))
             ]
+        );
+    }
+
+    #[test]
+    fn no_default_probe_for_a_required_parameter() {
+        let d = derive(Some(&json!({
+            "properties": {"mode": {"type": "string", "default": "fast"}},
+            "required": ["mode"]
+        })));
+        assert_eq!(d.defaults, vec![]);
+        assert_eq!(Value::Object(d.base), json!({"mode": "fast"}));
+        assert_eq!(
+            d.notes,
+            vec!["mode: required with a default; no default probe (a call without it is invalid)"]
         );
     }
 

@@ -100,6 +100,14 @@ fn inline(map: &Map<String, Value>) -> Option<String> {
     Some(format!("{{ {} }}", parts?.join(", ")))
 }
 
+/// Text for a comment: control characters (a newline would end the
+/// comment) become spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// One line of a description, printable, at most 100 characters.
 fn summary_line(description: Option<&Value>) -> Option<String> {
     let text = description?.as_str()?;
@@ -139,12 +147,14 @@ fn contract_lines(name: &str, d: &Derived, full: bool, out: &mut Vec<String>) ->
     if !full {
         return (calls, probes);
     }
+    // Call names are unique in a contract: `p=1` for both 1 and "1" is not.
+    let mut names = std::collections::BTreeSet::from(["golden".to_string()]);
     for e in &d.enums {
         if e.total > e.values.len() {
             out.push(String::new());
             out.push(format!(
                 "# {}: {} enum values; calls for the first {} only.",
-                e.name,
+                one_line(&e.name),
                 e.total,
                 e.values.len()
             ));
@@ -157,7 +167,14 @@ fn contract_lines(name: &str, d: &Derived, full: bool, out: &mut Vec<String>) ->
             };
             out.push(String::new());
             out.push(format!("[[{table}.calls]]"));
-            out.push(format!("name = {}", string(&format!("{}={label}", e.name))));
+            let base = format!("{}={label}", e.name);
+            let mut call = base.clone();
+            let mut n = 1;
+            while !names.insert(call.clone()) {
+                n += 1;
+                call = format!("{base} ({n})");
+            }
+            out.push(format!("name = {}", string(&call)));
             out.push(format!("arguments = {{ {} = {rendered} }}", key(&e.name)));
             calls += 1;
         }
@@ -167,8 +184,10 @@ fn contract_lines(name: &str, d: &Derived, full: bool, out: &mut Vec<String>) ->
             continue;
         };
         out.push(String::new());
+        let shown = one_line(param);
         out.push(format!(
-            "# Without {param}, and with {param} = {rendered} passed explicitly: the same result shape and size."
+            "# Without {shown}, and with {shown} = {} passed explicitly: the same result shape and size.",
+            one_line(&rendered)
         ));
         out.push(format!("[[{table}.default_probes]]"));
         out.push(format!("parameter = {}", string(param)));
@@ -233,16 +252,17 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
         let d = derive::derive(tool.get("inputSchema"));
         let full = file::read_only(&tool);
         text.push('\n');
+        let shown = one_line(&name);
         let _ = writeln!(
             text,
-            "# ── {name} {}",
-            "─".repeat(60usize.saturating_sub(name.chars().count()))
+            "# ── {shown} {}",
+            "─".repeat(60usize.saturating_sub(shown.chars().count()))
         );
         if let Some(line) = summary_line(tool.get("description")) {
             let _ = writeln!(text, "# {line}");
         }
         for note in &d.notes {
-            let _ = writeln!(text, "# Note: {}", note.replace('\n', " "));
+            let _ = writeln!(text, "# Note: {}", one_line(note));
         }
         let mut lines = Vec::new();
         let (calls, probes) = contract_lines(&name, &d, full, &mut lines);
@@ -407,6 +427,71 @@ mod tests {
         parsed
             .validate(&catalog, "toolpin.lock")
             .expect("uncommented validates");
+    }
+
+    #[test]
+    fn any_schema_gives_a_file_that_parses_and_validates() {
+        use serde_json::json;
+        let schemas = [
+            json!({"type": "object", "properties": {"k": {"enum": [1, "1", 1.5, true, [1], {"a b": "c\"d"}, null, "golden"]}}}),
+            json!({"type": "object", "properties": {"k": {"enum": ["x", "x"]}, "k=x": {"enum": ["x"]}}}),
+            json!({"type": "object", "properties": {"we ird\n\"key": {"default": "a\u{1}b"}}, "required": ["req \"q\""]}),
+            json!({"properties": {"a": {"$ref": "#/properties/a"}, "b": {"default": 18446744073709551615u64}}, "required": ["a", "b"]}),
+            json!("not a schema"),
+            json!({"properties": {"d": {"default": {"nested": [1, {"x": 2.0}]}}}}),
+        ];
+        let tools: Vec<Value> = schemas
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                json!({
+                    "name": format!("t{i} odd/\"name\""),
+                    "description": "Line one\u{7}\nline two",
+                    "inputSchema": s,
+                    "annotations": {"readOnlyHint": true}
+                })
+            })
+            .collect();
+        let pin = toolpin_manifest::ServerPin::new("srv", json!({}), "mcp", tools).expect("pin");
+        let catalog = Catalog::new(
+            "default",
+            std::collections::BTreeMap::from([("srv".to_string(), pin)]),
+        )
+        .expect("catalog");
+        let starter = init(&catalog, "toolpin.lock");
+        let parsed = Contracts::parse(&starter.text, "c.toml")
+            .unwrap_or_else(|e| panic!("{e}\n{}", starter.text));
+        let summary = parsed
+            .validate(&catalog, "toolpin.lock")
+            .unwrap_or_else(|e| panic!("{e}\n{}", starter.text));
+        assert_eq!(summary.contracts, schemas.len());
+        assert_eq!(
+            (starter.calls, starter.probes),
+            (summary.calls, summary.probes)
+        );
+        // The first tool: golden and one call per writable enum value,
+        // "k=1" twice made unique, the null left out.
+        let names: Vec<&str> = parsed.tools[0]
+            .calls
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "golden",
+                "k=1",
+                "k=1 (2)",
+                "k=1.5",
+                "k=true",
+                "k=[1]",
+                "k={\"a b\":\"c\\\"d\"}",
+                "k=golden"
+            ]
+        );
+        assert_eq!(parsed.tools[0].calls[2].arguments["k"], json!("1"));
+        let d = &parsed.tools[5].default_probes[0];
+        assert_eq!(d.default, json!({"nested": [1, {"x": 2.0}]}));
     }
 
     #[test]
