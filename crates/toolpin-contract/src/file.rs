@@ -452,10 +452,27 @@ fn label(key: &str) -> String {
 /// The toml crate's parse error, located.
 fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> Error {
     let message = e.message().trim().replace('\n', " ");
-    match e.span() {
-        Some(span) => At { origin, text }.error(&span, message),
-        None => Error::new(format!("{origin}: {message}")),
-    }
+    let Some(span) = e.span() else {
+        return Error::new(format!("{origin}: {message}"));
+    };
+    // Name the key for type errors, whose message only names the value.
+    let start = span.start.min(text.len());
+    let line_start = text
+        .get(..start)
+        .and_then(|before| before.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    // The innermost `key =` before the value on its line.
+    let key = text
+        .get(line_start..start)
+        .and_then(|before| before.rsplit_once('='))
+        .and_then(|(k, _)| k.rsplit([',', '{']).next())
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && !k.starts_with('[') && !k.starts_with('#'));
+    let message = match key {
+        Some(k) if !message.contains(&format!("`{k}`")) => format!("key `{k}`: {message}"),
+        _ => message,
+    };
+    At { origin, text }.error(&span, message)
 }
 
 impl Contracts {
@@ -671,9 +688,21 @@ impl Contracts {
                 } else {
                     known.join(", ")
                 };
+                // A tool named without its server's prefix.
+                let hint = contract
+                    .key
+                    .split_once('/')
+                    .and_then(|(server, tool)| {
+                        let pin = catalog.servers.get(server)?;
+                        pin.tools
+                            .keys()
+                            .find(|k| k.ends_with(tool) && k.len() > tool.len())
+                            .map(|k| format!("; did you mean \"{server}/{k}\"?"))
+                    })
+                    .unwrap_or_default();
                 return Err(at.error(
                     &contract.key_span,
-                    format!("{name}: no such tool is pinned in {lockfile} (pinned: {known})"),
+                    format!("{name}: no such tool is pinned in {lockfile} (pinned: {known}){hint}"),
                 ));
             };
             let tool = pinned.value();
@@ -999,6 +1028,7 @@ default = 50
             ("version = 1\n[defaults]\ntimeout_ms = 0\n", "c.toml:3:14: defaults.timeout_ms must be between 1 and 600000, not 0"),
             ("version = 1\n[defaults]\nconcurrency = 65\n", "c.toml:3:15: defaults.concurrency must be between 1 and 64, not 65"),
             ("version = 1\n[defaults]\nrepeats = -1\n", "c.toml:3:11: defaults.repeats must be between 1 and 100, not -1"),
+            ("version = 1\n[defaults]\ntimeout_ms = \"10s\"\n", "c.toml:3:14: key `timeout_ms`: invalid type: string \"10s\", expected i64"),
             ("version = 1\n[tools.nope]\n", "c.toml:2:8: tools.\"nope\": a contract is named \"server/tool\""),
             (&format!("{SEARCH}side_effects = \"yes\"\n"), "c.toml:3:16: tools.\"orders/orders__search_orders\": side_effects must be \"none\" or \"allowed\", not \"yes\""),
             (&format!("{SEARCH}colour = 1\n"), "c.toml:3:1: unknown field `colour`"),
@@ -1006,7 +1036,7 @@ default = 50
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\n[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\n"), "c.toml:6:8: tools.\"orders/orders__search_orders\": two calls are named \"a\""),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ fields = [{{ pointer = \"x/y\" }}] }}\n"), "c.toml:5:34: tools.\"orders/orders__search_orders\": call \"a\": expect.fields: \"x/y\" is not a JSON pointer"),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ counts = [{{ pointer = \"/x\", min = 3, max = 2 }}] }}\n"), "c.toml:5:34: tools.\"orders/orders__search_orders\": call \"a\": expect.counts: min 3 is above max 2"),
-            (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ error = \"teapot\" }}\n"), "c.toml:5:20: unknown variant `teapot`, expected one of `validation`, `auth`, `rate-limit`, `timeout`"),
+            (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ error = \"teapot\" }}\n"), "c.toml:5:20: key `error`: unknown variant `teapot`, expected one of `validation`, `auth`, `rate-limit`, `timeout`"),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ latency = {{ p50_ms = 500, p95_ms = 100 }} }}\n"), "c.toml:5:47: tools.\"orders/orders__search_orders\": call \"a\": expect.latency: p95_ms is below p50_ms"),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ values = [{{ pointer = \"/x\", set = [] }}] }}\n"), "expect.values: `set` is empty"),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ formats = [{{ pointer = \"/x\" }}] }}\n"), "expect.formats: give `format`, `regex`, `min_length` or `max_length`"),
@@ -1024,6 +1054,12 @@ default = 50
         let e = invalid("version = 1\n[tools.\"orders/cancel_order\"]\n");
         assert!(
             e.starts_with("c.toml:2:8: tools.\"orders/cancel_order\": no such tool is pinned in toolpin.lock (pinned: billing/get_invoice, orders/orders__lookup_order, orders/orders__refund_order, orders/orders__search_orders)"),
+            "{e}"
+        );
+        // Named without the server's prefix: the pinned name is suggested.
+        let e = invalid("version = 1\n[tools.\"orders/lookup_order\"]\n");
+        assert!(
+            e.ends_with("; did you mean \"orders/orders__lookup_order\"?"),
             "{e}"
         );
         // Not read-only, and no side_effects = "allowed": refused, enabled or not.

@@ -61,12 +61,17 @@ fn check(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
             plural(summary.probes, "default probe"),
         );
         if !summary.placeholders.is_empty() {
-            let first = summary
+            const SHOWN: usize = 5;
+            let mut first = summary
                 .placeholders
                 .iter()
+                .take(SHOWN)
                 .map(|(tool, arg)| format!("{tool} `{arg}`"))
                 .collect::<Vec<_>>()
                 .join(", ");
+            if summary.placeholders.len() > SHOWN {
+                first += &format!(", and {} more", summary.placeholders.len() - SHOWN);
+            }
             line += &format!(
                 "; {} to fill in before the calls are made: {first}",
                 plural(summary.placeholders.len(), "placeholder argument")
