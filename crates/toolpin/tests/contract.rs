@@ -374,3 +374,46 @@ everything/echo `message`, everything/get-sum `a`, everything/get-sum `b`\n"
         "a server was left running"
     );
 }
+
+/// `--env staging` reads toolpin.staging.lock and keeps its contracts in
+/// toolpin.staging.contracts.toml; the default ones are not touched.
+#[test]
+fn each_environment_has_its_own_contracts() {
+    let sb = refund();
+    let config =
+        sb.read_string("toolpin.toml") + "\n[env.staging.servers.billing]\nenabled = false\n";
+    sb.write("toolpin.toml", config);
+    sb.run(&["-q", "lock", "--env", "staging"]).ok();
+    let run = sb.run(&["contract", "init", "--env", "staging"]);
+    run.ok();
+    assert!(
+        run.stderr.starts_with(
+            "Wrote toolpin.staging.contracts.toml: 2 contracts for read-only tools (6 calls, 1 default probe); 1 tool not read-only"
+        ),
+        "{run:?}"
+    );
+    assert!(!sb.exists(FILE));
+    let text = sb.read_string("toolpin.staging.contracts.toml");
+    assert!(text.starts_with(
+        "# toolpin contracts: golden calls against the live tools, derived from toolpin.staging.lock.\n"
+    ));
+    assert!(!text.contains("billing/get_invoice"));
+    let run = sb.run(&["contract", "check", "--env", "staging"]);
+    run.ok();
+    assert!(
+        run.stdout.starts_with(
+            "toolpin.staging.contracts.toml: ok (2 contracts, 6 calls, 1 default probe)"
+        ),
+        "{run:?}"
+    );
+    // The default environment's lockfile has billing; staging's does not.
+    sb.write(
+        "toolpin.staging.contracts.toml",
+        text + "\n[tools.\"billing/get_invoice\"]\nside_effects = \"allowed\"\n",
+    );
+    sb.fails_keeping(
+        "toolpin.staging.lock",
+        &["contract", "check", "--env", "staging"],
+        &["tools.\"billing/get_invoice\": no such tool is pinned in toolpin.staging.lock"],
+    );
+}
