@@ -907,15 +907,20 @@ fn check_expect(at: &At, what: &str, expect: &Expect, timeout_ms: u64) -> Result
                 format!("{what}: expect.latency: give `p50_ms`, `p95_ms` or both"),
             ));
         }
-        let mut bounds = Vec::new();
-        for (key, v) in [("p50_ms", &l.p50_ms), ("p95_ms", &l.p95_ms)] {
-            let ms = at.bounded(v, &format!("{what}: expect.latency.{key}"), timeout_ms, 0)?;
-            bounds.push(ms);
-        }
-        if let (Some(_), Some(p95)) = (&l.p50_ms, &l.p95_ms) {
-            if bounds[0] > bounds[1] {
+        let budget = |key: &str, v: &Option<Spanned<i64>>| {
+            at.bounded(
+                v,
+                &format!("{what}: expect.latency.{key} (at most the call's timeout_ms)"),
+                timeout_ms,
+                0,
+            )
+        };
+        let p50 = budget("p50_ms", &l.p50_ms)?;
+        let p95 = budget("p95_ms", &l.p95_ms)?;
+        if let (Some(_), Some(given)) = (&l.p50_ms, &l.p95_ms) {
+            if p50 > p95 {
                 return Err(at.error(
-                    &p95.span(),
+                    &given.span(),
                     format!("{what}: expect.latency: p95_ms is below p50_ms"),
                 ));
             }
@@ -1038,6 +1043,7 @@ default = 50
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ counts = [{{ pointer = \"/x\", min = 3, max = 2 }}] }}\n"), "c.toml:5:34: tools.\"orders/orders__search_orders\": call \"a\": expect.counts: min 3 is above max 2"),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ error = \"teapot\" }}\n"), "c.toml:5:20: key `error`: unknown variant `teapot`, expected one of `validation`, `auth`, `rate-limit`, `timeout`"),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ latency = {{ p50_ms = 500, p95_ms = 100 }} }}\n"), "c.toml:5:47: tools.\"orders/orders__search_orders\": call \"a\": expect.latency: p95_ms is below p50_ms"),
+            (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ latency = {{ p95_ms = 20000 }} }}\n"), "c.toml:5:33: tools.\"orders/orders__search_orders\": call \"a\": expect.latency.p95_ms (at most the call's timeout_ms) must be between 1 and 10000, not 20000"),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ values = [{{ pointer = \"/x\", set = [] }}] }}\n"), "expect.values: `set` is empty"),
             (&format!("{SEARCH}[[tools.\"orders/orders__search_orders\".calls]]\nname = \"a\"\nexpect = {{ formats = [{{ pointer = \"/x\" }}] }}\n"), "expect.formats: give `format`, `regex`, `min_length` or `max_length`"),
             (&format!("{SEARCH}arguments = {{ when = 2026-12-02 }}\n"), "c.toml:3:15: tools.\"orders/orders__search_orders\": argument `when`: a TOML date is not JSON"),
