@@ -382,6 +382,8 @@ pub enum ContractCommand {
     /// Write starter contracts from the lockfile: one golden call per
     /// read-only tool, one call per enum value, a default probe per
     /// defaulted parameter; other tools are left commented out
+    // Reads the lockfile only: --jobs and --keep-going are accepted but not shown.
+    #[command(mut_arg("jobs", |a| a.hide(true)), mut_arg("keep_going", |a| a.hide(true)))]
     Init {
         /// Replace an existing contracts file
         #[arg(long)]

@@ -417,3 +417,26 @@ fn each_environment_has_its_own_contracts() {
         &["tools.\"billing/get_invoice\": no such tool is pinned in toolpin.staging.lock"],
     );
 }
+
+/// Both commands read the lockfile only: the capture flags are accepted
+/// (scripts pass the same flags to every command) but not shown.
+#[test]
+fn help_shows_the_config_flags_and_hides_the_capture_ones() {
+    let sb = initialized();
+    for command in ["init", "check"] {
+        let help = sb.run(&["contract", command, "--help"]);
+        help.ok();
+        for flag in ["--config", "--env", "--lockfile"] {
+            assert!(help.stdout.contains(flag), "{command}: {}", help.stdout);
+        }
+        assert!(
+            !help.stdout.contains("--jobs"),
+            "{command}: {}",
+            help.stdout
+        );
+        assert!(!help.stdout.contains("--keep-going"), "{command}");
+        assert_eq!(help.stdout.contains("--force"), command == "init");
+    }
+    sb.run(&["contract", "check", "--jobs", "2", "--keep-going"])
+        .ok();
+}
