@@ -264,6 +264,14 @@ pub enum Command {
         #[arg(long, conflicts_with = "id")]
         markdown: bool,
     },
+    /// Contract tests: golden calls against the live tools, derived from the pin
+    ///
+    /// The contracts live in toolpin.contracts.toml beside the lockfile; see
+    /// docs/contracts.md. Not yet: `record` and `run`, which make the calls.
+    Contract {
+        #[command(subcommand)]
+        command: ContractCommand,
+    },
     /// Run your evals against the pinned and the live catalog, side by side
     ///
     /// Evals are configured in [evals.NAME] tables of toolpin.toml, and
@@ -367,6 +375,30 @@ pub struct InitArgs {
     /// Write the configuration to stdout instead of a file
     #[arg(long, conflicts_with = "output")]
     pub print: bool,
+}
+
+#[derive(Subcommand)]
+pub enum ContractCommand {
+    /// Write starter contracts from the lockfile: one golden call per
+    /// read-only tool, one call per enum value, a default probe per
+    /// defaulted parameter; other tools are left commented out
+    // Reads the lockfile only: --jobs and --keep-going are accepted but not shown.
+    #[command(mut_arg("jobs", |a| a.hide(true)), mut_arg("keep_going", |a| a.hide(true)))]
+    Init {
+        /// Replace an existing contracts file
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Parse the contracts file and validate it against the lockfile
+    /// (exit 2 on the first error)
+    // Reads the lockfile only: --jobs and --keep-going are accepted but not shown.
+    #[command(mut_arg("jobs", |a| a.hide(true)), mut_arg("keep_going", |a| a.hide(true)))]
+    Check {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
 }
 
 #[derive(Subcommand)]

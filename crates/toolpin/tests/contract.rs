@@ -1,0 +1,442 @@
+//! `toolpin contract init` and `toolpin contract check` on a copy of
+//! examples/refund (issue 17, first slice): what init derives from the
+//! lockfile, that it never replaces a file without --force, and the
+//! configuration errors check reports (exit 2, one located `error:` line,
+//! nothing written).
+
+mod common;
+
+use common::{examples, located, Sandbox};
+
+const FILE: &str = "toolpin.contracts.toml";
+
+fn refund() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.copy_tree(&examples().join("refund"), "");
+    sb
+}
+
+/// A refund copy with the starter contracts written.
+fn initialized() -> Sandbox {
+    let sb = refund();
+    sb.run(&["contract", "init"]).ok();
+    sb
+}
+
+/// The 1-based line of the first line equal to `line`.
+fn line_of(text: &str, line: &str) -> usize {
+    text.lines()
+        .position(|l| l == line)
+        .unwrap_or_else(|| panic!("no line {line:?} in\n{text}"))
+        + 1
+}
+
+#[test]
+fn init_writes_the_starter_contracts_beside_the_lockfile() {
+    let sb = refund();
+    let before = sb.listing();
+    let run = sb.run(&["contract", "init"]);
+    run.ok();
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "Wrote toolpin.contracts.toml: 2 contracts for read-only tools (6 calls, 1 default probe); \
+2 tools not read-only left commented out; fill in 1 placeholder argument\n"
+    );
+    let mut expected = before.clone();
+    expected.insert(FILE.to_string());
+    assert_eq!(sb.listing(), expected, "only the contracts file is new");
+    assert!(sb.temp_files().is_empty());
+
+    let text = sb.read_string(FILE);
+    assert!(text.starts_with(
+        "# toolpin contracts: golden calls against the live tools, derived from toolpin.lock.\n"
+    ));
+    assert!(text.contains("\nversion = 1\n\n[defaults]\ntimeout_ms = 10000"));
+    // The read-only tools: a golden call each; the required order_id has
+    // no default, example or enum, so it is a placeholder.
+    assert!(text.contains(concat!(
+        "[tools.\"orders/orders__lookup_order\"]\n",
+        "\n",
+        "[tools.\"orders/orders__lookup_order\".arguments]\n",
+        "order_id = \"<FILL IN: order_id (string)>\"\n",
+        "\n",
+        "[[tools.\"orders/orders__lookup_order\".calls]]\n",
+        "name = \"golden\"\n",
+    )));
+    // search_orders: the default and the first enum value, one call per
+    // status, and the default probe for page_size; email (optional, no
+    // value) is left out.
+    assert!(text.contains(concat!(
+        "[tools.\"orders/orders__search_orders\".arguments]\n",
+        "page_size = 50\n",
+        "status = \"open\"\n",
+    )));
+    let statuses: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("name = \"status="))
+        .collect();
+    assert_eq!(
+        statuses,
+        ["open\"", "shipped\"", "delivered\"", "refunded\""]
+    );
+    assert!(text.contains(concat!(
+        "[[tools.\"orders/orders__search_orders\".default_probes]]\n",
+        "parameter = \"page_size\"\n",
+        "default = 50\n",
+    )));
+    assert!(!text.contains("email ="));
+    // refund_order (readOnlyHint false) and get_invoice (no annotations)
+    // are only comments, with side_effects = "allowed" to uncomment.
+    for tool in ["orders/orders__refund_order", "billing/get_invoice"] {
+        assert!(
+            text.contains(&format!(
+                "# [tools.\"{tool}\"]\n# side_effects = \"allowed\"\n"
+            )),
+            "{tool}: {text}"
+        );
+        assert!(!text.contains(&format!("\n[tools.\"{tool}\"]")), "{tool}");
+    }
+    // Stable: a second init (forced) writes the same bytes.
+    sb.run(&["contract", "init", "--force"]).ok();
+    assert_eq!(sb.read_string(FILE), text);
+}
+
+#[test]
+fn init_never_replaces_a_file_without_force() {
+    let sb = initialized();
+    sb.write(FILE, "# mine\nversion = 1\n");
+    let message = sb.fails(
+        &["contract", "init"],
+        &[
+            "toolpin.contracts.toml already exists",
+            "pass --force to replace it",
+        ],
+    );
+    assert!(!message.contains('\n'));
+    assert_eq!(sb.read_string(FILE), "# mine\nversion = 1\n");
+
+    let run = sb.run(&["-q", "contract", "init", "--force"]);
+    run.ok();
+    assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""));
+    assert!(sb
+        .read_string(FILE)
+        .contains("[tools.\"orders/orders__search_orders\"]"));
+    assert!(sb.temp_files().is_empty());
+}
+
+#[test]
+fn init_follows_the_lockfile_option() {
+    let sb = refund();
+    sb.write("staging.lock", sb.read("toolpin.lock"));
+    sb.run(&["contract", "init", "--lockfile", "staging.lock"])
+        .ok();
+    assert!(sb.exists("staging.contracts.toml"));
+    assert!(!sb.exists(FILE));
+    let run = sb.run(&["contract", "check", "--lockfile", "staging.lock"]);
+    run.ok();
+    assert!(
+        run.stdout.starts_with("staging.contracts.toml: ok ("),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn init_without_a_lockfile_writes_nothing() {
+    let sb = refund();
+    std::fs::remove_file(sb.join("toolpin.lock")).expect("remove");
+    let before = sb.listing();
+    sb.run(&["contract", "init"])
+        .error(&["toolpin.lock not found", "toolpin lock"]);
+    assert_eq!(sb.listing(), before);
+}
+
+#[test]
+fn check_says_ok_in_one_line() {
+    let sb = initialized();
+    let run = sb.run(&["contract", "check"]);
+    run.ok();
+    assert_eq!(run.stderr, "");
+    assert_eq!(
+        run.stdout,
+        "toolpin.contracts.toml: ok (2 contracts, 6 calls, 1 default probe); \
+1 placeholder argument to fill in before the calls are made: orders/orders__lookup_order `order_id`\n"
+    );
+    // Filled in, the note goes.
+    let filled = sb
+        .read_string(FILE)
+        .replace("\"<FILL IN: order_id (string)>\"", "\"ORD-1234\"");
+    sb.write(FILE, filled);
+    let run = sb.run(&["contract", "check"]);
+    run.ok();
+    assert_eq!(
+        run.stdout,
+        "toolpin.contracts.toml: ok (2 contracts, 6 calls, 1 default probe)\n"
+    );
+    let run = sb.run(&["-q", "contract", "check"]);
+    run.ok();
+    assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""));
+}
+
+#[test]
+fn check_refuses_a_tool_that_is_not_pinned() {
+    let sb = initialized();
+    let text = sb.read_string(FILE) + "\n[tools.\"orders/cancel_order\"]\n";
+    sb.write(FILE, &text);
+    let message = sb.fails(
+        &["contract", "check"],
+        &["tools.\"orders/cancel_order\": no such tool is pinned in toolpin.lock"],
+    );
+    assert_eq!(
+        located(&message, FILE),
+        (line_of(&text, "[tools.\"orders/cancel_order\"]"), 8)
+    );
+}
+
+#[test]
+fn check_refuses_a_tool_that_is_not_read_only_without_side_effects_allowed() {
+    let sb = initialized();
+    // Uncomment refund_order's contract, then drop its side_effects line.
+    let text = sb.read_string(FILE);
+    let uncommented = text
+        .replace(
+            "# [tools.\"orders/orders__refund_order\"]\n# side_effects = \"allowed\"\n",
+            "[tools.\"orders/orders__refund_order\"]\n",
+        )
+        .replace(
+            "# [[tools.\"orders/orders__refund_order\".calls]]\n# name = \"golden\"\n",
+            "[[tools.\"orders/orders__refund_order\".calls]]\nname = \"golden\"\n",
+        );
+    assert_ne!(uncommented, text);
+    sb.write(FILE, &uncommented);
+    let message = sb.fails(
+        &["contract", "check"],
+        &[
+            "tools.\"orders/orders__refund_order\": the pinned tool is not read-only",
+            "side_effects = \"allowed\"",
+        ],
+    );
+    assert_eq!(
+        located(&message, FILE),
+        (
+            line_of(&uncommented, "[tools.\"orders/orders__refund_order\"]"),
+            8
+        )
+    );
+    // With side_effects = "allowed" it is accepted.
+    let allowed = uncommented.replace(
+        "[tools.\"orders/orders__refund_order\"]\n",
+        "[tools.\"orders/orders__refund_order\"]\nside_effects = \"allowed\"\n",
+    );
+    sb.write(FILE, allowed);
+    let run = sb.run(&["contract", "check"]);
+    run.ok();
+    assert!(
+        run.stdout
+            .starts_with("toolpin.contracts.toml: ok (3 contracts, 7 calls, 1 default probe)"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn check_locates_parse_errors_and_unknown_keys() {
+    let sb = initialized();
+    let text = sb
+        .read_string(FILE)
+        .replace("repeats = 1 ", "repeats = 1000 ");
+    sb.write(FILE, &text);
+    let message = sb.fails(
+        &["contract", "check"],
+        &["defaults.repeats must be between 1 and 100, not 1000"],
+    );
+    assert_eq!(
+        located(&message, FILE),
+        (
+            line_of(
+                &text,
+                "repeats = 1000            # times each call is made (latency needs more)"
+            ),
+            11
+        )
+    );
+
+    let text = sb
+        .read_string(FILE)
+        .replace("repeats = 1000 ", "retries = 2 ");
+    sb.write(FILE, &text);
+    let message = sb.fails(&["contract", "check"], &["unknown field `retries`"]);
+    assert_eq!(located(&message, FILE).1, 1);
+
+    sb.write(
+        FILE,
+        "version = 1\n[tools.\"orders/orders__search_orders\"\n",
+    );
+    let message = sb.fails(&["contract", "check"], &[]);
+    assert_eq!(located(&message, FILE).0, 2);
+}
+
+#[test]
+fn check_without_a_contracts_file_says_how_to_create_one() {
+    let sb = refund();
+    sb.fails(
+        &["contract", "check"],
+        &["toolpin.contracts.toml not found", "toolpin contract init"],
+    );
+}
+
+/// `init` on the lockfile of a real server: server-everything (pinned in
+/// tests/servers/package.json, installed by scripts/setup), captured over
+/// stdio. Its nine read-only tools get contracts; the four others are
+/// comments; the file checks ok and names the three placeholders.
+#[test]
+fn init_on_the_lockfile_of_server_everything() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let server = repo.join("tests/servers/node_modules/.bin/mcp-server-everything");
+    assert!(
+        server.exists(),
+        "{} is missing: run scripts/setup to install the test servers",
+        server.display()
+    );
+    let sb = Sandbox::new();
+    let root = sb.path().canonicalize().expect("canonical sandbox");
+    std::fs::create_dir_all(root.join("bin")).expect("bin");
+    let link = root.join("bin/mcp-server-everything");
+    std::os::unix::fs::symlink(&server, &link).expect("link");
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.everything]\ncommand = [{}]\n",
+            serde_json::json!(link.display().to_string())
+        ),
+    );
+    sb.run(&["-q", "lock"]).ok();
+    let run = sb.run(&["contract", "init"]);
+    run.ok();
+    assert_eq!(
+        run.stderr,
+        "Wrote toolpin.contracts.toml: 9 contracts for read-only tools (17 calls, 6 default probes); \
+4 tools not read-only left commented out; fill in 3 placeholder arguments\n"
+    );
+    let text = sb.read_string(FILE);
+    let active: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("[tools.\"everything/"))
+        .filter_map(|l| l.strip_suffix("\"]"))
+        .collect();
+    assert_eq!(
+        active,
+        [
+            "echo",
+            "get-annotated-message",
+            "get-env",
+            "get-resource-links",
+            "get-resource-reference",
+            "get-structured-content",
+            "get-sum",
+            "get-tiny-image",
+            "trigger-long-running-operation",
+        ]
+    );
+    let commented: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# [tools.\"everything/"))
+        .filter_map(|l| l.strip_suffix("\"]"))
+        .collect();
+    assert_eq!(
+        commented,
+        [
+            "gzip-file-as-resource",
+            "simulate-research-query",
+            "toggle-simulated-logging",
+            "toggle-subscriber-updates",
+        ]
+    );
+    // The enum of get-structured-content: one call per city.
+    for city in ["New York", "Chicago", "Los Angeles"] {
+        assert!(
+            text.contains(&format!(
+                "name = \"location={city}\"\narguments = {{ location = \"{city}\" }}\n"
+            )),
+            "{city}"
+        );
+    }
+    let run = sb.run(&["contract", "check"]);
+    run.ok();
+    assert_eq!(
+        run.stdout,
+        "toolpin.contracts.toml: ok (9 contracts, 17 calls, 6 default probes); \
+3 placeholder arguments to fill in before the calls are made: \
+everything/echo `message`, everything/get-sum `a`, everything/get-sum `b`\n"
+    );
+    assert_eq!(
+        common::processes_under(&root),
+        vec![],
+        "a server was left running"
+    );
+}
+
+/// `--env staging` reads toolpin.staging.lock and keeps its contracts in
+/// toolpin.staging.contracts.toml; the default ones are not touched.
+#[test]
+fn each_environment_has_its_own_contracts() {
+    let sb = refund();
+    let config =
+        sb.read_string("toolpin.toml") + "\n[env.staging.servers.billing]\nenabled = false\n";
+    sb.write("toolpin.toml", config);
+    sb.run(&["-q", "lock", "--env", "staging"]).ok();
+    let run = sb.run(&["contract", "init", "--env", "staging"]);
+    run.ok();
+    assert!(
+        run.stderr.starts_with(
+            "Wrote toolpin.staging.contracts.toml: 2 contracts for read-only tools (6 calls, 1 default probe); 1 tool not read-only"
+        ),
+        "{run:?}"
+    );
+    assert!(!sb.exists(FILE));
+    let text = sb.read_string("toolpin.staging.contracts.toml");
+    assert!(text.starts_with(
+        "# toolpin contracts: golden calls against the live tools, derived from toolpin.staging.lock.\n"
+    ));
+    assert!(!text.contains("billing/get_invoice"));
+    let run = sb.run(&["contract", "check", "--env", "staging"]);
+    run.ok();
+    assert!(
+        run.stdout.starts_with(
+            "toolpin.staging.contracts.toml: ok (2 contracts, 6 calls, 1 default probe)"
+        ),
+        "{run:?}"
+    );
+    // The default environment's lockfile has billing; staging's does not.
+    sb.write(
+        "toolpin.staging.contracts.toml",
+        text + "\n[tools.\"billing/get_invoice\"]\nside_effects = \"allowed\"\n",
+    );
+    sb.fails_keeping(
+        "toolpin.staging.lock",
+        &["contract", "check", "--env", "staging"],
+        &["tools.\"billing/get_invoice\": no such tool is pinned in toolpin.staging.lock"],
+    );
+}
+
+/// Both commands read the lockfile only: the capture flags are accepted
+/// (scripts pass the same flags to every command) but not shown.
+#[test]
+fn help_shows_the_config_flags_and_hides_the_capture_ones() {
+    let sb = initialized();
+    for command in ["init", "check"] {
+        let help = sb.run(&["contract", command, "--help"]);
+        help.ok();
+        for flag in ["--config", "--env", "--lockfile"] {
+            assert!(help.stdout.contains(flag), "{command}: {}", help.stdout);
+        }
+        assert!(
+            !help.stdout.contains("--jobs"),
+            "{command}: {}",
+            help.stdout
+        );
+        assert!(!help.stdout.contains("--keep-going"), "{command}");
+        assert_eq!(help.stdout.contains("--force"), command == "init");
+    }
+    sb.run(&["contract", "check", "--jobs", "2", "--keep-going"])
+        .ok();
+}
