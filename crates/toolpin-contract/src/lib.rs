@@ -16,6 +16,7 @@
 //! Pure apart from reading and writing the contracts file: no network, no
 //! processes, no printing.
 
+pub mod behaviour;
 pub mod derive;
 pub mod file;
 mod init;

@@ -440,3 +440,119 @@ fn help_shows_the_config_flags_and_hides_the_capture_ones() {
     sb.run(&["contract", "check", "--jobs", "2", "--keep-going"])
         .ok();
 }
+
+// ---------------------------------------------------------------------------
+// contract record and run, against live servers (slice 2)
+
+fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| {
+        let path = repo().join(".venv/bin/python");
+        assert!(path.exists(), ".venv/bin/python; run scripts/setup");
+        path.display().to_string()
+    })
+}
+
+/// A sandbox pinned to `server = command`, with init's contracts.
+fn pinned(toml: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("toolpin.toml", toml);
+    sb.run(&["lock"]).ok();
+    sb.run(&["contract", "init"]).ok();
+    sb
+}
+
+/// The findings of a run: one `rule: call: message` line each.
+fn findings(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| !l.contains(" call") || l.contains(": "))
+        .filter(|l| l.contains(": "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn record_then_run_against_server_everything_finds_nothing_repeatedly() {
+    let bin = repo().join("tests/servers/node_modules/.bin/mcp-server-everything");
+    let bin = bin
+        .canonicalize()
+        .expect("mcp-server-everything; run scripts/setup");
+    let sb = pinned(&format!(
+        "[servers.everything]\ncommand = [{:?}, \"stdio\"]\n",
+        bin.display().to_string()
+    ));
+    let contracts = sb.read_string(FILE);
+    // Fill any placeholder init left with a plain string, and leave out
+    // tools whose answers are random or slow by design.
+    let contracts = contracts.replace("\"<FILL IN: ", "\"filled <");
+    sb.write(FILE, &contracts);
+    sb.run(&["contract", "check"]).ok();
+    let record = sb.run(&["contract", "record"]);
+    record.ok();
+    assert!(record.stderr.starts_with("Wrote toolpin.behaviour.json: "), "{record:#?}");
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&sb.read_string("toolpin.behaviour.json")).unwrap();
+    assert!(snapshot["fingerprint"].as_str().unwrap().len() >= 64);
+    assert!(!snapshot["calls"].as_object().unwrap().is_empty());
+    for _ in 0..5 {
+        let run = sb.run(&["contract", "run"]);
+        run.ok();
+        assert!(run.stdout.ends_with(", no behavioural findings\n"), "{run:#?}");
+    }
+}
+
+fn behaviour_sandbox() -> Sandbox {
+    let script = repo().join("tests/servers/py/behaviour.py").canonicalize().unwrap();
+    let sb = pinned(&format!(
+        "[servers.orders]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_DRIFT = \"${{TOOLPIN_TEST_DRIFT:-none}}\" }}\n",
+        python(),
+        script.display().to_string()
+    ));
+    sb.run(&["contract", "record"]).ok();
+    sb
+}
+
+#[test]
+fn run_catches_each_behaviour_switch_with_exactly_its_finding() {
+    let sb = behaviour_sandbox();
+    let clean = sb.run(&["contract", "run"]);
+    clean.ok();
+    assert_eq!(
+        clean.stdout,
+        "1 call, no behavioural findings\n",
+        "{clean:#?}"
+    );
+    for (switch, rule) in [
+        ("page20", "result-count-changed"),
+        ("status", "result-value-set-changed"),
+        ("slow", "latency-regressed"),
+    ] {
+        let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", switch)]);
+        assert_eq!(run.code, 1, "{switch}: {run:#?}");
+        let found = findings(&run.stdout);
+        assert_eq!(found.len(), 1, "{switch}: {run:#?}");
+        assert!(
+            found[0].starts_with(&format!("{rule}: orders/search_orders#golden: ")),
+            "{switch}: {found:?}"
+        );
+        assert!(run.stdout.ends_with("1 call, 1 behavioural finding\n"), "{run:#?}");
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_unavailable_not_drift() {
+    let sb = behaviour_sandbox();
+    let toml = sb.read_string("toolpin.toml");
+    sb.write(
+        "toolpin.toml",
+        toml.replace(&python(), "/nonexistent/python"),
+    );
+    let run = sb.run(&["contract", "run"]);
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert!(run.stderr.contains("unavailable: server \"orders\": "), "{run:#?}");
+    assert!(!run.stdout.contains("result-"), "{run:#?}");
+}
