@@ -24,6 +24,8 @@ pub const SNAPSHOT_VERSION: u64 = 1;
 /// A string field is kept as a value set only with at most this many
 /// distinct values.
 pub const MAX_VALUES: usize = 20;
+/// Longer strings are prose or data, not values to branch on: left out.
+pub const MAX_VALUE_CHARS: usize = 200;
 /// Latency regresses when p95 is more than this factor of the recorded p95…
 pub const LATENCY_FACTOR: f64 = 2.0;
 /// …and above this floor, in milliseconds.
@@ -145,6 +147,18 @@ pub enum Outcome {
 /// text content parsed as JSON when it parses, else the text itself.
 pub fn payload(result: &Value) -> Value {
     if let Some(s) = result.get("structuredContent") {
+        // SDKs wrap a tool's text return as `{"result": "…"}`: that text,
+        // when it is JSON, is the payload.
+        if let Some(Value::String(text)) = s
+            .get("result")
+            .filter(|_| s.as_object().is_some_and(|m| m.len() == 1))
+        {
+            if let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
+                serde_json::from_str::<Value>(text)
+            {
+                return parsed;
+            }
+        }
         return s.clone();
     }
     let texts: Vec<&str> = result
@@ -239,7 +253,7 @@ impl Walk {
                     self.visit(&format!("{pointer}/{key}"), item);
                 }
             }
-            Value::String(s) if !volatile(s) => {
+            Value::String(s) if !volatile(s) && s.chars().count() <= MAX_VALUE_CHARS => {
                 let set = self.strings.entry(pointer.to_string()).or_default();
                 if set.len() <= MAX_VALUES {
                     set.insert(s.clone());

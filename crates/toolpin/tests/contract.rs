@@ -493,7 +493,10 @@ fn record_then_run_against_server_everything_finds_nothing_repeatedly() {
     sb.run(&["contract", "check"]).ok();
     let record = sb.run(&["contract", "record"]);
     record.ok();
-    assert!(record.stderr.starts_with("Wrote toolpin.behaviour.json: "), "{record:#?}");
+    assert!(
+        record.stderr.starts_with("Wrote toolpin.behaviour.json: "),
+        "{record:#?}"
+    );
     let snapshot: serde_json::Value =
         serde_json::from_str(&sb.read_string("toolpin.behaviour.json")).unwrap();
     assert!(snapshot["fingerprint"].as_str().unwrap().len() >= 64);
@@ -501,12 +504,18 @@ fn record_then_run_against_server_everything_finds_nothing_repeatedly() {
     for _ in 0..5 {
         let run = sb.run(&["contract", "run"]);
         run.ok();
-        assert!(run.stdout.ends_with(", no behavioural findings\n"), "{run:#?}");
+        assert!(
+            run.stdout.ends_with(", no behavioural findings\n"),
+            "{run:#?}"
+        );
     }
 }
 
 fn behaviour_sandbox() -> Sandbox {
-    let script = repo().join("tests/servers/py/behaviour.py").canonicalize().unwrap();
+    let script = repo()
+        .join("tests/servers/py/behaviour.py")
+        .canonicalize()
+        .unwrap();
     let sb = pinned(&format!(
         "[servers.orders]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_DRIFT = \"${{TOOLPIN_TEST_DRIFT:-none}}\" }}\n",
         python(),
@@ -522,8 +531,7 @@ fn run_catches_each_behaviour_switch_with_exactly_its_finding() {
     let clean = sb.run(&["contract", "run"]);
     clean.ok();
     assert_eq!(
-        clean.stdout,
-        "1 call, no behavioural findings\n",
+        clean.stdout, "1 call, no behavioural findings\n",
         "{clean:#?}"
     );
     for (switch, rule) in [
@@ -539,7 +547,10 @@ fn run_catches_each_behaviour_switch_with_exactly_its_finding() {
             found[0].starts_with(&format!("{rule}: orders/search_orders#golden: ")),
             "{switch}: {found:?}"
         );
-        assert!(run.stdout.ends_with("1 call, 1 behavioural finding\n"), "{run:#?}");
+        assert!(
+            run.stdout.ends_with("1 call, 1 behavioural finding\n"),
+            "{run:#?}"
+        );
     }
 }
 
@@ -553,6 +564,9 @@ fn an_unreachable_server_is_unavailable_not_drift() {
     );
     let run = sb.run(&["contract", "run"]);
     assert_eq!(run.code, 2, "{run:#?}");
-    assert!(run.stderr.contains("unavailable: server \"orders\": "), "{run:#?}");
+    assert!(
+        run.stderr.contains("unavailable: server \"orders\": "),
+        "{run:#?}"
+    );
     assert!(!run.stdout.contains("result-"), "{run:#?}");
 }
