@@ -295,7 +295,12 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile_pointers: &[String]) -> Obs
     let values = walk
         .strings
         .into_iter()
-        .filter(|(p, set)| set.len() <= MAX_VALUES && !volatile_pointers.iter().any(|v| v == p))
+        .filter(|(p, set)| {
+            set.len() <= MAX_VALUES
+                && !volatile_pointers
+                    .iter()
+                    .any(|v| v == p || v.strip_prefix("/structuredContent") == Some(p.as_str()))
+        })
         .map(|(p, set)| (p, set.into_iter().collect()))
         .collect();
     let latencies: Vec<f64> = outcomes.iter().map(|(_, ms)| *ms).collect();
@@ -535,6 +540,9 @@ mod tests {
         assert_eq!(o.values["/rows/*/status"], vec!["closed", "open"]);
         assert!(!o.values.contains_key("/rows/*/at"));
         assert_eq!(o.values["/rows/*/id"], vec!["0", "1", "2"]);
+        let volatile = ["/structuredContent/rows/*/id".to_string()];
+        let o = observe(&[(result(rows(3, &["open"])), 5.0)], &volatile);
+        assert!(!o.values.contains_key("/rows/*/id"));
     }
 
     #[test]

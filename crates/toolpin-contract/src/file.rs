@@ -3,8 +3,8 @@
 //! the checks that need no calls: validation against the lockfile
 //! ([`Contracts::validate`]) and readiness for `run` ([`Contracts::check_ready`]).
 //!
-//! The assertion keys (`[…calls.expect]`) are defined and checked here, but
-//! nothing evaluates them yet: that is `toolpin contract run`, still to come.
+//! The assertion keys (`[…calls.expect]`) are defined and checked here;
+//! `toolpin contract run` evaluates `latency` so far (`behaviour.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -243,7 +243,7 @@ pub struct Contract {
     /// The arguments every call starts from.
     pub arguments: Map<String, Value>,
     /// Pointers (with `*`) whose values are volatile (ids, timestamps) and
-    /// left out of the behaviour snapshot. Not used yet.
+    /// left out of the behaviour snapshot's value sets.
     pub volatile: Vec<String>,
     pub calls: Vec<Call>,
     pub default_probes: Vec<DefaultProbe>,

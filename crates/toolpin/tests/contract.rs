@@ -575,3 +575,19 @@ fn an_unreachable_server_is_unavailable_not_drift() {
     );
     assert!(!run.stdout.contains("result-"), "{run:#?}");
 }
+
+#[test]
+fn the_behavioural_rule_ids_are_in_the_registry() {
+    let sb = Sandbox::new();
+    for id in [
+        "result-field-missing",
+        "result-value-set-changed",
+        "result-count-changed",
+        "latency-regressed",
+        "error-class-changed",
+    ] {
+        let run = sb.run(&["rules", id]);
+        run.ok();
+        assert!(run.stdout.contains(id), "{run:#?}");
+    }
+}
