@@ -599,3 +599,158 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
     }
 }
+
+/// The values at `pointer` (with `*` for every array item) in `payload`.
+/// A leading `/structuredContent` is optional: pointers point into the
+/// payload.
+pub fn resolve<'a>(payload: &'a Value, pointer: &str) -> Vec<&'a Value> {
+    let pointer = pointer
+        .strip_prefix("/structuredContent")
+        .unwrap_or(pointer);
+    let mut at = vec![payload];
+    if pointer.is_empty() {
+        return at;
+    }
+    for token in pointer.trim_start_matches('/').split('/') {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        let mut next = Vec::new();
+        for v in at {
+            match (v, token.as_str()) {
+                (Value::Array(items), "*") => next.extend(items.iter()),
+                (Value::Array(items), t) => {
+                    if let Some(item) = t.parse::<usize>().ok().and_then(|i| items.get(i)) {
+                        next.push(item);
+                    }
+                }
+                (Value::Object(map), t) => {
+                    if let Some(item) = map.get(t) {
+                        next.push(item);
+                    }
+                }
+                _ => {}
+            }
+        }
+        at = next;
+    }
+    at
+}
+
+/// The `expect` assertions `fields`, `values` and `counts` of the call
+/// `key`, evaluated on one successful result's payload; each failure is a
+/// `contract-failed` difference.
+pub fn check_expect(key: &str, expect: &crate::Expect, payload: &Value) -> Vec<Difference> {
+    let mut out = Vec::new();
+    let mut fail = |pointer: &str, message: String| {
+        out.push(Difference {
+            rule: "contract-failed",
+            call: key.to_string(),
+            pointer: Some(pointer.to_string()),
+            message,
+        })
+    };
+    for field in &expect.fields {
+        let pointer = field.pointer.get_ref();
+        let found = resolve(payload, pointer);
+        if found.is_empty() {
+            fail(
+                pointer,
+                format!("expected a value at `{pointer}`, found none"),
+            );
+            continue;
+        }
+        if let Some(t) = field.json_type {
+            let want = format!("{t:?}").to_ascii_lowercase();
+            if let Some(bad) = found.iter().find(|v| {
+                let got = type_name(v);
+                !(got == want || (want == "number" && got == "integer"))
+            }) {
+                fail(
+                    pointer,
+                    format!("expected {want} at `{pointer}`, found {}", type_name(bad)),
+                );
+            }
+        }
+    }
+    for set in &expect.values {
+        let pointer = set.pointer.get_ref();
+        let allowed = set.set.get_ref();
+        let found = resolve(payload, pointer);
+        let mut outside: Vec<String> = found
+            .iter()
+            .filter(|v| !allowed.contains(v))
+            .map(|v| v.to_string())
+            .collect();
+        outside.dedup();
+        if !outside.is_empty() {
+            fail(
+                pointer,
+                format!(
+                    "values at `{pointer}` outside the pinned set: {}",
+                    outside.join(", ")
+                ),
+            );
+        }
+        if set.exact {
+            let missing: Vec<String> = allowed
+                .iter()
+                .filter(|v| !found.contains(v))
+                .map(|v| v.to_string())
+                .collect();
+            if !missing.is_empty() {
+                fail(
+                    pointer,
+                    format!(
+                        "values of the pinned set not seen at `{pointer}`: {}",
+                        missing.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+    for count in &expect.counts {
+        let pointer = count.pointer.get_ref();
+        let found = resolve(payload, pointer);
+        let n = match found.as_slice() {
+            [Value::Array(items)] => items.len() as u64,
+            _ if pointer.contains('*') => found.len() as u64,
+            [] => {
+                fail(
+                    pointer,
+                    format!("expected an array at `{pointer}`, found none"),
+                );
+                continue;
+            }
+            _ => found.len() as u64,
+        };
+        if count.min.is_some_and(|m| n < m) || count.max.is_some_and(|m| n > m) {
+            let range = match (count.min, count.max) {
+                (Some(a), Some(b)) => format!("{a}..{b}"),
+                (Some(a), None) => format!("at least {a}"),
+                (None, Some(b)) => format!("at most {b}"),
+                (None, None) => String::new(),
+            };
+            fail(
+                pointer,
+                format!("`{pointer}` holds {n} items, expected {range}"),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod expect_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn resolves_wildcards_and_the_structured_content_prefix() {
+        let v = json!({"rows": [{"s": "a"}, {"s": "b"}]});
+        assert_eq!(
+            resolve(&v, "/structuredContent/rows/*/s"),
+            vec![&json!("a"), &json!("b")]
+        );
+        assert_eq!(resolve(&v, "/rows/1/s"), vec![&json!("b")]);
+        assert!(resolve(&v, "/nope").is_empty());
+    }
+}

@@ -517,6 +517,11 @@ fn record_then_run_against_server_everything_finds_nothing_repeatedly() {
 }
 
 fn behaviour_sandbox() -> Sandbox {
+    behaviour_sandbox_with("")
+}
+
+/// The behaviour server pinned, init's contracts plus `extra`, recorded.
+fn behaviour_sandbox_with(extra: &str) -> Sandbox {
     let script = repo()
         .join("tests/servers/py/behaviour.py")
         .canonicalize()
@@ -526,6 +531,10 @@ fn behaviour_sandbox() -> Sandbox {
         python(),
         script.display().to_string()
     ));
+    if !extra.is_empty() {
+        let text = sb.read_string(FILE);
+        sb.write(FILE, text + extra);
+    }
     sb.run(&["contract", "record"]).ok();
     sb
 }
@@ -590,4 +599,46 @@ fn the_behavioural_rule_ids_are_in_the_registry() {
         run.ok();
         assert!(run.stdout.contains(id), "{run:#?}");
     }
+}
+
+#[test]
+fn run_evaluates_fields_values_and_counts() {
+    let sb = behaviour_sandbox_with(concat!(
+        "\n[[tools.\"orders/search_orders\".calls]]\n",
+        "name = \"asserted\"\n",
+        "[tools.\"orders/search_orders\".calls.expect]\n",
+        "fields = [{ pointer = \"/structuredContent/rows/*/status\", type = \"string\" }, { pointer = \"/total\", type = \"integer\" }]\n",
+        "values = [{ pointer = \"/rows/*/status\", set = [\"open\", \"pending\", \"closed\"], exact = true }]\n",
+        "counts = [{ pointer = \"/rows\", min = 50, max = 50 }]\n",
+    ));
+    let clean = sb.run(&["contract", "run"]);
+    clean.ok();
+    assert_eq!(
+        clean.stdout, "2 calls, no behavioural findings\n",
+        "{clean:#?}"
+    );
+
+    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "status")]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let found = findings(&run.stdout);
+    assert_eq!(
+        found
+            .iter()
+            .map(|f| f.split(": ").take(2).collect::<Vec<_>>().join(": "))
+            .collect::<Vec<_>>(),
+        [
+            "result-value-set-changed: orders/search_orders#asserted",
+            "result-value-set-changed: orders/search_orders#golden",
+            "contract-failed: orders/search_orders#asserted",
+        ],
+        "{run:#?}"
+    );
+    assert!(
+        found[2].ends_with("values at `/rows/*/status` outside the pinned set: \"refunded\""),
+        "{found:?}"
+    );
+
+    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "page20")]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(run.stdout.contains("contract-failed: orders/search_orders#asserted: `/rows` holds 20 items, expected 50..50\n"), "{run:#?}");
 }

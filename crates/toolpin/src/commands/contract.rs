@@ -95,6 +95,8 @@ fn check(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
 /// Every call's observation, keyed `server/tool#call`, from the live servers.
 struct Observed {
     calls: BTreeMap<String, Observation>,
+    /// The payload of each call's first successful result.
+    payloads: BTreeMap<String, serde_json::Value>,
     /// `server "x": why`, one per server that could not be reached.
     unavailable: Vec<String>,
 }
@@ -149,6 +151,7 @@ fn plan(contracts: &Contracts) -> Vec<Planned> {
 
 fn observe_all(cfg: &crate::config::Config, planned: &[Planned]) -> Observed {
     let mut calls = BTreeMap::new();
+    let mut payloads = BTreeMap::new();
     let mut unavailable = Vec::new();
     for server in &cfg.servers {
         let mine: Vec<&Planned> = planned.iter().filter(|p| p.server == server.name).collect();
@@ -197,10 +200,19 @@ fn observe_all(cfg: &crate::config::Config, planned: &[Planned]) -> Observed {
                     (outcome, ms)
                 })
                 .collect();
+            if let Some(CallOutcome::Result(r)) = outcomes.iter().map(|(o, _)| o).find(
+                |o| matches!(o, CallOutcome::Result(r) if r.get("isError") != Some(&serde_json::Value::Bool(true))),
+            ) {
+                payloads.insert(p.key.clone(), behaviour::payload(r));
+            }
             calls.insert(p.key.clone(), behaviour::observe(&outcomes, &p.volatile));
         }
     }
-    Observed { calls, unavailable }
+    Observed {
+        calls,
+        payloads,
+        unavailable,
+    }
 }
 
 fn report_unavailable(unavailable: &[String]) -> Result<(), CliError> {
@@ -258,6 +270,9 @@ fn run_calls(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     for contract in contracts.tools.iter().filter(|c| c.enabled) {
         for call in contract.calls.iter().filter(|c| c.enabled) {
             let key = format!("{}#{}", contract.key, call.name);
+            if let Some(payload) = observed.payloads.get(&key) {
+                differences.extend(behaviour::check_expect(&key, &call.expect, payload));
+            }
             if let (Some(now), Some(budget)) = (observed.calls.get(&key), &call.expect.latency) {
                 let budget = budget.get_ref();
                 differences.extend(behaviour::over_budget(
