@@ -4,7 +4,8 @@
 //! ([`Contracts::validate`]) and readiness for `run` ([`Contracts::check_ready`]).
 //!
 //! The assertion keys (`[…calls.expect]`) are defined and checked here;
-//! `toolpin contract run` evaluates `latency` so far (`behaviour.rs`).
+//! `toolpin contract run` evaluates `fields`, `values`, `counts` and
+//! `latency` so far (`behaviour.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -179,7 +180,8 @@ pub struct Latency {
     pub p95_ms: Option<Spanned<i64>>,
 }
 
-/// A call's assertions. Parsed and checked, not yet evaluated.
+/// A call's assertions, parsed and checked; `run` evaluates `fields`,
+/// `values`, `counts` and `latency` (`behaviour::check_expect`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {

@@ -15,7 +15,8 @@
 //!   their behavioural rule ids.
 //!
 //! The calls are made by `toolpin_capture::call`; this crate never connects.
-//! Of the `expect` assertions only `latency` is evaluated so far.
+//! Of the `expect` assertions `fields`, `values`, `counts` and `latency`
+//! are evaluated so far.
 //! docs/contracts.md is the specification.
 //!
 //! Pure apart from reading and writing the contracts file and the snapshot:
