@@ -475,16 +475,65 @@ fn findings(stdout: &str) -> Vec<String> {
         .collect()
 }
 
+fn everything_bin() -> std::path::PathBuf {
+    repo()
+        .join("tests/servers/node_modules/.bin/mcp-server-everything")
+        .canonicalize()
+        .expect("mcp-server-everything; run scripts/setup")
+}
+
 #[test]
 fn record_then_run_against_server_everything_finds_nothing_repeatedly() {
-    let bin = repo().join("tests/servers/node_modules/.bin/mcp-server-everything");
-    let bin = bin
-        .canonicalize()
-        .expect("mcp-server-everything; run scripts/setup");
     let sb = pinned(&format!(
         "[servers.everything]\ncommand = [{:?}, \"stdio\"]\n",
-        bin.display().to_string()
+        everything_bin().display().to_string()
     ));
+    record_and_run_everything(&sb, 5);
+}
+
+/// An HTTP server killed when the test ends, however it ends.
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn record_then_run_over_streamable_http() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _daemon = Daemon(
+        std::process::Command::new(everything_bin())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start server-everything over HTTP"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sb = pinned(&format!(
+        "[servers.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+    ));
+    record_and_run_everything(&sb, 2);
+}
+
+/// Fills init's placeholders, records, and runs `times` times: no findings.
+fn record_and_run_everything(sb: &Sandbox, times: usize) {
     let contracts = sb.read_string(FILE);
     // Fill any placeholder init left with a plain string (get-sum's numbers
     // then fail validation, the same way every time).
@@ -506,7 +555,7 @@ fn record_then_run_against_server_everything_finds_nothing_repeatedly() {
         serde_json::from_str(&sb.read_string("toolpin.behaviour.json")).unwrap();
     assert!(snapshot["fingerprint"].as_str().unwrap().len() >= 64);
     assert!(!snapshot["calls"].as_object().unwrap().is_empty());
-    for _ in 0..5 {
+    for _ in 0..times {
         let run = sb.run(&["contract", "run"]);
         run.ok();
         assert!(
