@@ -29,7 +29,7 @@ pub const MAX_VALUE_CHARS: usize = 200;
 /// Latency regresses when p95 is more than this factor of the recorded p95…
 pub const LATENCY_FACTOR: f64 = 2.0;
 /// …and above this floor, in milliseconds.
-pub const LATENCY_FLOOR_MS: f64 = 50.0;
+pub const LATENCY_FLOOR_MS: f64 = 100.0;
 
 /// Where the behaviour snapshot for `lockfile` lives.
 pub fn path_for(lockfile: &Path) -> PathBuf {

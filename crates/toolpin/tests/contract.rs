@@ -469,7 +469,6 @@ fn pinned(toml: &str) -> Sandbox {
 fn findings(stdout: &str) -> Vec<String> {
     stdout
         .lines()
-        .filter(|l| !l.contains(" call") || l.contains(": "))
         .filter(|l| l.contains(": "))
         .map(str::to_string)
         .collect()

@@ -85,7 +85,7 @@ crate::rules! {
     LATENCY_REGRESSED {
         id: "latency-regressed",
         since: "0.1.0",
-        summary: "a call's p95 latency is more than twice the recorded p95 and over 50 ms, or over the contract's budget (contract run)",
+        summary: "a call's p95 latency is more than twice the recorded p95 and over 100 ms, or over the contract's budget (contract run)",
         breaks: "Timeouts and budgets the agent was tuned for no longer hold.",
         kind: Behavioural, severity: Medium, runtime: true,
         rerun: ["tool-cases"],
