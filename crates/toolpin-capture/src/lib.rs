@@ -4,6 +4,7 @@
 //! (converted by `toolpin-openapi`). Each source yields raw
 //! `serde_json::Value` tools; `toolpin-manifest` normalizes them.
 
+pub mod call;
 pub mod exec;
 pub mod file;
 pub mod format;

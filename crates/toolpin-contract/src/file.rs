@@ -3,8 +3,9 @@
 //! the checks that need no calls: validation against the lockfile
 //! ([`Contracts::validate`]) and readiness for `run` ([`Contracts::check_ready`]).
 //!
-//! The assertion keys (`[…calls.expect]`) are defined and checked here, but
-//! nothing evaluates them yet: that is `toolpin contract run`, still to come.
+//! The assertion keys (`[…calls.expect]`) are defined and checked here;
+//! `toolpin contract run` evaluates `fields`, `values`, `counts` and
+//! `latency` so far (`behaviour.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -179,7 +180,8 @@ pub struct Latency {
     pub p95_ms: Option<Spanned<i64>>,
 }
 
-/// A call's assertions. Parsed and checked, not yet evaluated.
+/// A call's assertions, parsed and checked; `run` evaluates `fields`,
+/// `values`, `counts` and `latency` (`behaviour::check_expect`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
@@ -243,7 +245,7 @@ pub struct Contract {
     /// The arguments every call starts from.
     pub arguments: Map<String, Value>,
     /// Pointers (with `*`) whose values are volatile (ids, timestamps) and
-    /// left out of the behaviour snapshot. Not used yet.
+    /// left out of the behaviour snapshot's value sets.
     pub volatile: Vec<String>,
     pub calls: Vec<Call>,
     pub default_probes: Vec<DefaultProbe>,

@@ -9,13 +9,20 @@
 //!   ([`Contracts::validate`]), and the readiness check `run` will make
 //!   first ([`Contracts::check_ready`]).
 //!
-//! Not yet: making the calls (`record`, `run`), the behaviour snapshot, and
-//! evaluating the `expect` assertions, which are parsed and checked but not
-//! executed. docs/contracts.md is the specification.
+//! - [`behaviour`]: what a call did ([`behaviour::observe`]), the behaviour
+//!   snapshot `toolpin.behaviour.json` that `record` writes, and the
+//!   comparison `run` makes ([`behaviour::compare`]) into differences with
+//!   their behavioural rule ids.
 //!
-//! Pure apart from reading and writing the contracts file: no network, no
-//! processes, no printing.
+//! The calls are made by `toolpin_capture::call`; this crate never connects.
+//! Of the `expect` assertions `fields`, `values`, `counts` and `latency`
+//! are evaluated so far.
+//! docs/contracts.md is the specification.
+//!
+//! Pure apart from reading and writing the contracts file and the snapshot:
+//! no network, no processes, no printing.
 
+pub mod behaviour;
 pub mod derive;
 pub mod file;
 mod init;

@@ -418,6 +418,11 @@ const NOT_FROM_TOOL_PAIRS: &[&str] = &[
     "result-unknown-enum-value",
     "unknown-tool-called",
     "contract-failed",
+    "result-field-missing",
+    "result-value-set-changed",
+    "result-count-changed",
+    "latency-regressed",
+    "error-class-changed",
 ];
 
 #[test]

@@ -399,6 +399,19 @@ pub enum ContractCommand {
         #[command(flatten)]
         config: ConfigArgs,
     },
+    /// Make the contracts' calls against the live servers and write what
+    /// they did to the behaviour snapshot (toolpin.behaviour.json)
+    Record {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
+    /// Make the calls again and compare with the behaviour snapshot and the
+    /// contracts' assertions (exit 1 on findings, 2 when a server is
+    /// unavailable)
+    Run {
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
 }
 
 #[derive(Subcommand)]

@@ -440,3 +440,253 @@ fn help_shows_the_config_flags_and_hides_the_capture_ones() {
     sb.run(&["contract", "check", "--jobs", "2", "--keep-going"])
         .ok();
 }
+
+// ---------------------------------------------------------------------------
+// contract record and run, against live servers (slice 2)
+
+fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| {
+        let path = repo().join(".venv/bin/python");
+        assert!(path.exists(), ".venv/bin/python; run scripts/setup");
+        path.display().to_string()
+    })
+}
+
+/// A sandbox pinned to `server = command`, with init's contracts.
+fn pinned(toml: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("toolpin.toml", toml);
+    sb.run(&["lock"]).ok();
+    sb.run(&["contract", "init"]).ok();
+    sb
+}
+
+/// The findings of a run: one `rule: call: message` line each.
+fn findings(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.contains(": "))
+        .map(str::to_string)
+        .collect()
+}
+
+fn everything_bin() -> std::path::PathBuf {
+    repo()
+        .join("tests/servers/node_modules/.bin/mcp-server-everything")
+        .canonicalize()
+        .expect("mcp-server-everything; run scripts/setup")
+}
+
+#[test]
+fn record_then_run_against_server_everything_finds_nothing_repeatedly() {
+    let sb = pinned(&format!(
+        "[servers.everything]\ncommand = [{:?}, \"stdio\"]\n",
+        everything_bin().display().to_string()
+    ));
+    record_and_run_everything(&sb, 5);
+}
+
+/// An HTTP server killed when the test ends, however it ends.
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn record_then_run_over_streamable_http() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _daemon = Daemon(
+        std::process::Command::new(everything_bin())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start server-everything over HTTP"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sb = pinned(&format!(
+        "[servers.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+    ));
+    record_and_run_everything(&sb, 2);
+}
+
+/// Fills init's placeholders, records, and runs `times` times: no findings.
+fn record_and_run_everything(sb: &Sandbox, times: usize) {
+    let contracts = sb.read_string(FILE);
+    // Fill any placeholder init left with a plain string (get-sum's numbers
+    // then fail validation, the same way every time).
+    let contracts = contracts.replace("\"<FILL IN: ", "\"filled <");
+    // trigger-long-running-operation takes longer than the call's timeout
+    // by design: left out.
+    let long = "[tools.\"everything/trigger-long-running-operation\"]\n";
+    assert!(contracts.contains(long));
+    let contracts = contracts.replace(long, &format!("{long}enabled = false\n"));
+    sb.write(FILE, &contracts);
+    sb.run(&["contract", "check"]).ok();
+    let record = sb.run(&["contract", "record"]);
+    record.ok();
+    assert!(
+        record.stderr.starts_with("Wrote toolpin.behaviour.json: "),
+        "{record:#?}"
+    );
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&sb.read_string("toolpin.behaviour.json")).unwrap();
+    assert!(snapshot["fingerprint"].as_str().unwrap().len() >= 64);
+    assert!(!snapshot["calls"].as_object().unwrap().is_empty());
+    for _ in 0..times {
+        let run = sb.run(&["contract", "run"]);
+        run.ok();
+        assert!(
+            run.stdout.ends_with(", no behavioural findings\n"),
+            "{run:#?}"
+        );
+    }
+}
+
+fn behaviour_sandbox() -> Sandbox {
+    behaviour_sandbox_with("")
+}
+
+/// The behaviour server pinned, init's contracts plus `extra`, recorded.
+fn behaviour_sandbox_with(extra: &str) -> Sandbox {
+    let script = repo()
+        .join("tests/servers/py/behaviour.py")
+        .canonicalize()
+        .unwrap();
+    let sb = pinned(&format!(
+        "[servers.orders]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_DRIFT = \"${{TOOLPIN_TEST_DRIFT:-none}}\" }}\n",
+        python(),
+        script.display().to_string()
+    ));
+    if !extra.is_empty() {
+        let text = sb.read_string(FILE);
+        sb.write(FILE, text + extra);
+    }
+    sb.run(&["contract", "record"]).ok();
+    sb
+}
+
+#[test]
+fn run_catches_each_behaviour_switch_with_exactly_its_finding() {
+    let sb = behaviour_sandbox();
+    let clean = sb.run(&["contract", "run"]);
+    clean.ok();
+    assert_eq!(
+        clean.stdout, "1 call, no behavioural findings\n",
+        "{clean:#?}"
+    );
+    for (switch, rule) in [
+        ("page20", "result-count-changed"),
+        ("status", "result-value-set-changed"),
+        ("slow", "latency-regressed"),
+    ] {
+        let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", switch)]);
+        assert_eq!(run.code, 1, "{switch}: {run:#?}");
+        let found = findings(&run.stdout);
+        assert_eq!(found.len(), 1, "{switch}: {run:#?}");
+        assert!(
+            found[0].starts_with(&format!("{rule}: orders/search_orders#golden: ")),
+            "{switch}: {found:?}"
+        );
+        assert!(
+            run.stdout.ends_with("1 call, 1 behavioural finding\n"),
+            "{run:#?}"
+        );
+    }
+}
+
+#[test]
+fn an_unreachable_server_is_unavailable_not_drift() {
+    let sb = behaviour_sandbox();
+    let toml = sb.read_string("toolpin.toml");
+    sb.write(
+        "toolpin.toml",
+        toml.replace(&python(), "/nonexistent/python"),
+    );
+    let run = sb.run(&["contract", "run"]);
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert!(
+        run.stderr.contains("unavailable: server \"orders\": "),
+        "{run:#?}"
+    );
+    assert!(!run.stdout.contains("result-"), "{run:#?}");
+}
+
+#[test]
+fn the_behavioural_rule_ids_are_in_the_registry() {
+    let sb = Sandbox::new();
+    for id in [
+        "result-field-missing",
+        "result-value-set-changed",
+        "result-count-changed",
+        "latency-regressed",
+        "error-class-changed",
+    ] {
+        let run = sb.run(&["rules", id]);
+        run.ok();
+        assert!(run.stdout.contains(id), "{run:#?}");
+    }
+}
+
+#[test]
+fn run_evaluates_fields_values_and_counts() {
+    let sb = behaviour_sandbox_with(concat!(
+        "\n[[tools.\"orders/search_orders\".calls]]\n",
+        "name = \"asserted\"\n",
+        "[tools.\"orders/search_orders\".calls.expect]\n",
+        "fields = [{ pointer = \"/structuredContent/rows/*/status\", type = \"string\" }, { pointer = \"/total\", type = \"integer\" }]\n",
+        "values = [{ pointer = \"/rows/*/status\", set = [\"open\", \"pending\", \"closed\"], exact = true }]\n",
+        "counts = [{ pointer = \"/rows\", min = 50, max = 50 }]\n",
+    ));
+    let clean = sb.run(&["contract", "run"]);
+    clean.ok();
+    assert_eq!(
+        clean.stdout, "2 calls, no behavioural findings\n",
+        "{clean:#?}"
+    );
+
+    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "status")]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    let found = findings(&run.stdout);
+    assert_eq!(
+        found
+            .iter()
+            .map(|f| f.split(": ").take(2).collect::<Vec<_>>().join(": "))
+            .collect::<Vec<_>>(),
+        [
+            "result-value-set-changed: orders/search_orders#asserted",
+            "result-value-set-changed: orders/search_orders#golden",
+            "contract-failed: orders/search_orders#asserted",
+        ],
+        "{run:#?}"
+    );
+    assert!(
+        found[2].ends_with("values at `/rows/*/status` outside the pinned set: \"refunded\""),
+        "{found:?}"
+    );
+
+    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "page20")]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(run.stdout.contains("contract-failed: orders/search_orders#asserted: `/rows` holds 20 items, expected 50..50\n"), "{run:#?}");
+}
