@@ -57,7 +57,7 @@ crate::rules! {
     }
     RESULT_FIELD_MISSING {
         id: "result-field-missing",
-        since: "0.1.0",
+        since: "0.2.0",
         summary: "a field the recorded result had is gone, or holds another JSON type (contract run)",
         breaks: "An agent that reads the field gets nothing, or a value of a type it never handled.",
         kind: Behavioural, severity: High, runtime: true,
@@ -66,7 +66,7 @@ crate::rules! {
     }
     RESULT_VALUE_SET_CHANGED {
         id: "result-value-set-changed",
-        since: "0.1.0",
+        since: "0.2.0",
         summary: "the string values seen at a pointer differ from the recorded set (contract run)",
         breaks: "An agent branching on the values meets one it was never evaluated on, or misses one it relied on.",
         kind: Semantic, severity: High, runtime: true,
@@ -75,7 +75,7 @@ crate::rules! {
     }
     RESULT_COUNT_CHANGED {
         id: "result-count-changed",
-        since: "0.1.0",
+        since: "0.2.0",
         summary: "an array in the result holds another number of items than recorded (contract run)",
         breaks: "The page size or result size the agent silently relies on moved, with the schema unchanged.",
         kind: Behavioural, severity: High, runtime: true,
@@ -84,7 +84,7 @@ crate::rules! {
     }
     LATENCY_REGRESSED {
         id: "latency-regressed",
-        since: "0.1.0",
+        since: "0.2.0",
         summary: "a call's p95 latency is more than twice the recorded p95 and over 100 ms, or over the contract's budget (contract run)",
         breaks: "Timeouts and budgets the agent was tuned for no longer hold.",
         kind: Behavioural, severity: Medium, runtime: true,
@@ -93,7 +93,7 @@ crate::rules! {
     }
     ERROR_CLASS_CHANGED {
         id: "error-class-changed",
-        since: "0.1.0",
+        since: "0.2.0",
         summary: "a call answers with another class than recorded: ok, validation, rate-limit, auth, timeout, other (contract run)",
         breaks: "Retry and recovery logic written for one failure meets another.",
         kind: Behavioural, severity: High, runtime: true,
