@@ -31,6 +31,16 @@ impl Error {
         }
     }
 
+    /// `PATH: message`.
+    pub fn at(path: &std::path::Path, message: impl std::fmt::Display) -> Self {
+        Self::new(format!("{}: {message}", display(path)))
+    }
+
+    /// `PATH:LINE: message`.
+    pub fn at_line(path: &std::path::Path, line: usize, message: impl std::fmt::Display) -> Self {
+        Self::new(format!("{}:{line}: {message}", display(path)))
+    }
+
     /// The message as written.
     pub fn message(&self) -> &str {
         &self.message

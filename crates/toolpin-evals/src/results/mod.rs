@@ -15,42 +15,10 @@ pub mod records;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// A result file that cannot be read: one line naming the file (and the
-/// line, for JSON lines).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    message: String,
-}
-
-impl Error {
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-
-    /// `PATH: message`.
-    pub fn at(path: &Path, message: impl std::fmt::Display) -> Self {
-        Self::new(format!("{}: {message}", crate::display(path)))
-    }
-
-    /// `PATH:LINE: message`.
-    pub fn at_line(path: &Path, line: usize, message: impl std::fmt::Display) -> Self {
-        Self::new(format!("{}:{line}: {message}", crate::display(path)))
-    }
-
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}
+/// A result file that cannot be read: the crate's one-line error, naming
+/// the file (and the line, for JSON lines) with [`Error::at`] and
+/// [`Error::at_line`].
+pub use crate::Error;
 
 /// Tool names, interned: a suite of 10,000 cases × 5 repeats calls the same
 /// few dozen tools millions of times, and the comparison groups by name.
@@ -300,13 +268,12 @@ pub fn visit_dir(path: &Path, format: Option<Format>, visit: &mut Visit) -> Resu
     let mut found = 0usize;
     for file in files {
         let bytes = std::fs::read(&file).map_err(|e| Error::at(&file, io_reason(&e)))?;
-        match (format, detect(&bytes)) {
-            (Some(want), Some(f)) if f == want => {}
-            (None, Some(_)) => {}
+        let f = match (format, detect(&bytes)) {
+            (Some(want), Some(f)) if f == want => f,
+            (None, Some(f)) => f,
             _ => continue,
-        }
+        };
         found += 1;
-        let f = format.or_else(|| detect(&bytes)).unwrap_or(Format::Records);
         visit(&file, f, &bytes)?;
     }
     Ok(found)
