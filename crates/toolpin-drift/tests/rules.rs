@@ -423,6 +423,9 @@ const NOT_FROM_TOOL_PAIRS: &[&str] = &[
     "result-count-changed",
     "latency-regressed",
     "error-class-changed",
+    "result-format-changed",
+    "default-behaviour-changed",
+    "result-order-changed",
 ];
 
 #[test]

@@ -100,6 +100,33 @@ crate::rules! {
         rerun: ["tool-cases"],
         example: "a bad call that failed validation now answers rate-limit",
     }
+    RESULT_FORMAT_CHANGED {
+        id: "result-format-changed",
+        since: "0.2.0",
+        summary: "the strings at a pointer have another format than recorded: country name → ISO 3166 code, RFC 3339 with → without offset (contract run)",
+        breaks: "The field still holds a string, but one the agent parses, shows or passes on differently.",
+        kind: Semantic, severity: High, runtime: true,
+        rerun: ["consumers", "tool-cases"],
+        example: "`/orders/*/country` held country names when recorded, ISO 3166 alpha-2 codes now",
+    }
+    DEFAULT_BEHAVIOUR_CHANGED {
+        id: "default-behaviour-changed",
+        since: "0.2.0",
+        summary: "a call without a defaulted parameter and the same call with the pinned default passed differ in shape or size (contract run, default probe)",
+        breaks: "The service's real default moved while the schema's `default` kept saying the old one: the agent that leaves the parameter out gets something else.",
+        kind: Semantic, severity: High, runtime: true,
+        rerun: ["tool-cases"],
+        example: "without `page_size`, 20 rows; with `page_size = 50`, 50 rows",
+    }
+    RESULT_ORDER_CHANGED {
+        id: "result-order-changed",
+        since: "0.2.0",
+        summary: "an array that was sorted by a key when recorded is not sorted by it now, or sorted the other way (contract run)",
+        breaks: "An agent that takes the first item as the newest, cheapest or best takes another one.",
+        kind: Behavioural, severity: Medium, runtime: true,
+        rerun: ["tool-cases"],
+        example: "`/orders` was sorted by `created` descending, is ascending now",
+    }
 }
 
 // The check: the only code that emits this family's rules.
