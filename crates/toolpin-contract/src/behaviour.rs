@@ -15,7 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolpin_manifest::Fingerprint;
 
+use crate::formats::PRIORITY;
 use crate::Error;
+
+pub use crate::expect::{check_expect, resolve};
 
 /// The snapshot's suffix beside a lockfile.
 pub const SUFFIX: &str = "behaviour.json";
@@ -30,6 +33,10 @@ pub const MAX_VALUE_CHARS: usize = 200;
 pub const LATENCY_FACTOR: f64 = 2.0;
 /// …and above this floor, in milliseconds.
 pub const LATENCY_FLOOR_MS: f64 = 100.0;
+/// An array's items are checked for an order only with this many or more.
+pub const MIN_ORDER_ITEMS: usize = 3;
+/// At most this many order keys are kept per array.
+pub const MAX_ORDER_KEYS: usize = 8;
 
 /// Where the behaviour snapshot for `lockfile` lives.
 pub fn path_for(lockfile: &Path) -> PathBuf {
@@ -132,7 +139,47 @@ pub struct Observation {
     /// The distinct string values at a pointer, when few.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub values: BTreeMap<String, Vec<String>>,
+    /// The built-in format every string at a pointer satisfies (its name,
+    /// `rfc3339`, `country-name`, …), when there is one. Volatile values
+    /// count: a timestamp's format is kept though its values are not.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub formats: BTreeMap<String, String>,
+    /// For each array of objects (the first seen at a generalized pointer,
+    /// with at least [`MIN_ORDER_ITEMS`] items), the top-level scalar keys
+    /// (`/created`) that sort its items, not constant, with the direction
+    /// (`ascending`, `descending`); at most [`MAX_ORDER_KEYS`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub order: BTreeMap<String, BTreeMap<String, String>>,
     pub latency: Option<Latency>,
+}
+
+/// What is left out of the value sets: the contract's `volatile` pointers
+/// (with `*`, with or without a leading `/structuredContent`), and strings
+/// matching its `volatile_patterns` (with `[defaults]`' ones).
+#[derive(Clone, Debug, Default)]
+pub struct Volatile {
+    pub pointers: Vec<String>,
+    pub patterns: Vec<regex::Regex>,
+}
+
+impl Volatile {
+    /// Pointers only.
+    pub fn pointers(pointers: &[String]) -> Volatile {
+        Volatile {
+            pointers: pointers.to_vec(),
+            patterns: Vec::new(),
+        }
+    }
+
+    fn pointer(&self, p: &str) -> bool {
+        self.pointers
+            .iter()
+            .any(|v| v == p || v.strip_prefix("/structuredContent") == Some(p))
+    }
+
+    fn string(&self, s: &str) -> bool {
+        volatile(s) || self.patterns.iter().any(|r| r.is_match(s))
+    }
 }
 
 /// One result of one repeat, as the caller got it.
@@ -183,7 +230,7 @@ pub fn payload(result: &Value) -> Value {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -213,14 +260,77 @@ pub fn volatile(s: &str) -> bool {
     uuid || date
 }
 
-#[derive(Default)]
-struct Walk {
+struct Walk<'v> {
+    volatile: &'v Volatile,
     shape: BTreeMap<String, String>,
     counts: BTreeMap<String, u64>,
     strings: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Per pointer, which of [`PRIORITY`] every string so far satisfies
+    /// (a bit each).
+    formats: BTreeMap<String, u16>,
+    order: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-impl Walk {
+/// Which of [`PRIORITY`] `s` satisfies, of those in `mask`.
+fn format_mask(s: &str, mask: u16) -> u16 {
+    PRIORITY
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| mask & (1 << i) != 0 && f.holds(s))
+        .fold(0, |m, (i, _)| m | (1 << i))
+}
+
+/// The top-level scalar keys (numbers, or strings) that sort `items`, with
+/// the direction; constant keys, and arrays of fewer than
+/// [`MIN_ORDER_ITEMS`] or of anything but objects, give none.
+pub fn order_keys(items: &[Value]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if items.len() < MIN_ORDER_ITEMS {
+        return out;
+    }
+    let Some(objects) = items
+        .iter()
+        .map(Value::as_object)
+        .collect::<Option<Vec<_>>>()
+    else {
+        return out;
+    };
+    let mut names: Vec<&String> = objects[0].keys().collect();
+    names.sort();
+    for name in names {
+        if out.len() >= MAX_ORDER_KEYS {
+            break;
+        }
+        let Some(values) = objects
+            .iter()
+            .map(|o| o.get(name.as_str()))
+            .collect::<Option<Vec<&Value>>>()
+        else {
+            continue;
+        };
+        if !(values.iter().all(|v| v.is_number()) || values.iter().all(|v| v.is_string())) {
+            continue;
+        }
+        let (mut up, mut down) = (true, true);
+        for pair in values.windows(2) {
+            match crate::expect::compare_scalars(pair[0], pair[1]) {
+                std::cmp::Ordering::Less => down = false,
+                std::cmp::Ordering::Greater => up = false,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        let key = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+        match (up, down) {
+            (true, false) => out.insert(key, "ascending".to_string()),
+            (false, true) => out.insert(key, "descending".to_string()),
+            // Constant, or not sorted.
+            _ => None,
+        };
+    }
+    out
+}
+
+impl Walk<'_> {
     fn visit(&mut self, pointer: &str, v: &Value) {
         let t = type_name(v);
         // The same pointer with two types (integer and number): keep the wider.
@@ -239,9 +349,13 @@ impl Walk {
         }
         match v {
             Value::Array(items) => {
-                self.counts
-                    .entry(pointer.to_string())
-                    .or_insert(items.len() as u64);
+                if !self.counts.contains_key(pointer) {
+                    self.counts.insert(pointer.to_string(), items.len() as u64);
+                    let keys = order_keys(items);
+                    if !keys.is_empty() {
+                        self.order.insert(pointer.to_string(), keys);
+                    }
+                }
                 let inner = format!("{pointer}/*");
                 for item in items {
                     self.visit(&inner, item);
@@ -253,10 +367,16 @@ impl Walk {
                     self.visit(&format!("{pointer}/{key}"), item);
                 }
             }
-            Value::String(s) if !volatile(s) && s.chars().count() <= MAX_VALUE_CHARS => {
-                let set = self.strings.entry(pointer.to_string()).or_default();
-                if set.len() <= MAX_VALUES {
-                    set.insert(s.clone());
+            Value::String(s) => {
+                let mask = self.formats.entry(pointer.to_string()).or_insert(u16::MAX);
+                if *mask != 0 {
+                    *mask = format_mask(s, *mask);
+                }
+                if !self.volatile.string(s) && s.chars().count() <= MAX_VALUE_CHARS {
+                    let set = self.strings.entry(pointer.to_string()).or_default();
+                    if set.len() <= MAX_VALUES {
+                        set.insert(s.clone());
+                    }
                 }
             }
             _ => {}
@@ -265,9 +385,16 @@ impl Walk {
 }
 
 /// Observes the repeats of one call, with their latencies in milliseconds.
-/// `volatile` pointers (with `*`) are left out of the value sets.
-pub fn observe(outcomes: &[(Outcome, f64)], volatile_pointers: &[String]) -> Observation {
-    let mut walk = Walk::default();
+/// What `volatile` names is left out of the value sets.
+pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation {
+    let mut walk = Walk {
+        volatile,
+        shape: BTreeMap::new(),
+        counts: BTreeMap::new(),
+        strings: BTreeMap::new(),
+        formats: BTreeMap::new(),
+        order: BTreeMap::new(),
+    };
     let mut class = None;
     for (outcome, _) in outcomes {
         let c = match outcome {
@@ -295,13 +422,16 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile_pointers: &[String]) -> Obs
     let values = walk
         .strings
         .into_iter()
-        .filter(|(p, set)| {
-            set.len() <= MAX_VALUES
-                && !volatile_pointers
-                    .iter()
-                    .any(|v| v == p || v.strip_prefix("/structuredContent") == Some(p.as_str()))
-        })
+        .filter(|(p, set)| set.len() <= MAX_VALUES && !volatile.pointer(p))
         .map(|(p, set)| (p, set.into_iter().collect()))
+        .collect();
+    let formats = walk
+        .formats
+        .into_iter()
+        .filter_map(|(p, mask)| {
+            let first = (0..PRIORITY.len()).find(|i| mask & (1 << i) != 0)?;
+            Some((p, PRIORITY[first].as_str().to_string()))
+        })
         .collect();
     let latencies: Vec<f64> = outcomes.iter().map(|(_, ms)| *ms).collect();
     Observation {
@@ -309,6 +439,8 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile_pointers: &[String]) -> Obs
         shape: walk.shape,
         counts: walk.counts,
         values,
+        formats,
+        order: walk.order,
         latency: Some(Latency::of(&latencies)),
     }
 }
@@ -442,7 +574,68 @@ pub fn compare(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
                 }
             }
         }
+        // A format that changed explains the values that changed with it:
+        // one finding, the format's.
+        let mut reformatted = std::collections::BTreeSet::new();
+        for (pointer, f) in &recorded.formats {
+            let same_type = recorded.shape.contains_key(pointer)
+                && now.shape.get(pointer) == recorded.shape.get(pointer);
+            let is = now.formats.get(pointer);
+            if same_type && is != Some(f) {
+                reformatted.insert(pointer.as_str());
+                diff(
+                    "result-format-changed",
+                    Some(pointer),
+                    format!(
+                        "`{}` held {f} values when recorded, {} now",
+                        shown(pointer),
+                        is.map_or("values of no built-in format", String::as_str)
+                    ),
+                );
+            }
+        }
+        for (pointer, keys) in &recorded.order {
+            // Only an array still long enough to show an order is judged.
+            if now
+                .counts
+                .get(pointer)
+                .is_none_or(|n| (*n as usize) < MIN_ORDER_ITEMS)
+            {
+                continue;
+            }
+            let now_keys = now.order.get(pointer);
+            let held = keys
+                .iter()
+                .any(|(k, d)| now_keys.and_then(|m| m.get(k)) == Some(d));
+            if !held {
+                let was = keys
+                    .iter()
+                    .map(|(k, d)| format!("`{k}` {d}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let is: Vec<String> = keys
+                    .keys()
+                    .filter_map(|k| Some(format!("`{k}` {}", now_keys?.get(k)?)))
+                    .collect();
+                let is = if is.is_empty() {
+                    "by none of them".to_string()
+                } else {
+                    format!("by {}", is.join(", "))
+                };
+                diff(
+                    "result-order-changed",
+                    Some(pointer),
+                    format!(
+                        "`{}` was sorted by {was} when recorded, now {is}",
+                        shown(pointer)
+                    ),
+                );
+            }
+        }
         for (pointer, set) in &recorded.values {
+            if reformatted.contains(pointer.as_str()) {
+                continue;
+            }
             if let Some(now_set) = now.values.get(pointer) {
                 if now_set != set {
                     let added: Vec<&String> = now_set.iter().filter(|v| !set.contains(v)).collect();
@@ -533,7 +726,10 @@ mod tests {
 
     #[test]
     fn observes_shape_counts_values_and_redacts_timestamps() {
-        let o = observe(&[(result(rows(3, &["open", "closed"])), 5.0)], &[]);
+        let o = observe(
+            &[(result(rows(3, &["open", "closed"])), 5.0)],
+            &Volatile::default(),
+        );
         assert_eq!(o.class, Some(Class::Ok));
         assert_eq!(o.shape["/rows/*/status"], "string");
         assert_eq!(o.counts["/rows"], 3);
@@ -541,26 +737,41 @@ mod tests {
         assert!(!o.values.contains_key("/rows/*/at"));
         assert_eq!(o.values["/rows/*/id"], vec!["0", "1", "2"]);
         let volatile = ["/structuredContent/rows/*/id".to_string()];
-        let o = observe(&[(result(rows(3, &["open"])), 5.0)], &volatile);
+        let o = observe(
+            &[(result(rows(3, &["open"])), 5.0)],
+            &Volatile::pointers(&volatile),
+        );
         assert!(!o.values.contains_key("/rows/*/id"));
     }
 
     #[test]
     fn each_change_is_its_own_difference() {
-        let base = observe(&[(result(rows(50, &["a", "b", "c"])), 5.0)], &[]);
+        let base = observe(
+            &[(result(rows(50, &["a", "b", "c"])), 5.0)],
+            &Volatile::default(),
+        );
         assert!(compare("k", &base, &base).is_empty());
-        let fewer = observe(&[(result(rows(20, &["a", "b", "c"])), 5.0)], &[]);
+        let fewer = observe(
+            &[(result(rows(20, &["a", "b", "c"])), 5.0)],
+            &Volatile::default(),
+        );
         let rules: Vec<_> = compare("k", &base, &fewer)
             .into_iter()
             .map(|d| d.rule)
             .collect();
         // The ids differ too (fewer of them): restrict ids as volatile.
         assert!(rules.contains(&"result-count-changed"));
-        let slow = observe(&[(result(rows(50, &["a", "b", "c"])), 300.0)], &[]);
+        let slow = observe(
+            &[(result(rows(50, &["a", "b", "c"])), 300.0)],
+            &Volatile::default(),
+        );
         let d = compare("k", &base, &slow);
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].rule, "latency-regressed");
-        let err = observe(&[(Outcome::Error(Class::RateLimit), 5.0)], &[]);
+        let err = observe(
+            &[(Outcome::Error(Class::RateLimit), 5.0)],
+            &Volatile::default(),
+        );
         let d = compare("k", &base, &err);
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].rule, "error-class-changed");
@@ -586,7 +797,7 @@ mod tests {
         let mut calls = BTreeMap::new();
         calls.insert(
             "s/t#golden".to_string(),
-            observe(&[(result(json!({"a": 1})), 1.0)], &[]),
+            observe(&[(result(json!({"a": 1})), 1.0)], &Volatile::default()),
         );
         let snap = Snapshot::new(calls);
         let dir = std::env::temp_dir().join(format!("toolpin-behaviour-{}", std::process::id()));
@@ -598,159 +809,249 @@ mod tests {
         assert!(Snapshot::read(&path).is_err());
         std::fs::remove_dir_all(&dir).ok();
     }
-}
 
-/// The values at `pointer` (with `*` for every array item) in `payload`.
-/// A leading `/structuredContent` is optional: pointers point into the
-/// payload.
-pub fn resolve<'a>(payload: &'a Value, pointer: &str) -> Vec<&'a Value> {
-    let pointer = pointer
-        .strip_prefix("/structuredContent")
-        .unwrap_or(pointer);
-    let mut at = vec![payload];
-    if pointer.is_empty() {
-        return at;
+    fn obs(v: Value) -> Observation {
+        observe(&[(result(v), 5.0)], &Volatile::default())
     }
-    for token in pointer.trim_start_matches('/').split('/') {
-        let token = token.replace("~1", "/").replace("~0", "~");
-        let mut next = Vec::new();
-        for v in at {
-            match (v, token.as_str()) {
-                (Value::Array(items), "*") => next.extend(items.iter()),
-                (Value::Array(items), t) => {
-                    if let Some(item) = t.parse::<usize>().ok().and_then(|i| items.get(i)) {
-                        next.push(item);
-                    }
-                }
-                (Value::Object(map), t) => {
-                    if let Some(item) = map.get(t) {
-                        next.push(item);
-                    }
-                }
-                _ => {}
-            }
-        }
-        at = next;
-    }
-    at
-}
 
-/// The `expect` assertions `fields`, `values` and `counts` of the call
-/// `key`, evaluated on one successful result's payload; each failure is a
-/// `contract-failed` difference.
-pub fn check_expect(key: &str, expect: &crate::Expect, payload: &Value) -> Vec<Difference> {
-    let mut out = Vec::new();
-    let mut fail = |pointer: &str, message: String| {
-        out.push(Difference {
-            rule: "contract-failed",
-            call: key.to_string(),
-            pointer: Some(pointer.to_string()),
-            message,
-        })
-    };
-    for field in &expect.fields {
-        let pointer = field.pointer.get_ref();
-        let found = resolve(payload, pointer);
-        if found.is_empty() {
-            fail(
-                pointer,
-                format!("expected a value at `{pointer}`, found none"),
-            );
-            continue;
-        }
-        if let Some(t) = field.json_type {
-            let want = format!("{t:?}").to_ascii_lowercase();
-            if let Some(bad) = found.iter().find(|v| {
-                let got = type_name(v);
-                !(got == want || (want == "number" && got == "integer"))
-            }) {
-                fail(
-                    pointer,
-                    format!("expected {want} at `{pointer}`, found {}", type_name(bad)),
-                );
-            }
-        }
+    fn rules(d: &[Difference]) -> Vec<&'static str> {
+        d.iter().map(|d| d.rule).collect()
     }
-    for set in &expect.values {
-        let pointer = set.pointer.get_ref();
-        let allowed = set.set.get_ref();
-        let found = resolve(payload, pointer);
-        let mut outside: Vec<String> = found
-            .iter()
-            .filter(|v| !allowed.contains(v))
-            .map(|v| v.to_string())
+
+    /// 30 orders, newest first: `id` ascending, `created` descending.
+    fn orders(country: &dyn Fn(usize) -> &'static str, reversed: bool) -> Value {
+        let names = ["open", "pending", "closed"];
+        let mut items: Vec<Value> = (0..30)
+            .map(|i| {
+                json!({
+                    "id": format!("ord-{i:04}"),
+                    "status": names[i % 3],
+                    "country": country(i),
+                    "created": format!("2026-12-02T10:{:02}:00Z", 59 - i),
+                    "total": 10 + (i * 7) % 13,
+                })
+            })
             .collect();
-        outside.dedup();
-        if !outside.is_empty() {
-            fail(
-                pointer,
-                format!(
-                    "values at `{pointer}` outside the pinned set: {}",
-                    outside.join(", ")
-                ),
-            );
+        if reversed {
+            items.reverse();
         }
-        if set.exact {
-            let missing: Vec<String> = allowed
-                .iter()
-                .filter(|v| !found.contains(v))
-                .map(|v| v.to_string())
-                .collect();
-            if !missing.is_empty() {
-                fail(
-                    pointer,
-                    format!(
-                        "values of the pinned set not seen at `{pointer}`: {}",
-                        missing.join(", ")
-                    ),
-                );
-            }
-        }
+        json!({"rows": items, "total": 1000})
     }
-    for count in &expect.counts {
-        let pointer = count.pointer.get_ref();
-        let found = resolve(payload, pointer);
-        let n = match found.as_slice() {
-            [Value::Array(items)] => items.len() as u64,
-            _ if pointer.contains('*') => found.len() as u64,
-            [] => {
-                fail(
-                    pointer,
-                    format!("expected an array at `{pointer}`, found none"),
-                );
-                continue;
-            }
-            _ => found.len() as u64,
-        };
-        if count.min.is_some_and(|m| n < m) || count.max.is_some_and(|m| n > m) {
-            let range = match (count.min, count.max) {
-                (Some(a), Some(b)) => format!("{a}..{b}"),
-                (Some(a), None) => format!("at least {a}"),
-                (None, Some(b)) => format!("at most {b}"),
-                (None, None) => String::new(),
-            };
-            fail(
-                pointer,
-                format!("`{pointer}` holds {n} items, expected {range}"),
-            );
-        }
-    }
-    out
-}
 
-#[cfg(test)]
-mod expect_tests {
-    use super::*;
-    use serde_json::json;
+    fn names(i: usize) -> &'static str {
+        ["Germany", "France", "Japan", "Brazil", "Canada"][i % 5]
+    }
+
+    fn codes(i: usize) -> &'static str {
+        ["DE", "FR", "JP", "BR", "CA"][i % 5]
+    }
 
     #[test]
-    fn resolves_wildcards_and_the_structured_content_prefix() {
-        let v = json!({"rows": [{"s": "a"}, {"s": "b"}]});
+    fn records_formats_and_order_keys() {
+        let o = obs(orders(&names, false));
+        assert_eq!(o.formats["/rows/*/created"], "rfc3339");
+        assert_eq!(o.formats["/rows/*/country"], "country-name");
+        assert!(!o.formats.contains_key("/rows/*/id"));
+        assert!(!o.formats.contains_key("/rows/*/status"));
+        // The timestamps are volatile for the value sets, not for formats.
+        assert!(!o.values.contains_key("/rows/*/created"));
+        let order = &o.order["/rows"];
+        assert_eq!(order.get("/id").map(String::as_str), Some("ascending"));
         assert_eq!(
-            resolve(&v, "/structuredContent/rows/*/s"),
-            vec![&json!("a"), &json!("b")]
+            order.get("/created").map(String::as_str),
+            Some("descending")
         );
-        assert_eq!(resolve(&v, "/rows/1/s"), vec![&json!("b")]);
-        assert!(resolve(&v, "/nope").is_empty());
+        assert!(!order.contains_key("/status"), "{order:?}");
+        assert!(!order.contains_key("/total"), "{order:?}");
+        let text = serde_json::to_string(&o).unwrap();
+        let back: Observation = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, o);
+    }
+
+    #[test]
+    fn order_keys_need_three_items_a_changing_key_and_one_kind() {
+        assert!(order_keys(&[json!({"a": 1}), json!({"a": 2})]).is_empty());
+        assert!(order_keys(&[json!({"a": 1}), json!({"a": 1}), json!({"a": 1})]).is_empty());
+        assert!(order_keys(&[json!({"a": 1}), json!({"a": "2"}), json!({"a": 3})]).is_empty());
+        assert!(order_keys(&[json!(1), json!(2), json!(3)]).is_empty());
+        assert!(order_keys(&[json!({"a": 1}), json!({"b": 2}), json!({"a": 3})]).is_empty());
+        let k = order_keys(&[
+            json!({"a": 1, "b": "z", "c": true, "a/b": 0.5}),
+            json!({"a": 1, "b": "y", "c": false, "a/b": 1}),
+            json!({"a": 2.5, "b": "x", "c": true, "a/b": 2}),
+        ]);
+        assert_eq!(
+            k,
+            BTreeMap::from([
+                ("/a".to_string(), "ascending".to_string()),
+                ("/a~1b".to_string(), "ascending".to_string()),
+                ("/b".to_string(), "descending".to_string()),
+            ])
+        );
+        let many: Vec<Value> = (0..5)
+            .map(|i| {
+                let m: serde_json::Map<String, Value> = (0..20)
+                    .map(|k| (format!("k{k:02}"), json!(i * k)))
+                    .collect();
+                Value::Object(m)
+            })
+            .collect();
+        assert_eq!(order_keys(&many).len(), MAX_ORDER_KEYS);
+    }
+
+    #[test]
+    fn a_format_change_is_one_finding_not_a_value_set_change_too() {
+        let base = obs(orders(&names, false));
+        let iso = obs(orders(&codes, false));
+        let d = compare("k", &base, &iso);
+        assert_eq!(rules(&d), ["result-format-changed"], "{d:?}");
+        assert_eq!(
+            d[0].message,
+            "`/rows/*/country` held country-name values when recorded, iso-3166-alpha-2 now"
+        );
+        // A timestamp losing its offset.
+        let mut local = orders(&names, false);
+        for row in local["rows"].as_array_mut().unwrap() {
+            let c = row["created"]
+                .as_str()
+                .unwrap()
+                .trim_end_matches('Z')
+                .to_string();
+            row["created"] = json!(c);
+        }
+        let d = compare("k", &base, &obs(local));
+        assert_eq!(rules(&d), ["result-format-changed"], "{d:?}");
+        assert!(d[0]
+            .message
+            .ends_with("held rfc3339 values when recorded, rfc3339-local now"));
+        // One value of no format: none now.
+        let mut mixed = orders(&names, false);
+        mixed["rows"][0]["country"] = json!("Atlantis");
+        let d = compare("k", &base, &obs(mixed));
+        assert_eq!(rules(&d), ["result-format-changed"], "{d:?}");
+        assert!(
+            d[0].message.ends_with("values of no built-in format now"),
+            "{d:?}"
+        );
+        // A format that appears is not drift.
+        assert!(compare("k", &iso, &iso).is_empty());
+        let mut plain = orders(&names, false);
+        plain["rows"][0]["id"] = json!("https://example.com/1");
+        assert!(compare("k", &base, &obs(plain)).is_empty());
+    }
+
+    #[test]
+    fn a_reorder_is_one_finding_per_array() {
+        let base = obs(orders(&names, false));
+        let d = compare("k", &base, &obs(orders(&names, true)));
+        assert_eq!(rules(&d), ["result-order-changed"], "{d:?}");
+        assert_eq!(
+            d[0].message,
+            "`/rows` was sorted by `/created` descending, `/id` ascending when recorded, now by `/created` ascending, `/id` descending"
+        );
+        // Shuffled: sorted by none of them.
+        let mut shuffled = orders(&names, false);
+        shuffled["rows"].as_array_mut().unwrap().swap(3, 17);
+        let d = compare("k", &base, &obs(shuffled));
+        assert_eq!(rules(&d), ["result-order-changed"], "{d:?}");
+        assert!(d[0].message.ends_with("now by none of them"), "{d:?}");
+        // Sorted by id and created by coincidence: one still holding is
+        // enough.
+        let mut ids = orders(&names, false);
+        for (i, row) in ids["rows"].as_array_mut().unwrap().iter_mut().enumerate() {
+            row["id"] = json!(format!("ord-{:04}", (i * 7) % 30));
+        }
+        assert!(compare("k", &base, &obs(ids)).is_empty());
+        // Too short to show an order now: not judged (the count changed).
+        let mut short = orders(&names, true);
+        short["rows"].as_array_mut().unwrap().truncate(2);
+        let d = compare("k", &base, &obs(short));
+        assert!(rules(&d).contains(&"result-count-changed"), "{d:?}");
+        assert!(!rules(&d).contains(&"result-order-changed"), "{d:?}");
+    }
+
+    #[test]
+    fn volatile_patterns_keep_strings_out_of_value_sets() {
+        let v = json!({"rows": [{"ref": "ord-1", "s": "a"}, {"ref": "ord-2", "s": "ord-3"}, {"ref": "x", "s": "b"}]});
+        let plain = obs(v.clone());
+        assert_eq!(plain.values["/rows/*/ref"], ["ord-1", "ord-2", "x"]);
+        let volatile = Volatile {
+            pointers: vec![],
+            patterns: vec![regex::Regex::new("^ord-[0-9]+$").unwrap()],
+        };
+        let o = observe(&[(result(v), 1.0)], &volatile);
+        assert_eq!(o.values["/rows/*/ref"], ["x"]);
+        assert_eq!(o.values["/rows/*/s"], ["a", "b"]);
+    }
+
+    #[test]
+    fn an_old_snapshot_without_formats_or_order_still_reads() {
+        let old = json!({"class": "ok", "shape": {"": "object"}, "counts": {}, "latency": {"p50_ms": 1.0, "p95_ms": 1.0}});
+        let o: Observation = serde_json::from_value(old).unwrap();
+        assert!(o.formats.is_empty() && o.order.is_empty());
+        // Nor are empty maps written.
+        let text = serde_json::to_string(&obs(json!({"a": 1}))).unwrap();
+        assert!(
+            !text.contains("formats") && !text.contains("order"),
+            "{text}"
+        );
+    }
+
+    /// A small deterministic generator of payloads.
+    fn generated(seed: u64) -> Value {
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut next = |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        let pool = [
+            "Germany",
+            "DE",
+            "EUR",
+            "2026-12-02T10:00:00Z",
+            "2026-12-02",
+            "a@example.com",
+            "https://x.test/a",
+            "open",
+            "closed",
+            "123e4567-e89b-12d3-a456-426614174000",
+            "",
+        ];
+        let rows: Vec<Value> = (0..next(12))
+            .map(|_| {
+                let mut m = serde_json::Map::new();
+                for k in 0..next(6) {
+                    let v = match next(4) {
+                        0 => json!(next(100)),
+                        1 => json!(pool[next(pool.len() as u64) as usize]),
+                        2 => json!([next(3), next(3), next(3)]),
+                        _ => json!({"n": next(5), "s": pool[next(4) as usize]}),
+                    };
+                    m.insert(format!("k{k}"), v);
+                }
+                Value::Object(m)
+            })
+            .collect();
+        json!({"rows": rows, "meta": {"page": next(4)}})
+    }
+
+    #[test]
+    fn the_same_payload_observed_twice_never_differs() {
+        for seed in 0..300 {
+            let v = generated(seed);
+            let (a, b) = (obs(v.clone()), obs(v.clone()));
+            let d = compare("k", &a, &b);
+            assert!(d.is_empty(), "seed {seed}: {d:?}\n{v}");
+            // Through the snapshot's JSON too.
+            let back: Observation =
+                serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+            assert!(compare("k", &back, &b).is_empty(), "seed {seed}");
+        }
+        let base = obs(orders(&names, false));
+        assert!(compare("k", &base, &obs(orders(&names, false))).is_empty());
     }
 }

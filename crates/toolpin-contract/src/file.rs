@@ -3,9 +3,9 @@
 //! the checks that need no calls: validation against the lockfile
 //! ([`Contracts::validate`]) and readiness for `run` ([`Contracts::check_ready`]).
 //!
-//! The assertion keys (`[…calls.expect]`) are defined and checked here;
-//! `toolpin contract run` evaluates `fields`, `values`, `counts` and
-//! `latency` so far (`behaviour.rs`).
+//! The assertion keys (`[…calls.expect]`) are defined and checked here
+//! (a regex compiles, here too); `toolpin contract run` evaluates them
+//! (`expect.rs`, `latency` in `behaviour.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -146,7 +146,7 @@ pub struct ValueSet {
 pub struct FormatAssertion {
     pub pointer: Spanned<String>,
     pub format: Option<Format>,
-    pub regex: Option<String>,
+    pub regex: Option<Spanned<String>>,
     pub min_length: Option<u64>,
     pub max_length: Option<u64>,
 }
@@ -180,8 +180,8 @@ pub struct Latency {
     pub p95_ms: Option<Spanned<i64>>,
 }
 
-/// A call's assertions, parsed and checked; `run` evaluates `fields`,
-/// `values`, `counts` and `latency` (`behaviour::check_expect`).
+/// A call's assertions, parsed and checked; `run` evaluates them
+/// (`expect::check_expect`, `behaviour::over_budget` for `latency`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
@@ -247,6 +247,9 @@ pub struct Contract {
     /// Pointers (with `*`) whose values are volatile (ids, timestamps) and
     /// left out of the behaviour snapshot's value sets.
     pub volatile: Vec<String>,
+    /// Regexes whose matching strings are volatile and left out of the
+    /// value sets: `[defaults]`' `volatile_patterns`, then the contract's.
+    pub volatile_patterns: Vec<String>,
     pub calls: Vec<Call>,
     pub default_probes: Vec<DefaultProbe>,
     key_span: Range<usize>,
@@ -254,6 +257,19 @@ pub struct Contract {
 }
 
 impl Contract {
+    /// What this contract's observations leave out of the value sets.
+    pub fn volatile_values(&self) -> crate::behaviour::Volatile {
+        crate::behaviour::Volatile {
+            pointers: self.volatile.clone(),
+            // Every pattern compiled when the file was parsed.
+            patterns: self
+                .volatile_patterns
+                .iter()
+                .filter_map(|p| regex::Regex::new(p).ok())
+                .collect(),
+        }
+    }
+
     /// The arguments `call` is made with: the contract's, then the call's.
     pub fn call_arguments(&self, call: &Call) -> Map<String, Value> {
         let mut args = self.arguments.clone();
@@ -311,6 +327,8 @@ struct DefaultsIn {
     timeout_ms: Option<Spanned<i64>>,
     concurrency: Option<Spanned<i64>>,
     repeats: Option<Spanned<i64>>,
+    #[serde(default)]
+    volatile_patterns: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -321,6 +339,8 @@ struct ToolIn {
     arguments: Option<Spanned<BTreeMap<Spanned<String>, Value>>>,
     #[serde(default)]
     volatile: Vec<Spanned<String>>,
+    #[serde(default)]
+    volatile_patterns: Vec<Spanned<String>>,
     timeout_ms: Option<Spanned<i64>>,
     repeats: Option<Spanned<i64>>,
     #[serde(default)]
@@ -391,6 +411,23 @@ impl At<'_> {
                 format!("{what} must be between 1 and {max}, not {}", v.get_ref()),
             )),
         }
+    }
+
+    /// A regex (the `regex` crate's syntax) that compiles.
+    fn regex(&self, r: &Spanned<String>, what: &str) -> Result<(), Error> {
+        regex::Regex::new(r.get_ref()).map(|_| ()).map_err(|e| {
+            let why = e.to_string();
+            let why = why
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+                .trim_start_matches("error: ");
+            self.error(
+                &r.span(),
+                format!("{what}: {:?} is not a valid regex: {why}", r.get_ref()),
+            )
+        })
     }
 
     /// A result pointer: empty, or `/`-separated segments (`*` for every
@@ -509,9 +546,17 @@ impl Contracts {
             )?,
             repeats: at.bounded(&d.repeats, "defaults.repeats", MAX_REPEATS, DEFAULT_REPEATS)?,
         };
+        for r in &d.volatile_patterns {
+            at.regex(r, "defaults.volatile_patterns")?;
+        }
+        let patterns: Vec<String> = d
+            .volatile_patterns
+            .iter()
+            .map(|r| r.get_ref().clone())
+            .collect();
         let mut tools = Vec::new();
         for (key, tool) in file.tools {
-            tools.push(Self::contract(&at, &defaults, key, tool)?);
+            tools.push(Self::contract(&at, &defaults, &patterns, key, tool)?);
         }
         Ok(Self {
             origin: origin.to_string(),
@@ -524,6 +569,7 @@ impl Contracts {
     fn contract(
         at: &At,
         defaults: &Defaults,
+        default_patterns: &[String],
         key: Spanned<String>,
         tool: ToolIn,
     ) -> Result<Contract, Error> {
@@ -557,6 +603,14 @@ impl Contracts {
         for v in &tool.volatile {
             at.pointer(v, &format!("{name}: volatile"))?;
         }
+        for r in &tool.volatile_patterns {
+            at.regex(r, &format!("{name}: volatile_patterns"))?;
+        }
+        let volatile_patterns = default_patterns
+            .iter()
+            .cloned()
+            .chain(tool.volatile_patterns.iter().map(|r| r.get_ref().clone()))
+            .collect();
         let timeout_ms = at.bounded(
             &tool.timeout_ms,
             &format!("{name}: timeout_ms"),
@@ -647,6 +701,7 @@ impl Contracts {
             side_effects,
             arguments,
             volatile: tool.volatile.into_iter().map(Spanned::into_inner).collect(),
+            volatile_patterns,
             calls,
             default_probes,
             key_span,
@@ -858,6 +913,9 @@ fn check_expect(at: &At, what: &str, expect: &Expect, timeout_ms: u64) -> Result
     }
     for f in &expect.formats {
         at.pointer(&f.pointer, &format!("{what}: expect.formats"))?;
+        if let Some(r) = &f.regex {
+            at.regex(r, &format!("{what}: expect.formats"))?;
+        }
         if f.format.is_none()
             && f.regex.is_none()
             && f.min_length.is_none()

@@ -14,9 +14,10 @@
 //!   comparison `run` makes ([`behaviour::compare`]) into differences with
 //!   their behavioural rule ids.
 //!
+//! - [`expect`]: the `expect` assertions evaluated on a call's result;
+//!   [`formats`]: the built-in value formats they and the snapshot use.
+//!
 //! The calls are made by `toolpin_capture::call`; this crate never connects.
-//! Of the `expect` assertions `fields`, `values`, `counts` and `latency`
-//! are evaluated so far.
 //! docs/contracts.md is the specification.
 //!
 //! Pure apart from reading and writing the contracts file and the snapshot:
@@ -24,7 +25,9 @@
 
 pub mod behaviour;
 pub mod derive;
+pub mod expect;
 pub mod file;
+pub mod formats;
 mod init;
 
 use std::path::{Path, PathBuf};

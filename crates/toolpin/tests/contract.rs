@@ -568,7 +568,8 @@ fn behaviour_sandbox() -> Sandbox {
     behaviour_sandbox_with("")
 }
 
-/// The behaviour server pinned, init's contracts plus `extra`, recorded.
+/// The behaviour server pinned, init's contracts (get_order's placeholder
+/// `order_id` filled in) plus `extra`, recorded.
 fn behaviour_sandbox_with(extra: &str) -> Sandbox {
     let script = repo()
         .join("tests/servers/py/behaviour.py")
@@ -579,10 +580,13 @@ fn behaviour_sandbox_with(extra: &str) -> Sandbox {
         python(),
         script.display().to_string()
     ));
-    if !extra.is_empty() {
-        let text = sb.read_string(FILE);
-        sb.write(FILE, text + extra);
-    }
+    let placeholder = "order_id = \"<FILL IN: order_id (string)>\"";
+    let text = sb.read_string(FILE);
+    assert!(text.contains(placeholder), "{text}");
+    sb.write(
+        FILE,
+        text.replace(placeholder, "order_id = \"ord-0998\"") + extra,
+    );
     sb.run(&["contract", "record"]).ok();
     sb
 }
@@ -592,10 +596,7 @@ fn run_catches_each_behaviour_switch_with_exactly_its_finding() {
     let sb = behaviour_sandbox();
     let clean = sb.run(&["contract", "run"]);
     clean.ok();
-    assert_eq!(
-        clean.stdout, "1 call, no behavioural findings\n",
-        "{clean:#?}"
-    );
+    assert!(findings(&clean.stdout).is_empty(), "{clean:#?}");
     for (switch, rule) in [
         ("page20", "result-count-changed"),
         ("status", "result-value-set-changed"),
@@ -608,10 +609,6 @@ fn run_catches_each_behaviour_switch_with_exactly_its_finding() {
         assert!(
             found[0].starts_with(&format!("{rule}: orders/search_orders#golden: ")),
             "{switch}: {found:?}"
-        );
-        assert!(
-            run.stdout.ends_with("1 call, 1 behavioural finding\n"),
-            "{run:#?}"
         );
     }
 }
@@ -661,10 +658,7 @@ fn run_evaluates_fields_values_and_counts() {
     ));
     let clean = sb.run(&["contract", "run"]);
     clean.ok();
-    assert_eq!(
-        clean.stdout, "2 calls, no behavioural findings\n",
-        "{clean:#?}"
-    );
+    assert!(findings(&clean.stdout).is_empty(), "{clean:#?}");
 
     let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "status")]);
     assert_eq!(run.code, 1, "{run:#?}");
@@ -689,4 +683,171 @@ fn run_evaluates_fields_values_and_counts() {
     let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "page20")]);
     assert_eq!(run.code, 1, "{run:#?}");
     assert!(run.stdout.contains("contract-failed: orders/search_orders#asserted: `/rows` holds 20 items, expected 50..50\n"), "{run:#?}");
+}
+
+/// The findings of a run as `rule: call`, sorted.
+fn rule_calls(stdout: &str) -> Vec<String> {
+    let mut out: Vec<String> = findings(stdout)
+        .iter()
+        .map(|f| f.split(": ").take(2).collect::<Vec<_>>().join(": "))
+        .collect();
+    out.sort();
+    out
+}
+
+/// get_order's deliberate bad call: a validation error unless switched.
+const BAD_CALL: &str = concat!(
+    "\n[[tools.\"orders/get_order\".calls]]\n",
+    "name = \"bad\"\n",
+    "arguments = { order_id = \"bad\" }\n",
+    "expect = { error = \"validation\" }\n",
+);
+
+#[test]
+fn every_behaviour_switch_is_exactly_its_finding() {
+    let sb = behaviour_sandbox_with(BAD_CALL);
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&sb.read_string("toolpin.behaviour.json")).unwrap();
+    let golden = &snapshot["calls"]["orders/search_orders#golden"];
+    assert_eq!(golden["formats"]["/rows/*/country"], "country-name");
+    assert_eq!(golden["formats"]["/rows/*/created"], "rfc3339");
+    assert_eq!(
+        golden["order"]["/rows"],
+        serde_json::json!({"/created": "descending", "/id": "descending"})
+    );
+    assert_eq!(
+        snapshot["calls"]["orders/get_order#bad"]["class"],
+        "validation"
+    );
+    assert_eq!(
+        snapshot["calls"]["orders/get_order#golden"]["formats"]["/currency"],
+        "iso-4217"
+    );
+    // Twice clean: the snapshot's formats and order keys are stable.
+    for _ in 0..2 {
+        let clean = sb.run(&["contract", "run"]);
+        clean.ok();
+        assert!(findings(&clean.stdout).is_empty(), "{clean:#?}");
+    }
+    let search = "orders/search_orders#golden";
+    for (switch, expected) in [
+        ("page20", vec![format!("result-count-changed: {search}")]),
+        (
+            "status",
+            vec![format!("result-value-set-changed: {search}")],
+        ),
+        ("iso", vec![format!("result-format-changed: {search}")]),
+        ("reorder", vec![format!("result-order-changed: {search}")]),
+        ("slow", vec![format!("latency-regressed: {search}")]),
+        // The bad call's class changed, and its expectation fails: two.
+        (
+            "ratelimit",
+            vec![
+                "contract-failed: orders/get_order#bad".to_string(),
+                "error-class-changed: orders/get_order#bad".to_string(),
+            ],
+        ),
+    ] {
+        let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", switch)]);
+        assert_eq!(run.code, 1, "{switch}: {run:#?}");
+        assert_eq!(rule_calls(&run.stdout), expected, "{switch}: {run:#?}");
+        let found = findings(&run.stdout);
+        match switch {
+            "iso" => assert_eq!(
+                found,
+                [format!("result-format-changed: {search}: `/rows/*/country` held country-name values when recorded, iso-3166-alpha-2 now")]
+            ),
+            "reorder" => assert_eq!(
+                found,
+                [format!("result-order-changed: {search}: `/rows` was sorted by `/created` descending, `/id` descending when recorded, now by `/created` ascending, `/id` ascending")]
+            ),
+            "ratelimit" => {
+                assert!(found.contains(&"error-class-changed: orders/get_order#bad: the call answered validation when recorded, rate-limit now".to_string()), "{found:?}");
+                assert!(found.contains(&"contract-failed: orders/get_order#bad: expected a validation error, the call failed with a rate-limit error".to_string()), "{found:?}");
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn run_evaluates_formats_order_output_schema_and_error() {
+    let sb = behaviour_sandbox_with(&format!(
+        "{BAD_CALL}{}",
+        concat!(
+            "\n[[tools.\"orders/get_order\".calls]]\n",
+            "name = \"typed\"\n",
+            "arguments = { order_id = \"ord-0997\" }\n",
+            "expect = { output_schema = true, formats = [{ pointer = \"/currency\", format = \"iso-4217\" }, { pointer = \"/created\", format = \"rfc3339\" }] }\n",
+            "\n[[tools.\"orders/search_orders\".calls]]\n",
+            "name = \"asserted\"\n",
+            "[tools.\"orders/search_orders\".calls.expect]\n",
+            "formats = [{ pointer = \"/rows/*/country\", format = \"country-name\" }, { pointer = \"/rows/*/id\", regex = \"^ord-[0-9]{4}$\", min_length = 8, max_length = 8 }]\n",
+            "order = [{ pointer = \"/structuredContent/rows\", key = \"/created\", direction = \"descending\" }]\n",
+            "output_schema = true\n",
+        )
+    ));
+    let clean = sb.run(&["contract", "run"]);
+    clean.ok();
+    assert!(findings(&clean.stdout).is_empty(), "{clean:#?}");
+
+    let asserted = "orders/search_orders#asserted";
+    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "iso")]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_eq!(
+        rule_calls(&run.stdout),
+        [
+            format!("contract-failed: {asserted}"),
+            format!("result-format-changed: {asserted}"),
+            "result-format-changed: orders/search_orders#golden".to_string(),
+        ],
+        "{run:#?}"
+    );
+    assert!(run.stdout.contains(&format!("contract-failed: {asserted}: 50 of 50 values at `/rows/*/country` are not country-name, the first \"DE\"\n")), "{run:#?}");
+
+    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "reorder")]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_eq!(
+        rule_calls(&run.stdout),
+        [
+            format!("contract-failed: {asserted}"),
+            format!("result-order-changed: {asserted}"),
+            "result-order-changed: orders/search_orders#golden".to_string(),
+        ],
+        "{run:#?}"
+    );
+    assert!(run.stdout.contains(&format!("contract-failed: {asserted}: `/structuredContent/rows` is not sorted by `/created` descending: item 1 (\"2026-12-01T22:24:00Z\") comes after item 0 (\"2026-12-01T22:07:00Z\")\n")), "{run:#?}");
+
+    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "ratelimit")]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_eq!(
+        rule_calls(&run.stdout),
+        [
+            "contract-failed: orders/get_order#bad",
+            "error-class-changed: orders/get_order#bad",
+        ],
+        "{run:#?}"
+    );
+}
+
+#[test]
+fn a_bad_volatile_pattern_is_a_located_configuration_error() {
+    let sb = behaviour_sandbox();
+    let text = sb.read_string(FILE);
+    let text = text.replacen(
+        "[defaults]\n",
+        "[defaults]\nvolatile_patterns = [\"^ord-[0-9]+$\", \"(unclosed\"]\n",
+        1,
+    );
+    let line = line_of(
+        &text,
+        "volatile_patterns = [\"^ord-[0-9]+$\", \"(unclosed\"]",
+    );
+    sb.write(FILE, &text);
+    let run = sb.run(&["contract", "check"]);
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert!(
+        run.stderr.starts_with(&format!("error: toolpin.contracts.toml:{line}:38: defaults.volatile_patterns: \"(unclosed\" is not a valid regex: ")),
+        "{run:#?}"
+    );
 }

@@ -95,7 +95,7 @@ fn check(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
 /// Every call's observation, keyed `server/tool#call`, from the live servers.
 struct Observed {
     calls: BTreeMap<String, Observation>,
-    /// The payload of each call's first successful result.
+    /// Each call's first successful result (not an `isError` one).
     payloads: BTreeMap<String, serde_json::Value>,
     /// `server "x": why`, one per server that could not be reached.
     unavailable: Vec<String>,
@@ -110,7 +110,7 @@ struct Planned {
     arguments: serde_json::Map<String, serde_json::Value>,
     timeout_ms: u64,
     repeats: u64,
-    volatile: Vec<String>,
+    volatile: behaviour::Volatile,
 }
 
 fn load(
@@ -142,7 +142,7 @@ fn plan(contracts: &Contracts) -> Vec<Planned> {
                 arguments: contract.call_arguments(call),
                 timeout_ms: call.timeout_ms,
                 repeats: call.repeats.clamp(1, toolpin_contract::file::MAX_REPEATS),
-                volatile: contract.volatile.clone(),
+                volatile: contract.volatile_values(),
             });
         }
     }
@@ -203,7 +203,7 @@ fn observe_all(cfg: &crate::config::Config, planned: &[Planned]) -> Observed {
             if let Some(CallOutcome::Result(r)) = outcomes.iter().map(|(o, _)| o).find(
                 |o| matches!(o, CallOutcome::Result(r) if r.get("isError") != Some(&serde_json::Value::Bool(true))),
             ) {
-                payloads.insert(p.key.clone(), behaviour::payload(r));
+                payloads.insert(p.key.clone(), r.clone());
             }
             calls.insert(p.key.clone(), behaviour::observe(&outcomes, &p.volatile));
         }
@@ -249,6 +249,7 @@ fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
 
 fn run_calls(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     let (lockfile, cfg, contracts) = load(config)?;
+    let catalog = super::read_lockfile(&lockfile)?;
     let path = behaviour::path_for(&lockfile);
     let snapshot = Snapshot::read(&path)?;
     let planned = plan(&contracts);
@@ -270,9 +271,14 @@ fn run_calls(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     for contract in contracts.tools.iter().filter(|c| c.enabled) {
         for call in contract.calls.iter().filter(|c| c.enabled) {
             let key = format!("{}#{}", contract.key, call.name);
-            if let Some(payload) = observed.payloads.get(&key) {
-                differences.extend(behaviour::check_expect(&key, &call.expect, payload));
-            }
+            let output_schema = toolpin_contract::expect::output_schema(&catalog, &contract.key);
+            differences.extend(behaviour::check_expect(
+                &key,
+                &call.expect,
+                observed.calls.get(&key).and_then(|o| o.class),
+                observed.payloads.get(&key),
+                output_schema.as_ref(),
+            ));
             if let (Some(now), Some(budget)) = (observed.calls.get(&key), &call.expect.latency) {
                 let budget = budget.get_ref();
                 differences.extend(behaviour::over_budget(
