@@ -42,16 +42,20 @@ impl Format {
             Format::Rfc3339Local => date_time(s, false),
             Format::Date => full_date(s),
             Format::Iso3166Alpha2 => s.len() == 2 && ISO_3166_ALPHA_2.contains(&s),
-            Format::CountryName => {
-                let lower = s.trim().to_lowercase();
-                s.len() > 3 && COUNTRY_NAMES.iter().any(|n| n.to_lowercase() == lower)
-            }
+            Format::CountryName => s.len() > 3 && country_names().contains(&s.to_lowercase()),
             Format::Iso4217 => s.len() == 3 && ISO_4217.contains(&s),
             Format::Email => email(s),
             Format::Uri => uri(s),
             Format::Uuid => uuid(s),
         }
     }
+}
+
+/// [`COUNTRY_NAMES`] in lowercase, built once.
+fn country_names() -> &'static std::collections::HashSet<String> {
+    static NAMES: std::sync::OnceLock<std::collections::HashSet<String>> =
+        std::sync::OnceLock::new();
+    NAMES.get_or_init(|| COUNTRY_NAMES.iter().map(|n| n.to_lowercase()).collect())
 }
 
 /// The most specific built-in format `s` satisfies, if any.
@@ -619,7 +623,7 @@ mod tests {
                 "Côte d'Ivoire",
                 "Japan",
             ],
-            &["DE", "Atlantis", "Europe", "USA", ""],
+            &["DE", "Atlantis", "Europe", "USA", "", " Germany"],
         );
         check(
             Format::Iso4217,
