@@ -4,9 +4,13 @@
 //! An [`Observation`] is one golden call made `repeats` times: its error
 //! class, the JSON types at every pointer of its result (array items
 //! generalized as `*`), the item count of every array, the values of string
-//! fields with few distinct values (timestamps and UUIDs left out), and the
+//! fields with few distinct values (timestamps, UUIDs and what the
+//! contract calls [`Volatile`] left out), the built-in format of the strings
+//! at each pointer, the keys that sort each array of objects, and the
 //! latency percentiles. [`compare`] turns two observations into
-//! [`Difference`]s, each with its behavioural rule id.
+//! [`Difference`]s, each with its behavioural rule id, one per change: a
+//! format change is not also a value-set change, a lost order is reported
+//! once per array.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -110,6 +110,13 @@ pub fn check_expect(
                     article(want)
                 ),
             ),
+            Some(Class::Other) => fail(
+                "",
+                format!(
+                    "expected {} {want} error, the call failed with an error of no known class",
+                    article(want)
+                ),
+            ),
             Some(c) => fail(
                 "",
                 format!(
@@ -609,7 +616,7 @@ fields = [{ pointer = "/never" }]"#,
         let d = check_expect("s/t#c", &v, Some(Class::Other), None, None);
         assert_eq!(
             d[0].message,
-            "expected an auth error, the call failed with an other error"
+            "expected an auth error, the call failed with an error of no known class"
         );
         // Not observed (unavailable): nothing.
         assert!(check_expect("s/t#c", &v, None, None, None).is_empty());

@@ -851,3 +851,18 @@ fn a_bad_volatile_pattern_is_a_located_configuration_error() {
         "{run:#?}"
     );
 }
+
+#[test]
+fn the_rule_ids_of_the_assertions_and_snapshot_additions_are_in_the_registry() {
+    let sb = Sandbox::new();
+    for id in [
+        "result-format-changed",
+        "result-order-changed",
+        "result-nonconformant",
+        "contract-failed",
+    ] {
+        let run = sb.run(&["rules", id]);
+        run.ok();
+        assert!(run.stdout.contains(id), "{run:#?}");
+    }
+}
