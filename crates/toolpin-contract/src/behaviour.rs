@@ -457,15 +457,28 @@ pub struct Snapshot {
     /// `sha256:` over the canonical JSON (RFC 8785) of `calls`.
     pub fingerprint: String,
     pub calls: BTreeMap<String, Observation>,
+    /// Whether each default probe held when recorded, keyed
+    /// `server/tool#probe:PARAMETER` ([`probe_key`]). Written only when
+    /// there are probes, so snapshots without them read as before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub probes: BTreeMap<String, bool>,
 }
 
 impl Snapshot {
     pub fn new(calls: BTreeMap<String, Observation>) -> Snapshot {
-        let fingerprint = fingerprint(&calls);
+        Snapshot::with_probes(calls, BTreeMap::new())
+    }
+
+    pub fn with_probes(
+        calls: BTreeMap<String, Observation>,
+        probes: BTreeMap<String, bool>,
+    ) -> Snapshot {
+        let fingerprint = fingerprint(&calls, &probes);
         Snapshot {
             version: SNAPSHOT_VERSION,
             fingerprint,
             calls,
+            probes,
         }
     }
 
@@ -501,7 +514,7 @@ impl Snapshot {
                 snapshot.version
             )));
         }
-        if fingerprint(&snapshot.calls) != snapshot.fingerprint {
+        if fingerprint(&snapshot.calls, &snapshot.probes) != snapshot.fingerprint {
             return Err(Error::new(format!(
                 "{shown}: the fingerprint does not match its calls; it was edited by hand; run `toolpin contract record` again"
             )));
@@ -510,13 +523,20 @@ impl Snapshot {
     }
 }
 
-fn fingerprint(calls: &BTreeMap<String, Observation>) -> String {
-    let value = serde_json::to_value(calls).unwrap_or(Value::Null);
+/// Over `calls` alone when there are no probes (the fingerprint snapshots
+/// had before probes were kept), else over `{"calls", "probes"}`.
+fn fingerprint(calls: &BTreeMap<String, Observation>, probes: &BTreeMap<String, bool>) -> String {
+    let calls = serde_json::to_value(calls).unwrap_or(Value::Null);
+    let value = if probes.is_empty() {
+        calls
+    } else {
+        serde_json::json!({"calls": calls, "probes": probes})
+    };
     Fingerprint::of_bytes(&toolpin_manifest::jcs::to_canonical_vec(&value)).to_hex()
 }
 
 /// One behavioural difference.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Difference {
     /// The behavioural rule id.
     pub rule: &'static str,
@@ -524,10 +544,45 @@ pub struct Difference {
     pub call: String,
     pub pointer: Option<String>,
     pub message: String,
+    /// What the snapshot held there and what the call gave now (a count,
+    /// a value set, a format, an order, a class, a p95), when the
+    /// difference is between two such values. Reports show them, and two
+    /// findings are one repeated change only when they agree.
+    pub before: Option<Value>,
+    pub after: Option<Value>,
 }
 
 /// The differences of `now` from `recorded`, for the call `key`.
 pub fn compare(key: &str, recorded: &Observation, now: &Observation) -> Vec<Difference> {
+    let mut out = differences(key, recorded, now);
+    for d in &mut out {
+        (d.before, d.after) = values(d, recorded, now);
+    }
+    out
+}
+
+/// The values a difference from [`compare`] is between.
+fn values(d: &Difference, recorded: &Observation, now: &Observation) -> (Option<Value>, Option<Value>) {
+    fn at<T: Serialize>(map: &BTreeMap<String, T>, p: &str) -> Value {
+        map.get(p).map_or(Value::Null, |v| serde_json::to_value(v).unwrap_or(Value::Null))
+    }
+    let p = d.pointer.as_deref().unwrap_or("");
+    let class = |o: &Observation| Value::from(o.class.unwrap_or(Class::Ok).as_str());
+    let p95 = |o: &Observation| o.latency.map_or(Value::Null, |l| Value::from(l.p95_ms));
+    let (before, after) = match d.rule {
+        "error-class-changed" => (class(recorded), class(now)),
+        "result-field-missing" => (at(&recorded.shape, p), at(&now.shape, p)),
+        "result-count-changed" => (at(&recorded.counts, p), at(&now.counts, p)),
+        "result-format-changed" => (at(&recorded.formats, p), at(&now.formats, p)),
+        "result-order-changed" => (at(&recorded.order, p), at(&now.order, p)),
+        "result-value-set-changed" => (at(&recorded.values, p), at(&now.values, p)),
+        "latency-regressed" => (p95(recorded), p95(now)),
+        _ => return (None, None),
+    };
+    (Some(before), Some(after))
+}
+
+fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Difference> {
     let mut out = Vec::new();
     let mut diff = |rule, pointer: Option<&str>, message: String| {
         out.push(Difference {
@@ -535,6 +590,7 @@ pub fn compare(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
             call: key.to_string(),
             pointer: pointer.map(str::to_string),
             message,
+            ..Difference::default()
         })
     };
     let (was, is) = (
@@ -672,6 +728,90 @@ pub fn compare(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
     out
 }
 
+/// The key of a default probe: `server/tool#probe:PARAMETER`.
+pub fn probe_key(tool: &str, parameter: &str) -> String {
+    format!("{tool}#probe:{parameter}")
+}
+
+/// Why a default probe does not hold, `None` when it does: the call
+/// without the parameter (`without`) and the call with its pinned default
+/// passed (`with`) must answer alike: the same class, the same JSON type at
+/// every pointer, and the same item count in every array. Values are not
+/// compared (two calls in a row may see different data); neither are
+/// latencies.
+pub fn probe_differs(parameter: &str, without: &Observation, with: &Observation) -> Option<String> {
+    let (a, b) = (
+        without.class.unwrap_or(Class::Ok),
+        with.class.unwrap_or(Class::Ok),
+    );
+    if a != b {
+        return Some(format!(
+            "without `{parameter}` the call answered {}, with its pinned default {}",
+            a.as_str(),
+            b.as_str()
+        ));
+    }
+    for (pointer, n) in &with.counts {
+        match without.counts.get(pointer) {
+            Some(m) if m != n => {
+                return Some(format!(
+                    "without `{parameter}` `{}` held {m} items, with its pinned default {n}",
+                    shown(pointer)
+                ))
+            }
+            _ => {}
+        }
+    }
+    let fields = |o: &Observation, other: &Observation| -> Vec<String> {
+        o.shape
+            .iter()
+            .filter(|(p, t)| other.shape.get(*p) != Some(t))
+            .map(|(p, t)| format!("`{}` ({t})", shown(p)))
+            .collect()
+    };
+    let (only_with, only_without) = (fields(with, without), fields(without, with));
+    if !only_with.is_empty() || !only_without.is_empty() {
+        let mut parts = Vec::new();
+        if !only_with.is_empty() {
+            parts.push(format!(
+                "only with its pinned default: {}",
+                only_with.join(", ")
+            ));
+        }
+        if !only_without.is_empty() {
+            parts.push(format!("only without it: {}", only_without.join(", ")));
+        }
+        return Some(format!(
+            "the result differs in shape with and without `{parameter}`: {}",
+            parts.join("; ")
+        ));
+    }
+    None
+}
+
+/// A default probe judged in a run: `default-behaviour-changed` when it
+/// does not hold now, unless the snapshot recorded that it did not hold
+/// then either (the server never honoured that default; `record` said so).
+pub fn probe_difference(
+    key: &str,
+    parameter: &str,
+    held_when_recorded: Option<bool>,
+    without: &Observation,
+    with: &Observation,
+) -> Option<Difference> {
+    let why = probe_differs(parameter, without, with)?;
+    if held_when_recorded == Some(false) {
+        return None;
+    }
+    Some(Difference {
+        rule: "default-behaviour-changed",
+        call: key.to_string(),
+        pointer: None,
+        message: format!("{why} (the pinned default no longer describes the server's)"),
+        ..Difference::default()
+    })
+}
+
 /// The difference of a call's latency from its contract's budget.
 pub fn over_budget(
     key: &str,
@@ -689,6 +829,8 @@ pub fn over_budget(
                     call: key.to_string(),
                     pointer: None,
                     message: format!("{name} {got} ms is over the budget of {b} ms"),
+                    before: Some(Value::from(b)),
+                    after: Some(Value::from(got)),
                 });
             }
         }

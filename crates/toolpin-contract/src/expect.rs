@@ -96,6 +96,7 @@ pub fn check_expect(
             call: key.to_string(),
             pointer: Some(pointer.to_string()),
             message,
+            ..Difference::default()
         })
     };
     if let Some(want) = expect.error {
@@ -393,6 +394,7 @@ fn conformance(key: &str, result: &Value, schema: Option<&Value>) -> Option<Diff
         call: key.to_string(),
         pointer: Some("/structuredContent".into()),
         message,
+        ..Difference::default()
     };
     let Some(structured) = result.get("structuredContent") else {
         return Some(diff(

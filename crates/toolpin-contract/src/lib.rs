@@ -17,6 +17,12 @@
 //! - [`expect`]: the `expect` assertions evaluated on a call's result;
 //!   [`formats`]: the built-in value formats they and the snapshot use.
 //!
+//! - [`run`]: the plan of calls (golden calls and default probes), what
+//!   each call did, the snapshot `record` writes and the judgement `run`
+//!   makes;
+//! - [`report`]: a run's differences as a drift comparison, for the same
+//!   policy and report formats as `toolpin check`.
+//!
 //! The calls are made by `toolpin_capture::call`; this crate never connects.
 //! docs/contracts.md is the specification.
 //!
@@ -29,6 +35,8 @@ pub mod expect;
 pub mod file;
 pub mod formats;
 mod init;
+pub mod report;
+pub mod run;
 
 use std::path::{Path, PathBuf};
 

@@ -33,6 +33,11 @@ pub struct Finding {
     /// the model raises it (`[policy] model-reads`).
     #[serde(skip)]
     pub steering: bool,
+    /// For a finding of `toolpin contract run`: the golden call that showed
+    /// it (`default`, `status_open`, `probe:page_size`); the pointer is then
+    /// into that call's result. `None` for a declaration finding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
 }
 
 /// The top-level members of a tool (and `instructions` of a server) whose
@@ -79,6 +84,7 @@ impl Finding {
             security: rule.security,
             rerun: rule.rerun,
             steering: false,
+            call: None,
         }
     }
 
@@ -95,6 +101,12 @@ impl Finding {
 
     pub fn severity(mut self, severity: Severity) -> Self {
         self.severity = severity;
+        self
+    }
+
+    /// Names the golden call a behavioural finding comes from.
+    pub fn call(mut self, call: impl Into<String>) -> Self {
+        self.call = Some(call.into());
         self
     }
 

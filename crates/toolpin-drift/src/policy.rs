@@ -82,6 +82,12 @@ pub struct Policy {
     /// [`EXTRA_MODEL_READS`]): findings there count as model-read, and
     /// steering text there is raised as it is in a description.
     pub model_reads: Vec<String>,
+    /// Judging what live calls did (`toolpin contract run`): findings of
+    /// every kind count, behavioural ones too. The preset's kinds choose
+    /// among declaration findings, where a behavioural one (a server
+    /// version moved) is news, not drift; a contract run asks exactly
+    /// whether behaviour moved. Levels, ignores, watch and fail-on apply.
+    pub every_kind: bool,
 }
 
 /// The members `[policy] model-reads` may add: those some runtimes forward
@@ -166,7 +172,8 @@ impl Policy {
                     .watch
                     .iter()
                     .any(|g| g.is_match(&format!("{}/{}", f.server, f.tool)));
-            if watched && self.preset.counts(f.kind) && f.severity <= fail_on {
+            let counted = self.every_kind || self.preset.counts(f.kind);
+            if watched && counted && f.severity <= fail_on {
                 verdict.failing.push(i);
                 for tag in f.rerun {
                     verdict.plan.entry(tag).or_default().push(i);

@@ -25,7 +25,7 @@ pub struct Input<'a> {
     pub context: &'a Context,
     /// Colour (text only; never on when writing to a file).
     pub style: Style,
-    /// What the two sides are (text).
+    /// What the two sides are (text, markdown).
     pub sides: Sides,
     /// Whole before/after values (text).
     pub verbose: bool,
@@ -99,7 +99,7 @@ pub static FORMATS: &[ReportFormat] = &[
     },
     ReportFormat {
         name: "markdown",
-        render: |i| markdown::render_with(i.comparison, i.verdict, i.rules_doc),
+        render: |i| markdown::render_sides(i.comparison, i.verdict, i.rules_doc, i.sides),
     },
     ReportFormat {
         name: "sarif",

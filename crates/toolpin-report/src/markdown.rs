@@ -22,6 +22,7 @@ use toolpin_drift::{Comparison, Finding, Severity};
 
 use crate::style::printable;
 use crate::summary;
+use crate::text::Sides;
 
 /// Where rule ids link to, relative to the repository root.
 pub const RULES_DOC: &str = "docs/rules.md";
@@ -90,12 +91,19 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
 /// `https://github.com/…/blob/main/docs/rules.md`, since relative links in
 /// PR comments resolve against the PR page).
 pub fn render_with(c: &Comparison, verdict: &Verdict, rules_doc: &str) -> String {
+    render_sides(c, verdict, rules_doc, Sides::LockfileAndLive)
+}
+
+/// [`render_with`] for a comparison of `sides`: a contract run's comment
+/// speaks of behaviour drift and the behaviour fingerprint.
+pub fn render_sides(c: &Comparison, verdict: &Verdict, rules_doc: &str, sides: Sides) -> String {
     let clusters = clusters(&c.findings);
     let member = membership(c.findings.len(), &clusters);
     let parts = Parts {
         c,
         verdict,
         rules_doc,
+        sides,
         clusters: &clusters,
         member: &member,
     };
@@ -173,6 +181,7 @@ struct Parts<'a> {
     c: &'a Comparison,
     verdict: &'a Verdict,
     rules_doc: &'a str,
+    sides: Sides,
     clusters: &'a [Cluster<'a>],
     member: &'a [Option<usize>],
 }
@@ -182,7 +191,7 @@ impl Parts<'_> {
     fn render(&self, detail: &Detail) -> String {
         let c = self.c;
         let mut out = String::new();
-        push_title(&mut out, c, self.verdict);
+        push_title(&mut out, c, self.verdict, self.sides);
         push_table(&mut out, c);
         if c.findings.len() >= SUMMARY_FROM || !self.clusters.is_empty() {
             push_summary(&mut out, c, self.clusters);
@@ -195,7 +204,8 @@ impl Parts<'_> {
         let fp = |s: &str| s.get(..16).unwrap_or(s).to_string();
         let _ = writeln!(
             out,
-            "\nCatalog fingerprint `{}` → `{}`",
+            "\n{} fingerprint `{}` → `{}`",
+            capitalized(self.sides.fingerprinted()),
             fp(&c.fingerprints.before),
             fp(&c.fingerprints.after)
         );
@@ -215,14 +225,15 @@ fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
-fn push_title(out: &mut String, c: &Comparison, verdict: &Verdict) {
+fn push_title(out: &mut String, c: &Comparison, verdict: &Verdict, sides: Sides) {
     let sm = &c.summary;
+    let of = sides.drift_of();
     let title = if verdict.fails {
-        "❌ toolpin: tool drift fails the check"
+        format!("❌ toolpin: {of} drift fails the check")
     } else if c.is_clean() {
-        "✅ toolpin: no tool drift"
+        format!("✅ toolpin: no {of} drift")
     } else {
-        "✅ toolpin: tool drift found, check passes"
+        format!("✅ toolpin: {of} drift found, check passes")
     };
     let _ = writeln!(out, "### {title}\n");
     let _ = writeln!(
@@ -242,6 +253,14 @@ fn push_title(out: &mut String, c: &Comparison, verdict: &Verdict) {
         preset_name(verdict),
         verdict.fail_on
     );
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 fn preset_name(verdict: &Verdict) -> String {

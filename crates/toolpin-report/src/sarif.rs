@@ -37,9 +37,12 @@ pub fn result_level(severity: Severity, failing: bool) -> &'static str {
 /// A stable fingerprint of where a finding is: (rule, server, tool,
 /// pointer), 64-bit FNV-1a in hex. Stable across runs, versions and
 /// platforms, so code scanning tracks a finding from one run to the next.
+/// A contract finding adds its call, after the rest, so that declaration
+/// findings keep the fingerprints they always had.
 pub fn fingerprint(f: &Finding) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in [f.rule, &f.server, &f.tool, &f.pointer] {
+    let call = f.call.as_deref().into_iter();
+    for part in [f.rule, &f.server, &f.tool, &f.pointer].into_iter().chain(call) {
         for b in part.bytes().chain([0u8]) {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0000_0100_0000_01b3);
@@ -204,6 +207,9 @@ fn result(
             "tags": tags,
         },
     });
+    if let Some(call) = &f.call {
+        r["properties"]["call"] = json!(call);
+    }
     if let Some(reason) = ignored {
         r["suppressions"] = json!([{"kind": "external", "justification": reason}]);
     }

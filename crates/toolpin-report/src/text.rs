@@ -21,6 +21,27 @@ pub enum Sides {
     LockfileAndLive,
     /// `toolpin diff`: any two catalogs.
     TwoCatalogs,
+    /// `toolpin contract run`: the behaviour snapshot against fresh calls.
+    SnapshotAndLive,
+}
+
+impl Sides {
+    /// What the comparison is of, for a report's title: `tool` drift (the
+    /// declarations) or `behaviour` drift (what the calls did).
+    pub fn drift_of(self) -> &'static str {
+        match self {
+            Sides::SnapshotAndLive => "behaviour",
+            _ => "tool",
+        }
+    }
+
+    /// What the fingerprints in [`Comparison::fingerprints`] are of.
+    pub fn fingerprinted(self) -> &'static str {
+        match self {
+            Sides::SnapshotAndLive => "behaviour",
+            _ => "catalog",
+        }
+    }
 }
 
 /// Options for the text report.
@@ -56,24 +77,25 @@ pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
     let s = opts.style;
     let mut out = String::new();
     if !verdict.fails {
-        let what = match opts.sides {
-            Sides::LockfileAndLive => "catalog matches the lockfile",
-            Sides::TwoCatalogs => "the two catalogs match",
+        let (what, fingerprinted) = match opts.sides {
+            Sides::LockfileAndLive => ("catalog matches the lockfile", "tools"),
+            Sides::TwoCatalogs => ("the two catalogs match", "tools"),
+            Sides::SnapshotAndLive => ("the live tools behave as recorded", "behaviour"),
         };
         let sm = &c.summary;
         let tools = sm.tools_unchanged + sm.tools_changed + sm.tools_added;
         let _ = writeln!(
             out,
-            "{} {what} ({tools} tool{}, tools {})",
+            "{} {what} ({tools} tool{}, {fingerprinted} {})",
             s.green("ok:"),
             if tools == 1 { "" } else { "s" },
-            &c.fingerprints.after[..12]
+            c.fingerprints.after.get(..12).unwrap_or(&c.fingerprints.after)
         );
         if c.is_clean() {
             return out;
         }
     } else {
-        push_drift_header(&mut out, c, s);
+        push_drift_header(&mut out, c, s, opts.sides);
     }
     let clusters = clusters(&c.findings);
     let member = membership(c.findings.len(), &clusters);
@@ -311,23 +333,36 @@ fn push_plan(out: &mut String, c: &Comparison, verdict: &Verdict, s: Style, verb
     }
 }
 
-fn push_drift_header(out: &mut String, c: &Comparison, s: Style) {
+fn push_drift_header(out: &mut String, c: &Comparison, s: Style, sides: Sides) {
     let sm = &c.summary;
+    let fp = |f: &str| f.get(..16).unwrap_or(f).to_string();
+    if sides == Sides::SnapshotAndLive {
+        let _ = writeln!(
+            out,
+            "{} behaviour moved in {} ({} finding{})",
+            s.bold(&s.red("drift:")),
+            plural(sm.tools_changed, "tool"),
+            sm.findings,
+            if sm.findings == 1 { "" } else { "s" }
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{} {} added, {} removed, {} changed ({} finding{})",
+            s.bold(&s.red("drift:")),
+            sm.tools_added,
+            sm.tools_removed,
+            sm.tools_changed,
+            sm.findings,
+            if sm.findings == 1 { "" } else { "s" }
+        );
+    }
     let _ = writeln!(
         out,
-        "{} {} added, {} removed, {} changed ({} finding{})",
-        s.bold(&s.red("drift:")),
-        sm.tools_added,
-        sm.tools_removed,
-        sm.tools_changed,
-        sm.findings,
-        if sm.findings == 1 { "" } else { "s" }
-    );
-    let _ = writeln!(
-        out,
-        "catalog {} → {}",
-        &c.fingerprints.before[..16],
-        &c.fingerprints.after[..16]
+        "{} {} → {}",
+        sides.fingerprinted(),
+        fp(&c.fingerprints.before),
+        fp(&c.fingerprints.after)
     );
 }
 

@@ -406,11 +406,13 @@ pub enum ContractCommand {
         config: ConfigArgs,
     },
     /// Make the calls again and compare with the behaviour snapshot and the
-    /// contracts' assertions (exit 1 on findings, 2 when a server is
-    /// unavailable)
+    /// contracts' assertions, reported as `check` reports (exit 1 on
+    /// findings that fail the policy, 2 when a server is unavailable)
     Run {
         #[command(flatten)]
         config: ConfigArgs,
+        #[command(flatten)]
+        report: ReportArgs,
     },
 }
 

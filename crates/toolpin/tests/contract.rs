@@ -465,12 +465,27 @@ fn pinned(toml: &str) -> Sandbox {
     sb
 }
 
-/// The findings of a run: one `rule: call: message` line each.
+/// `contract run` with the findings document on stdout.
+const RUN: &[&str] = &["contract", "run", "--format", "json"];
+
+/// The findings of a run (`--format json`): `rule: server/tool#call:
+/// message` each, the message without the call's name before it.
 fn findings(stdout: &str) -> Vec<String> {
-    stdout
-        .lines()
-        .filter(|l| l.contains(": "))
-        .map(str::to_string)
+    let doc: serde_json::Value =
+        serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    doc["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or_else(|| panic!("{k} in {f}"));
+            let call = s("call");
+            let message = s("message");
+            let message = message
+                .strip_prefix(&format!("{call}: "))
+                .unwrap_or_else(|| panic!("the message names the call: {f}"));
+            format!("{}: {}/{}#{call}: {message}", s("rule"), s("server"), s("tool"))
+        })
         .collect()
 }
 
@@ -558,9 +573,10 @@ fn record_and_run_everything(sb: &Sandbox, times: usize) {
         let run = sb.run(&["contract", "run"]);
         run.ok();
         assert!(
-            run.stdout.ends_with(", no behavioural findings\n"),
+            run.stdout.starts_with("ok: the live tools behave as recorded ("),
             "{run:#?}"
         );
+        assert_eq!(run.stdout.lines().count(), 1, "{run:#?}");
     }
 }
 
@@ -592,25 +608,106 @@ fn behaviour_sandbox_with(extra: &str) -> Sandbox {
 }
 
 #[test]
-fn run_catches_each_behaviour_switch_with_exactly_its_finding() {
-    let sb = behaviour_sandbox();
-    let clean = sb.run(&["contract", "run"]);
-    clean.ok();
-    assert!(findings(&clean.stdout).is_empty(), "{clean:#?}");
-    for (switch, rule) in [
-        ("page20", "result-count-changed"),
-        ("status", "result-value-set-changed"),
-        ("slow", "latency-regressed"),
-    ] {
-        let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", switch)]);
-        assert_eq!(run.code, 1, "{switch}: {run:#?}");
-        let found = findings(&run.stdout);
-        assert_eq!(found.len(), 1, "{switch}: {run:#?}");
+fn twenty_runs_against_the_unchanged_server_find_nothing() {
+    let sb = behaviour_sandbox_with(BAD_CALL);
+    for n in 0..20 {
+        let run = sb.run(&["contract", "run"]);
+        assert_eq!(run.code, 0, "run {n}: {run:#?}");
         assert!(
-            found[0].starts_with(&format!("{rule}: orders/search_orders#golden: ")),
-            "{switch}: {found:?}"
+            run.stdout
+                .starts_with("ok: the live tools behave as recorded (2 tools, behaviour "),
+            "run {n}: {run:#?}"
         );
+        assert_eq!(run.stdout.lines().count(), 1, "run {n}: {run:#?}");
     }
+}
+
+#[test]
+fn a_behaviour_finding_goes_through_the_policy_and_every_report_format() {
+    let sb = behaviour_sandbox();
+    let status = [("TOOLPIN_TEST_DRIFT", "status")];
+    let run = sb.run_env(
+        &[
+            "contract",
+            "run",
+            "--format",
+            "text",
+            "--format",
+            "json=out/findings.json",
+            "--format",
+            "markdown=out/comment.md",
+            "--format",
+            "sarif=out/drift.sarif",
+            "--format",
+            "junit=out/junit.xml",
+            "--format",
+            "github=out/annotations.txt",
+        ],
+        &status,
+    );
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        run.stdout
+            .starts_with("drift: behaviour moved in 1 tool (1 finding)\nbehaviour "),
+        "{run:#?}"
+    );
+    assert!(
+        run.stdout.contains("\norders/search_orders\n  high      result-value-set-changed  /rows/*/status\n    golden: values at `/rows/*/status`: new \"refunded\"\n    - [\n"),
+        "{run:#?}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&sb.read_string("out/findings.json")).unwrap();
+    let f = &doc["findings"][0];
+    assert_eq!(
+        (&f["rule"], &f["call"], &f["pointer"], &f["kind"]),
+        (
+            &serde_json::json!("result-value-set-changed"),
+            &serde_json::json!("golden"),
+            &serde_json::json!("/rows/*/status"),
+            &serde_json::json!("semantic")
+        )
+    );
+    assert_eq!(doc["verdict"]["fails"], true, "{doc}");
+    let md = sb.read_string("out/comment.md");
+    assert!(md.starts_with("### ❌ toolpin: behaviour drift fails the check"), "{md}");
+    assert!(md.contains("\nBehaviour fingerprint `"), "{md}");
+    let sarif: serde_json::Value =
+        serde_json::from_str(&sb.read_string("out/drift.sarif")).unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "result-value-set-changed");
+    assert_eq!(result["properties"]["call"], "golden");
+    let junit = sb.read_string("out/junit.xml");
+    assert!(junit.contains("result-value-set-changed"), "{junit}");
+    assert!(junit.contains("<failure"), "{junit}");
+    let github = sb.read_string("out/annotations.txt");
+    assert!(
+        github.starts_with("::error file=toolpin.lock,line="),
+        "{github}"
+    );
+
+    // The eval plan: the finding's re-run tags.
+    let plan = sb.run_env(&["contract", "run", "--plan"], &status);
+    assert_eq!(plan.code, 1, "{plan:#?}");
+    assert!(plan.stdout.contains("tool-cases"), "{plan:#?}");
+
+    // The policy applies: an ignore entry accepts it (exit 0, reported as
+    // ignored); a level of off drops it.
+    let toml = sb.read_string("toolpin.toml");
+    sb.write(
+        "toolpin.toml",
+        format!("{toml}\n[[policy.ignore]]\nrule = \"result-value-set-changed\"\ntool = \"orders/search_orders\"\nreason = \"refunds are new, agreed\"\n"),
+    );
+    let run = sb.run_env(RUN, &status);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["verdict"]["ignored"][0]["reason"], "refunds are new, agreed", "{doc}");
+    sb.write(
+        "toolpin.toml",
+        format!("{toml}\n[policy.rules]\nresult-value-set-changed = \"off\"\n"),
+    );
+    let run = sb.run_env(&["contract", "run"], &status);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stdout.starts_with("ok: "), "{run:#?}");
 }
 
 #[test]
@@ -656,33 +753,41 @@ fn run_evaluates_fields_values_and_counts() {
         "values = [{ pointer = \"/rows/*/status\", set = [\"open\", \"pending\", \"closed\"], exact = true }]\n",
         "counts = [{ pointer = \"/rows\", min = 50, max = 50 }]\n",
     ));
-    let clean = sb.run(&["contract", "run"]);
+    let clean = sb.run(RUN);
     clean.ok();
     assert!(findings(&clean.stdout).is_empty(), "{clean:#?}");
 
-    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "status")]);
+    let run = sb.run_env(RUN, &[("TOOLPIN_TEST_DRIFT", "status")]);
     assert_eq!(run.code, 1, "{run:#?}");
     let found = findings(&run.stdout);
     assert_eq!(
-        found
-            .iter()
-            .map(|f| f.split(": ").take(2).collect::<Vec<_>>().join(": "))
-            .collect::<Vec<_>>(),
+        rule_calls(&run.stdout),
         [
+            "contract-failed: orders/search_orders#asserted",
             "result-value-set-changed: orders/search_orders#asserted",
             "result-value-set-changed: orders/search_orders#golden",
-            "contract-failed: orders/search_orders#asserted",
         ],
         "{run:#?}"
     );
     assert!(
-        found[2].ends_with("values at `/rows/*/status` outside the pinned set: \"refunded\""),
+        found.contains(&"contract-failed: orders/search_orders#asserted: values at `/rows/*/status` outside the pinned set: \"refunded\"".to_string()),
         "{found:?}"
     );
 
-    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "page20")]);
+    // A count assertion: 20 rows where 50 are expected.
+    let sb = behaviour_sandbox_with(concat!(
+        "\n[[tools.\"orders/search_orders\".calls]]\n",
+        "name = \"twenty\"\n",
+        "arguments = { page_size = 20 }\n",
+        "expect = { counts = [{ pointer = \"/rows\", min = 50 }] }\n",
+    ));
+    let run = sb.run(RUN);
     assert_eq!(run.code, 1, "{run:#?}");
-    assert!(run.stdout.contains("contract-failed: orders/search_orders#asserted: `/rows` holds 20 items, expected 50..50\n"), "{run:#?}");
+    assert_eq!(
+        findings(&run.stdout),
+        ["contract-failed: orders/search_orders#twenty: `/rows` holds 20 items, expected at least 50"],
+        "{run:#?}"
+    );
 }
 
 /// The findings of a run as `rule: call`, sorted.
@@ -725,13 +830,18 @@ fn every_behaviour_switch_is_exactly_its_finding() {
     );
     // Twice clean: the snapshot's formats and order keys are stable.
     for _ in 0..2 {
-        let clean = sb.run(&["contract", "run"]);
+        let clean = sb.run(RUN);
         clean.ok();
         assert!(findings(&clean.stdout).is_empty(), "{clean:#?}");
     }
     let search = "orders/search_orders#golden";
     for (switch, expected) in [
-        ("page20", vec![format!("result-count-changed: {search}")]),
+        // The golden call passes page_size = 50; only the default probe,
+        // which also calls without it, sees the server's default move.
+        (
+            "page20",
+            vec!["default-behaviour-changed: orders/search_orders#probe:page_size".to_string()],
+        ),
         (
             "status",
             vec![format!("result-value-set-changed: {search}")],
@@ -748,7 +858,7 @@ fn every_behaviour_switch_is_exactly_its_finding() {
             ],
         ),
     ] {
-        let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", switch)]);
+        let run = sb.run_env(RUN, &[("TOOLPIN_TEST_DRIFT", switch)]);
         assert_eq!(run.code, 1, "{switch}: {run:#?}");
         assert_eq!(rule_calls(&run.stdout), expected, "{switch}: {run:#?}");
         let found = findings(&run.stdout);
@@ -787,12 +897,12 @@ fn run_evaluates_formats_order_output_schema_and_error() {
             "output_schema = true\n",
         )
     ));
-    let clean = sb.run(&["contract", "run"]);
+    let clean = sb.run(RUN);
     clean.ok();
     assert!(findings(&clean.stdout).is_empty(), "{clean:#?}");
 
     let asserted = "orders/search_orders#asserted";
-    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "iso")]);
+    let run = sb.run_env(RUN, &[("TOOLPIN_TEST_DRIFT", "iso")]);
     assert_eq!(run.code, 1, "{run:#?}");
     assert_eq!(
         rule_calls(&run.stdout),
@@ -803,9 +913,9 @@ fn run_evaluates_formats_order_output_schema_and_error() {
         ],
         "{run:#?}"
     );
-    assert!(run.stdout.contains(&format!("contract-failed: {asserted}: 50 of 50 values at `/rows/*/country` are not country-name, the first \"DE\"\n")), "{run:#?}");
+    assert!(findings(&run.stdout).contains(&format!("contract-failed: {asserted}: 50 of 50 values at `/rows/*/country` are not country-name, the first \"DE\"")), "{run:#?}");
 
-    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "reorder")]);
+    let run = sb.run_env(RUN, &[("TOOLPIN_TEST_DRIFT", "reorder")]);
     assert_eq!(run.code, 1, "{run:#?}");
     assert_eq!(
         rule_calls(&run.stdout),
@@ -816,9 +926,9 @@ fn run_evaluates_formats_order_output_schema_and_error() {
         ],
         "{run:#?}"
     );
-    assert!(run.stdout.contains(&format!("contract-failed: {asserted}: `/structuredContent/rows` is not sorted by `/created` descending: item 1 (\"2026-12-01T22:24:00Z\") comes after item 0 (\"2026-12-01T22:07:00Z\")\n")), "{run:#?}");
+    assert!(findings(&run.stdout).contains(&format!("contract-failed: {asserted}: `/structuredContent/rows` is not sorted by `/created` descending: item 1 (\"2026-12-01T22:24:00Z\") comes after item 0 (\"2026-12-01T22:07:00Z\")")), "{run:#?}");
 
-    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_DRIFT", "ratelimit")]);
+    let run = sb.run_env(RUN, &[("TOOLPIN_TEST_DRIFT", "ratelimit")]);
     assert_eq!(run.code, 1, "{run:#?}");
     assert_eq!(
         rule_calls(&run.stdout),

@@ -7,8 +7,9 @@ switches on TOOLPIN_TEST_DRIFT:
   `created` descending), statuses open / pending / closed, countries as
   English names; get_order answers one order, and a bad order id
   ("bad") is a validation error;
-- page20: 20 rows by default (the schema's default still says 50; the
-  first 20 rows hold every status and country);
+- page20: 20 rows when page_size is left out (the schema's default still
+  says 50, and page_size = 50 passed explicitly still gives 50; the first
+  20 rows hold every status and country);
 - status: a fourth status value, refunded;
 - iso: countries as ISO 3166-1 alpha-2 codes (Germany -> DE);
 - reorder: the same rows, oldest first;
@@ -22,8 +23,9 @@ import os
 import re
 import time
 from datetime import datetime, timedelta, timezone
+from typing import Annotated, Optional
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -56,13 +58,24 @@ def row(i):
     }
 
 
+# page_size is declared exactly as `page_size: int = 50` would be
+# ({"default": 50, "title": "Page Size", "type": "integer"}), but a call
+# that leaves it out gets None here: the server can tell "left out" from
+# "50 passed", which is what a moved server-side default looks like.
+PageSize = Annotated[
+    Optional[int],
+    WithJsonSchema({"type": "integer"}),
+    Field(json_schema_extra={"default": 50}),
+]
+
+
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
-def search_orders(page_size: int = 50) -> str:
+def search_orders(page_size: PageSize = None) -> str:
     """Search orders, newest first."""
     if DRIFT == "slow":
         time.sleep(0.3)
-    if DRIFT == "page20" and page_size == 50:
-        page_size = 20
+    if page_size is None:
+        page_size = 20 if DRIFT == "page20" else 50
     rows = [row(i) for i in range(page_size)]
     if DRIFT == "reorder":
         rows.reverse()

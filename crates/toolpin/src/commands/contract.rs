@@ -2,23 +2,28 @@
 //! `toolpin-contract`, which owns the file, the derivation, the checks and
 //! the behaviour snapshot; the calls are made by `toolpin_capture::call`.
 
-use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use toolpin_capture::call;
-use toolpin_contract::behaviour::{self, Class, Observation, Outcome as CallOutcome, Snapshot};
+use toolpin_contract::behaviour::{self, Class, Outcome as CallOutcome, Snapshot};
+use toolpin_contract::run::{Planned, Seen};
 use toolpin_contract::Contracts;
+use toolpin_report::text::Sides;
+use toolpin_report::Style;
 
-use super::{lockfile_path, plural, print, Outcome};
-use crate::cli::{ConfigArgs, ContractCommand};
+use super::report_target::{check_targets, report};
+use super::{lockfile_path, plural, print, repository_path, Outcome};
+use crate::cli::{ConfigArgs, ContractCommand, ReportArgs};
 use crate::error::CliError;
 
-pub fn run(command: &ContractCommand, quiet: bool) -> Result<Outcome, CliError> {
+pub fn run(command: &ContractCommand, quiet: bool, style: Style) -> Result<Outcome, CliError> {
     match command {
         ContractCommand::Init { force, config } => init(config, *force, quiet),
         ContractCommand::Check { config } => check(config, quiet),
         ContractCommand::Record { config } => record(config, quiet),
-        ContractCommand::Run { config } => run_calls(config, quiet),
+        ContractCommand::Run { config, report } => run_calls(config, report, quiet, style),
     }
 }
 
@@ -92,25 +97,12 @@ fn check(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     Ok(Outcome::Clean)
 }
 
-/// Every call's observation, keyed `server/tool#call`, from the live servers.
+/// What the live servers did, aligned with the plan (`None`: the call's
+/// server could not be reached), and the servers that could not be.
 struct Observed {
-    calls: BTreeMap<String, Observation>,
-    /// Each call's first successful result (not an `isError` one).
-    payloads: BTreeMap<String, serde_json::Value>,
+    seen: Vec<Option<Seen>>,
     /// `server "x": why`, one per server that could not be reached.
     unavailable: Vec<String>,
-}
-
-/// What one call is: its key, the tool it calls, its arguments, timeout and
-/// repeats, and the contract's volatile pointers.
-struct Planned {
-    key: String,
-    server: String,
-    tool: String,
-    arguments: serde_json::Map<String, serde_json::Value>,
-    timeout_ms: u64,
-    repeats: u64,
-    volatile: behaviour::Volatile,
 }
 
 fn load(
@@ -128,90 +120,96 @@ fn load(
     Ok((lockfile, cfg, contracts))
 }
 
-fn plan(contracts: &Contracts) -> Vec<Planned> {
-    let mut out = Vec::new();
-    for contract in contracts.tools.iter().filter(|c| c.enabled) {
-        let Some((server, tool)) = contract.key.split_once('/') else {
-            continue;
-        };
-        for call in contract.calls.iter().filter(|c| c.enabled) {
-            out.push(Planned {
-                key: format!("{}#{}", contract.key, call.name),
-                server: server.to_string(),
-                tool: tool.to_string(),
-                arguments: contract.call_arguments(call),
-                timeout_ms: call.timeout_ms,
-                repeats: call.repeats.clamp(1, toolpin_contract::file::MAX_REPEATS),
-                volatile: contract.volatile_values(),
+/// Makes the planned calls. Servers are called at once, at most
+/// `concurrency` of them; each server's calls go in plan order over one
+/// session, so that one call's latency never includes another's queueing
+/// and a stateful server sees the calls in the order the file gives.
+fn observe_all(cfg: &crate::config::Config, planned: &[Planned], concurrency: u64) -> Observed {
+    let servers: Vec<&crate::config::Server> = cfg
+        .servers
+        .iter()
+        .filter(|s| planned.iter().any(|p| p.server == s.name))
+        .collect();
+    let seen = Mutex::new(vec![None; planned.len()]);
+    let unavailable = Mutex::new(Vec::new());
+    let next = AtomicUsize::new(0);
+    let workers = (concurrency.max(1) as usize).min(servers.len());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let Some(server) = servers.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    break;
+                };
+                match observe_server(server, planned) {
+                    Ok(mine) => {
+                        let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+                        for (i, s) in mine {
+                            seen[i] = Some(s);
+                        }
+                    }
+                    Err(why) => unavailable
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(format!("server {:?}: {why}", server.name)),
+                }
+            });
+        }
+    });
+    let mut unavailable = unavailable.into_inner().unwrap_or_else(|e| e.into_inner());
+    unavailable.sort();
+    Observed {
+        seen: seen.into_inner().unwrap_or_else(|e| e.into_inner()),
+        unavailable,
+    }
+}
+
+/// One server's planned calls, each observed over its repeats, by plan
+/// index.
+fn observe_server(
+    server: &crate::config::Server,
+    planned: &[Planned],
+) -> Result<Vec<(usize, Seen)>, String> {
+    let mine: Vec<(usize, &Planned)> = planned
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.server == server.name)
+        .collect();
+    let prefix = server.transform.prefix.as_str();
+    let mut requests = Vec::new();
+    for (_, p) in &mine {
+        let tool = p.tool.strip_prefix(prefix).unwrap_or(&p.tool).to_string();
+        for _ in 0..p.repeats {
+            requests.push(call::Request {
+                tool: tool.clone(),
+                arguments: p.arguments.clone(),
+                timeout: Duration::from_millis(p.timeout_ms),
             });
         }
     }
-    out
+    let mut answers = call::call_server(server, &requests)?.into_iter();
+    let mut out = Vec::with_capacity(mine.len());
+    for (i, p) in mine {
+        let outcomes: Vec<(CallOutcome, f64)> = answers
+            .by_ref()
+            .take(p.repeats as usize)
+            .map(|a| (outcome(a.result), a.latency.as_secs_f64() * 1000.0))
+            .collect();
+        out.push((i, toolpin_contract::run::seen(p, &outcomes)));
+    }
+    Ok(out)
 }
 
-fn observe_all(cfg: &crate::config::Config, planned: &[Planned]) -> Observed {
-    let mut calls = BTreeMap::new();
-    let mut payloads = BTreeMap::new();
-    let mut unavailable = Vec::new();
-    for server in &cfg.servers {
-        let mine: Vec<&Planned> = planned.iter().filter(|p| p.server == server.name).collect();
-        if mine.is_empty() {
-            continue;
+fn outcome(result: Result<serde_json::Value, call::Failure>) -> CallOutcome {
+    match result {
+        Ok(v) => CallOutcome::Result(v),
+        Err(call::Failure::Rpc { code, message }) => {
+            CallOutcome::Error(Class::of_error(Some(code), None, &message))
         }
-        let prefix = server.transform.prefix.as_str();
-        let mut requests = Vec::new();
-        for p in &mine {
-            let tool = p.tool.strip_prefix(prefix).unwrap_or(&p.tool).to_string();
-            for _ in 0..p.repeats {
-                requests.push(call::Request {
-                    tool: tool.clone(),
-                    arguments: p.arguments.clone(),
-                    timeout: Duration::from_millis(p.timeout_ms),
-                });
-            }
+        Err(call::Failure::Http { status, message }) => {
+            CallOutcome::Error(Class::of_error(None, Some(status), &message))
         }
-        let answers = match call::call_server(server, &requests) {
-            Ok(a) => a,
-            Err(why) => {
-                unavailable.push(format!("server {:?}: {why}", server.name));
-                continue;
-            }
-        };
-        let mut answers = answers.into_iter();
-        for p in mine {
-            let outcomes: Vec<(CallOutcome, f64)> = answers
-                .by_ref()
-                .take(p.repeats as usize)
-                .map(|a| {
-                    let ms = a.latency.as_secs_f64() * 1000.0;
-                    let outcome = match a.result {
-                        Ok(v) => CallOutcome::Result(v),
-                        Err(call::Failure::Rpc { code, message }) => {
-                            CallOutcome::Error(Class::of_error(Some(code), None, &message))
-                        }
-                        Err(call::Failure::Http { status, message }) => {
-                            CallOutcome::Error(Class::of_error(None, Some(status), &message))
-                        }
-                        Err(call::Failure::Timeout) => CallOutcome::Error(Class::Timeout),
-                        Err(call::Failure::Transport(m)) => {
-                            CallOutcome::Error(Class::of_error(None, None, &m))
-                        }
-                    };
-                    (outcome, ms)
-                })
-                .collect();
-            if let Some(CallOutcome::Result(r)) = outcomes.iter().map(|(o, _)| o).find(
-                |o| matches!(o, CallOutcome::Result(r) if r.get("isError") != Some(&serde_json::Value::Bool(true))),
-            ) {
-                payloads.insert(p.key.clone(), r.clone());
-            }
-            calls.insert(p.key.clone(), behaviour::observe(&outcomes, &p.volatile));
-        }
-    }
-    Observed {
-        calls,
-        payloads,
-        unavailable,
+        Err(call::Failure::Timeout) => CallOutcome::Error(Class::Timeout),
+        Err(call::Failure::Transport(m)) => CallOutcome::Error(Class::of_error(None, None, &m)),
     }
 }
 
@@ -231,84 +229,90 @@ fn report_unavailable(unavailable: &[String]) -> Result<(), CliError> {
 
 fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     let (lockfile, cfg, contracts) = load(config)?;
-    let planned = plan(&contracts);
-    let observed = observe_all(&cfg, &planned);
+    let planned = toolpin_contract::run::plan(&contracts);
+    let observed = observe_all(&cfg, &planned, contracts.defaults.concurrency);
     report_unavailable(&observed.unavailable)?;
     let path = behaviour::path_for(&lockfile);
-    let snapshot = Snapshot::new(observed.calls);
+    let (snapshot, notes) = toolpin_contract::run::snapshot(&planned, &observed.seen);
     snapshot.write(&path)?;
     if !quiet {
-        eprintln!(
+        for note in &notes {
+            eprintln!("note: default probe {note}; recorded as not holding");
+        }
+        let mut line = format!(
             "Wrote {}: {}",
             path.display(),
             plural(snapshot.calls.len(), "call")
         );
+        if !snapshot.probes.is_empty() {
+            line += &format!(", {}", plural(snapshot.probes.len(), "default probe"));
+        }
+        eprintln!("{line}");
     }
     Ok(Outcome::Clean)
 }
 
-fn run_calls(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
+fn run_calls(
+    config: &ConfigArgs,
+    args: &ReportArgs,
+    quiet: bool,
+    style: Style,
+) -> Result<Outcome, CliError> {
+    check_targets(args)?;
     let (lockfile, cfg, contracts) = load(config)?;
     let catalog = super::read_lockfile(&lockfile)?;
     let path = behaviour::path_for(&lockfile);
     let snapshot = Snapshot::read(&path)?;
-    let planned = plan(&contracts);
-    let observed = observe_all(&cfg, &planned);
-    let mut differences = Vec::new();
-    for (key, now) in &observed.calls {
-        match snapshot.calls.get(key) {
-            Some(recorded) => differences.extend(behaviour::compare(key, recorded, now)),
-            None => {
-                if !quiet {
-                    eprintln!(
-                        "note: {key} is not in {}; run `toolpin contract record`",
-                        path.display()
-                    );
-                }
-            }
+    let planned = toolpin_contract::run::plan(&contracts);
+    let observed = observe_all(&cfg, &planned, contracts.defaults.concurrency);
+    let judged =
+        toolpin_contract::run::judge(&contracts, &catalog, &snapshot, &planned, &observed.seen);
+    if !quiet {
+        for key in &judged.unrecorded {
+            eprintln!(
+                "note: {key} is not in {}; run `toolpin contract record`",
+                path.display()
+            );
         }
     }
-    for contract in contracts.tools.iter().filter(|c| c.enabled) {
-        for call in contract.calls.iter().filter(|c| c.enabled) {
-            let key = format!("{}#{}", contract.key, call.name);
-            let output_schema = toolpin_contract::expect::output_schema(&catalog, &contract.key);
-            differences.extend(behaviour::check_expect(
-                &key,
-                &call.expect,
-                observed.calls.get(&key).and_then(|o| o.class),
-                observed.payloads.get(&key),
-                output_schema.as_ref(),
-            ));
-            if let (Some(now), Some(budget)) = (observed.calls.get(&key), &call.expect.latency) {
-                let budget = budget.get_ref();
-                differences.extend(behaviour::over_budget(
-                    &key,
-                    now,
-                    budget.p50_ms.as_ref().map(|s| *s.get_ref()),
-                    budget.p95_ms.as_ref().map(|s| *s.get_ref()),
-                ));
-            }
-        }
-    }
-    let mut text = String::new();
-    for d in &differences {
-        text += &format!("{}: {}: {}\n", d.rule, d.call, d.message);
-    }
-    if !quiet || !differences.is_empty() {
-        text += &format!(
-            "{}, {}\n",
-            plural(observed.calls.len(), "call"),
-            match differences.len() {
-                0 => "no behavioural findings".to_string(),
-                n => plural(n, "behavioural finding"),
-            }
-        );
-    }
-    print(&text)?;
-    report_unavailable(&observed.unavailable)?;
-    Ok(if differences.is_empty() {
+    let comparison = toolpin_contract::report::comparison(
+        &judged.differences,
+        &judged.called,
+        &snapshot.fingerprint,
+        &judged.fingerprint,
+    );
+    let context = toolpin_report::context::Context::new(
+        repository_path(&lockfile),
+        std::fs::read_to_string(&lockfile).ok(),
+    );
+    // A contract run asks whether behaviour moved: its behavioural
+    // findings count, whatever the preset.
+    let policy = toolpin_drift::policy::Policy {
+        every_kind: true,
+        ..cfg.policy.clone()
+    };
+    let outcome = if !observed.unavailable.is_empty()
+        && observed.unavailable.len() == planned_servers(&planned)
+    {
+        // Nothing was observed: no report to give, only the reason.
         Outcome::Clean
     } else {
-        Outcome::Drift
-    })
+        report(
+            Sides::SnapshotAndLive,
+            comparison,
+            (&policy, &cfg.evals),
+            &context,
+            args,
+            style,
+        )?
+    };
+    report_unavailable(&observed.unavailable)?;
+    Ok(outcome)
+}
+
+fn planned_servers(planned: &[Planned]) -> usize {
+    let mut servers: Vec<&str> = planned.iter().map(|p| p.server.as_str()).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    servers.len()
 }

@@ -83,7 +83,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         } => diff::run(old, new, *input_format, config.as_deref(), report, style),
         Command::Stamp { json, config } => stamp::run(config, *json),
         Command::Evals { command } => evals::run(command, quiet, style),
-        Command::Contract { command } => contract::run(command, quiet),
+        Command::Contract { command } => contract::run(command, quiet, style),
         Command::Rules { id, markdown } => rules::run(id.as_deref(), *markdown),
         Command::Fingerprint {
             path,

@@ -18,26 +18,33 @@ pub fn report_comparison(
     sides: Sides,
     old: &Catalog,
     new: &Catalog,
+    judged_by: (&Policy, &config::Evals),
+    context: &toolpin_report::context::Context,
+    args: &ReportArgs,
+    style: Style,
+) -> Result<Outcome, CliError> {
+    check_targets(args)?;
+    report(
+        sides,
+        toolpin_drift::compare(old, new),
+        judged_by,
+        context,
+        args,
+        style,
+    )
+}
+
+/// Judges `comparison` by the policy and writes every report (or the
+/// eval plan) `args` asks for; drift when the policy fails.
+pub fn report(
+    sides: Sides,
+    mut comparison: toolpin_drift::Comparison,
     (policy, evals): (&Policy, &config::Evals),
     context: &toolpin_report::context::Context,
     args: &ReportArgs,
     style: Style,
 ) -> Result<Outcome, CliError> {
-    let targets = if args.format.is_empty() {
-        vec![ReportTarget {
-            format: toolpin_report::format::TEXT,
-            path: None,
-        }]
-    } else {
-        args.format.clone()
-    };
-    if targets.iter().filter(|t| t.path.is_none()).count() > 1 {
-        return Err(CliError::new(
-            "only one --format may write to stdout; give the others a path (FORMAT=PATH)",
-        ));
-    }
-    check_plan_formats(args)?;
-    let mut comparison = toolpin_drift::compare(old, new);
+    let targets = targets(args)?;
     let verdict = policy.apply(&mut comparison);
     let plan = args.plan.then(|| evals::Plan::new(&verdict, evals));
     for target in &targets {
@@ -74,6 +81,29 @@ pub fn report_comparison(
     } else {
         Outcome::Clean
     })
+}
+
+/// Whether `args`' report targets can be written, before any work is done.
+pub fn check_targets(args: &ReportArgs) -> Result<(), CliError> {
+    targets(args).map(|_| ())
+}
+
+fn targets(args: &ReportArgs) -> Result<Vec<ReportTarget>, CliError> {
+    let targets = if args.format.is_empty() {
+        vec![ReportTarget {
+            format: toolpin_report::format::TEXT,
+            path: None,
+        }]
+    } else {
+        args.format.clone()
+    };
+    if targets.iter().filter(|t| t.path.is_none()).count() > 1 {
+        return Err(CliError::new(
+            "only one --format may write to stdout; give the others a path (FORMAT=PATH)",
+        ));
+    }
+    check_plan_formats(args)?;
+    Ok(targets)
 }
 
 /// `--plan` replaces the report with the plan, which has a text and a JSON

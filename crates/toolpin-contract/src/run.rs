@@ -1,0 +1,360 @@
+//! What `record` and `run` do around the calls: the plan of calls a
+//! contracts file asks for ([`plan`]), each call's repeats observed
+//! ([`seen`]), the snapshot `record` writes ([`snapshot`]) and the
+//! judgement `run` makes ([`judge`]). The calls themselves are made by the
+//! caller (the CLI, through `toolpin_capture::call`), in plan order, and
+//! handed back aligned with the plan.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+use toolpin_manifest::Catalog;
+
+use crate::behaviour::{self, Difference, Observation, Outcome, Snapshot, Volatile};
+use crate::Contracts;
+
+/// What a planned call is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A golden call: observed into the snapshot, judged against it and
+    /// against its `expect`.
+    Call,
+    /// One side of a default probe: the call without `parameter`
+    /// (`explicit: false`) or with its pinned default (`explicit: true`).
+    /// Compared with each other within the run, never with the snapshot's
+    /// calls.
+    Probe { parameter: String, explicit: bool },
+}
+
+/// One call to make.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    /// `server/tool#call`, or for a probe `server/tool#probe:PARAMETER`.
+    pub key: String,
+    /// `server/tool`.
+    pub tool_key: String,
+    pub server: String,
+    /// The namespaced tool name, as pinned.
+    pub tool: String,
+    pub arguments: Map<String, Value>,
+    pub timeout_ms: u64,
+    pub repeats: u64,
+    pub volatile: Volatile,
+    pub role: Role,
+}
+
+/// The calls the enabled contracts ask for, in file order: each tool's
+/// golden calls, then its default probes (without, then with).
+pub fn plan(contracts: &Contracts) -> Vec<Planned> {
+    let mut out = Vec::new();
+    for contract in contracts.tools.iter().filter(|c| c.enabled) {
+        let Some((server, tool)) = contract.key.split_once('/') else {
+            continue;
+        };
+        let volatile = contract.volatile_values();
+        let base = |key: String, arguments, timeout_ms, repeats, role| Planned {
+            key,
+            tool_key: contract.key.clone(),
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments,
+            timeout_ms,
+            repeats,
+            volatile: volatile.clone(),
+            role,
+        };
+        for call in contract.calls.iter().filter(|c| c.enabled) {
+            out.push(base(
+                format!("{}#{}", contract.key, call.name),
+                contract.call_arguments(call),
+                call.timeout_ms,
+                call.repeats.clamp(1, crate::file::MAX_REPEATS),
+                Role::Call,
+            ));
+        }
+        for probe in contract.default_probes.iter().filter(|p| p.enabled) {
+            let (without, with) = contract.probe_arguments(probe);
+            for (arguments, explicit) in [(without, false), (with, true)] {
+                out.push(base(
+                    behaviour::probe_key(&contract.key, &probe.parameter),
+                    arguments,
+                    probe.timeout_ms,
+                    1,
+                    Role::Probe {
+                        parameter: probe.parameter.clone(),
+                        explicit,
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// One planned call, observed over its repeats.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub observation: Observation,
+    /// The first successful result (not an `isError` one), for `expect`.
+    pub payload: Option<Value>,
+}
+
+/// Observes the repeats of `planned` (each with its latency in ms).
+pub fn seen(planned: &Planned, outcomes: &[(Outcome, f64)]) -> Seen {
+    let payload = outcomes.iter().find_map(|(o, _)| match o {
+        Outcome::Result(r) if r.get("isError") != Some(&Value::Bool(true)) => Some(r.clone()),
+        _ => None,
+    });
+    Seen {
+        observation: behaviour::observe(outcomes, &planned.volatile),
+        payload,
+    }
+}
+
+/// Each probe's two sides, by probe key: (without, with).
+fn probes<'a>(
+    plan: &'a [Planned],
+    seen: &'a [Option<Seen>],
+) -> BTreeMap<&'a str, (&'a str, Option<&'a Observation>, Option<&'a Observation>)> {
+    let mut out: BTreeMap<&str, (&str, Option<&Observation>, Option<&Observation>)> =
+        BTreeMap::new();
+    for (p, s) in plan.iter().zip(seen) {
+        if let Role::Probe {
+            parameter,
+            explicit,
+        } = &p.role
+        {
+            let entry = out.entry(&p.key).or_insert((parameter, None, None));
+            let o = s.as_ref().map(|s| &s.observation);
+            if *explicit {
+                entry.2 = o;
+            } else {
+                entry.1 = o;
+            }
+        }
+    }
+    out
+}
+
+/// The golden calls' observations, by key.
+fn calls(plan: &[Planned], seen: &[Option<Seen>]) -> BTreeMap<String, Observation> {
+    plan.iter()
+        .zip(seen)
+        .filter(|(p, _)| p.role == Role::Call)
+        .filter_map(|(p, s)| Some((p.key.clone(), s.as_ref()?.observation.clone())))
+        .collect()
+}
+
+/// The snapshot `record` writes, and a note for each default probe that
+/// does not hold (the server does not do what its pinned default says;
+/// `run` will not report it again as a change).
+pub fn snapshot(plan: &[Planned], seen: &[Option<Seen>]) -> (Snapshot, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut held = BTreeMap::new();
+    for (key, (parameter, without, with)) in probes(plan, seen) {
+        let (Some(without), Some(with)) = (without, with) else {
+            continue;
+        };
+        let why = behaviour::probe_differs(parameter, without, with);
+        if let Some(why) = &why {
+            notes.push(format!("{key}: {why}"));
+        }
+        held.insert(key.to_string(), why.is_none());
+    }
+    (Snapshot::with_probes(calls(plan, seen), held), notes)
+}
+
+/// What a run found.
+#[derive(Debug, Default)]
+pub struct Judged {
+    pub differences: Vec<Difference>,
+    /// Calls the snapshot does not hold (added since `record`).
+    pub unrecorded: Vec<String>,
+    /// Every `server/tool` a call was made to.
+    pub called: BTreeSet<String>,
+    /// The fingerprint of what this run observed, as a snapshot's.
+    pub fingerprint: String,
+}
+
+/// Compares what was `seen` with the `snapshot` and with the contracts'
+/// assertions. A call not seen (its server was unavailable) is not judged.
+pub fn judge(
+    contracts: &Contracts,
+    catalog: &Catalog,
+    snapshot: &Snapshot,
+    plan: &[Planned],
+    seen: &[Option<Seen>],
+) -> Judged {
+    let mut judged = Judged::default();
+    let by_key: BTreeMap<&str, &Seen> = plan
+        .iter()
+        .zip(seen)
+        .filter(|(p, _)| p.role == Role::Call)
+        .filter_map(|(p, s)| Some((p.key.as_str(), s.as_ref()?)))
+        .collect();
+    for (p, s) in plan.iter().zip(seen) {
+        if s.is_some() {
+            judged.called.insert(p.tool_key.clone());
+        }
+    }
+    for (key, now) in &by_key {
+        match snapshot.calls.get(*key) {
+            Some(recorded) => judged.differences.extend(behaviour::compare(
+                key,
+                recorded,
+                &now.observation,
+            )),
+            None => judged.unrecorded.push(key.to_string()),
+        }
+    }
+    for contract in contracts.tools.iter().filter(|c| c.enabled) {
+        let output_schema = crate::expect::output_schema(catalog, &contract.key);
+        for call in contract.calls.iter().filter(|c| c.enabled) {
+            let key = format!("{}#{}", contract.key, call.name);
+            let Some(now) = by_key.get(key.as_str()) else {
+                continue;
+            };
+            judged.differences.extend(behaviour::check_expect(
+                &key,
+                &call.expect,
+                now.observation.class,
+                now.payload.as_ref(),
+                output_schema.as_ref(),
+            ));
+            if let Some(budget) = &call.expect.latency {
+                let budget = budget.get_ref();
+                judged.differences.extend(behaviour::over_budget(
+                    &key,
+                    &now.observation,
+                    budget.p50_ms.as_ref().map(|s| *s.get_ref()),
+                    budget.p95_ms.as_ref().map(|s| *s.get_ref()),
+                ));
+            }
+        }
+    }
+    let mut held = BTreeMap::new();
+    for (key, (parameter, without, with)) in probes(plan, seen) {
+        let (Some(without), Some(with)) = (without, with) else {
+            continue;
+        };
+        held.insert(
+            key.to_string(),
+            behaviour::probe_differs(parameter, without, with).is_none(),
+        );
+        judged.differences.extend(behaviour::probe_difference(
+            key,
+            parameter,
+            snapshot.probes.get(key).copied(),
+            without,
+            with,
+        ));
+    }
+    judged.fingerprint = Snapshot::with_probes(calls(plan, seen), held).fingerprint;
+    judged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::BTreeMap as Map2;
+    use toolpin_manifest::ServerPin;
+
+    const FILE: &str = r#"
+version = 1
+[tools."orders/search"]
+arguments = { page_size = 50 }
+[[tools."orders/search".calls]]
+name = "golden"
+[[tools."orders/search".default_probes]]
+parameter = "page_size"
+default = 50
+"#;
+
+    fn catalog() -> Catalog {
+        let tool = json!({"name": "search", "annotations": {"readOnlyHint": true},
+            "inputSchema": {"type": "object", "properties": {"page_size": {"type": "integer", "default": 50}}}});
+        let pin = ServerPin::new("orders", json!({"file": "t.json"}), "mcp", vec![tool]).expect("pin");
+        Catalog::new("default", Map2::from([("orders".to_string(), pin)])).expect("catalog")
+    }
+
+    fn rows(n: usize) -> Outcome {
+        let rows: Vec<Value> = (0..n).map(|i| json!({"n": i})).collect();
+        Outcome::Result(json!({"structuredContent": {"rows": rows}}))
+    }
+
+    /// The plan's calls seen with `rows[i]` rows each.
+    fn seen_with(plan: &[Planned], rows_each: &[usize]) -> Vec<Option<Seen>> {
+        plan.iter()
+            .zip(rows_each)
+            .map(|(p, n)| Some(seen(p, &[(rows(*n), 1.0)])))
+            .collect()
+    }
+
+    #[test]
+    fn a_probe_is_two_calls_without_and_with_the_default() {
+        let contracts = Contracts::parse(FILE, "c.toml").expect("parse");
+        let plan = plan(&contracts);
+        let got: Vec<(&str, &Role, Option<&Value>)> = plan
+            .iter()
+            .map(|p| (p.key.as_str(), &p.role, p.arguments.get("page_size")))
+            .collect();
+        let probe = |explicit| Role::Probe {
+            parameter: "page_size".into(),
+            explicit,
+        };
+        assert_eq!(
+            got,
+            [
+                ("orders/search#golden", &Role::Call, Some(&json!(50))),
+                ("orders/search#probe:page_size", &probe(false), None),
+                ("orders/search#probe:page_size", &probe(true), Some(&json!(50))),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_default_that_moves_is_one_finding_of_the_probe() {
+        let contracts = Contracts::parse(FILE, "c.toml").expect("parse");
+        let plan = plan(&contracts);
+        let (snapshot, notes) = snapshot(&plan, &seen_with(&plan, &[50, 50, 50]));
+        assert!(notes.is_empty(), "{notes:?}");
+        assert_eq!(snapshot.probes, Map2::from([("orders/search#probe:page_size".to_string(), true)]));
+        assert_eq!(snapshot.calls.len(), 1);
+        // Unchanged: nothing.
+        let j = judge(&contracts, &catalog(), &snapshot, &plan, &seen_with(&plan, &[50, 50, 50]));
+        assert!(j.differences.is_empty(), "{:?}", j.differences);
+        assert_eq!(j.fingerprint, snapshot.fingerprint);
+        // Left out, the server now gives 20: the probe, and only it.
+        let j = judge(&contracts, &catalog(), &snapshot, &plan, &seen_with(&plan, &[50, 20, 50]));
+        let rules: Vec<(&str, &str)> = j.differences.iter().map(|d| (d.rule, d.call.as_str())).collect();
+        assert_eq!(rules, [("default-behaviour-changed", "orders/search#probe:page_size")]);
+        assert!(j.differences[0].message.contains("held 20 items, with its pinned default 50"), "{:?}", j.differences);
+        assert_ne!(j.fingerprint, snapshot.fingerprint);
+    }
+
+    #[test]
+    fn a_probe_that_never_held_is_noted_at_record_and_not_reported_as_a_change() {
+        let contracts = Contracts::parse(FILE, "c.toml").expect("parse");
+        let plan = plan(&contracts);
+        let (snapshot, notes) = snapshot(&plan, &seen_with(&plan, &[50, 20, 50]));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(snapshot.probes["orders/search#probe:page_size"], false);
+        let j = judge(&contracts, &catalog(), &snapshot, &plan, &seen_with(&plan, &[50, 20, 50]));
+        assert!(j.differences.is_empty(), "{:?}", j.differences);
+        // A snapshot from before probes were kept: the probe is judged.
+        let old = Snapshot::new(snapshot.calls.clone());
+        let j = judge(&contracts, &catalog(), &old, &plan, &seen_with(&plan, &[50, 20, 50]));
+        assert_eq!(j.differences.len(), 1);
+    }
+
+    #[test]
+    fn a_call_not_seen_is_not_judged() {
+        let contracts = Contracts::parse(FILE, "c.toml").expect("parse");
+        let plan = plan(&contracts);
+        let (snapshot, _) = snapshot(&plan, &seen_with(&plan, &[50, 50, 50]));
+        let j = judge(&contracts, &catalog(), &snapshot, &plan, &[None, None, None]);
+        assert!(j.differences.is_empty());
+        assert!(j.called.is_empty());
+    }
+}
