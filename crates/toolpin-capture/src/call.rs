@@ -47,6 +47,19 @@ pub struct Answer {
 /// server cannot be reached or the session cannot be opened: the server is
 /// unavailable, which is not drift.
 pub fn call_server(server: &Server, requests: &[Request]) -> Result<Vec<Answer>, String> {
+    let mut answers = Vec::with_capacity(requests.len());
+    call_server_each(server, requests, &mut |a| answers.push(a))?;
+    Ok(answers)
+}
+
+/// [`call_server`], handing each answer to `on_answer` as it arrives, in
+/// request order: a caller can work on one answer (on another thread)
+/// while the server works on the next.
+pub fn call_server_each(
+    server: &Server,
+    requests: &[Request],
+    on_answer: &mut dyn FnMut(Answer),
+) -> Result<(), String> {
     let Source::Mcp { endpoint, session } = &server.source else {
         return Err("not an MCP server; only MCP servers can be called".into());
     };
@@ -56,7 +69,7 @@ pub fn call_server(server: &Server, requests: &[Request]) -> Result<Vec<Answer>,
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let redactor = Redactor::new(&server.secrets);
     runtime
-        .block_on(call_all(endpoint, session, requests))
+        .block_on(call_all(endpoint, session, requests, on_answer))
         .map_err(|e| redactor.redact(&e.to_string()))
 }
 
@@ -84,7 +97,8 @@ async fn call_all(
     endpoint: &Endpoint,
     opts: &SessionOptions,
     requests: &[Request],
-) -> Result<Vec<Answer>, McpError> {
+    on_answer: &mut dyn FnMut(Answer),
+) -> Result<(), McpError> {
     let mut client = connect(endpoint, opts).await?;
     let opened = match mcp::open(&mut client, opts).await {
         Ok(o) => o,
@@ -96,7 +110,6 @@ async fn call_all(
     if !opened.stateless {
         client.set_protocol_version(&opened.protocol_version);
     }
-    let mut answers = Vec::with_capacity(requests.len());
     for request in requests {
         let mut params = json!({"name": request.tool, "arguments": request.arguments});
         if opened.stateless {
@@ -113,8 +126,8 @@ async fn call_all(
             RequestError::Timeout(_) => Failure::Timeout,
             RequestError::Transport(m) | RequestError::Unreachable(m) => Failure::Transport(m),
         });
-        answers.push(Answer { result, latency });
+        on_answer(Answer { result, latency });
     }
     client.close(Duration::from_secs(2)).await;
-    Ok(answers)
+    Ok(())
 }

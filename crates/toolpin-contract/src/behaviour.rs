@@ -196,7 +196,8 @@ pub enum Outcome {
 
 /// The JSON a result stands for: `structuredContent` if present, else the
 /// text content parsed as JSON when it parses, else the text itself.
-pub fn payload(result: &Value) -> Value {
+pub fn payload(result: &Value) -> std::borrow::Cow<'_, Value> {
+    use std::borrow::Cow;
     if let Some(s) = result.get("structuredContent") {
         // SDKs wrap a tool's text return as `{"result": "…"}`: that text,
         // when it is JSON, is the payload.
@@ -207,10 +208,12 @@ pub fn payload(result: &Value) -> Value {
             if let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
                 serde_json::from_str::<Value>(text)
             {
-                return parsed;
+                return Cow::Owned(parsed);
             }
         }
-        return s.clone();
+        // Borrowed: a result is walked and checked, never changed, and a
+        // copy of every payload was a tenth of a run's CPU.
+        return Cow::Borrowed(s);
     }
     let texts: Vec<&str> = result
         .get("content")
@@ -227,11 +230,11 @@ pub fn payload(result: &Value) -> Value {
         .iter()
         .map(|t| serde_json::from_str(t).unwrap_or_else(|_| Value::String((*t).to_string())))
         .collect();
-    match parsed.len() {
+    Cow::Owned(match parsed.len() {
         0 => Value::Null,
         1 => parsed.into_iter().next().unwrap_or(Value::Null),
         _ => Value::Array(parsed),
-    }
+    })
 }
 
 pub(crate) fn type_name(v: &Value) -> &'static str {
@@ -334,15 +337,27 @@ pub fn order_keys(items: &[Value]) -> BTreeMap<String, String> {
     out
 }
 
+/// The entry for `pointer`, inserted with `T::default()` when missing:
+/// the key is copied only then (a page of rows visits each pointer once
+/// per row).
+fn slot<'m, T: Default>(map: &'m mut BTreeMap<String, T>, pointer: &str) -> &'m mut T {
+    if !map.contains_key(pointer) {
+        map.insert(pointer.to_string(), T::default());
+    }
+    map.get_mut(pointer)
+        .expect("inserted just above when missing")
+}
+
 impl Walk<'_> {
-    fn visit(&mut self, pointer: &str, v: &Value) {
+    /// Visits `v` at `pointer`, a buffer the walk extends for each child
+    /// and restores after it.
+    fn visit(&mut self, pointer: &mut String, v: &Value) {
         let t = type_name(v);
         // The same pointer with two types (integer and number): keep the wider.
-        let entry = self
-            .shape
-            .entry(pointer.to_string())
-            .or_insert_with(|| t.to_string());
-        if entry != t {
+        let entry = slot(&mut self.shape, pointer);
+        if entry.is_empty() {
+            entry.push_str(t);
+        } else if entry != t {
             if (entry == "integer" && t == "number") || (entry == "number" && t == "integer") {
                 *entry = "number".into();
             } else if !entry.split('|').any(|x| x == t) {
@@ -351,34 +366,46 @@ impl Walk<'_> {
                 *entry = parts.join("|");
             }
         }
+        let len = pointer.len();
         match v {
             Value::Array(items) => {
-                if !self.counts.contains_key(pointer) {
-                    self.counts.insert(pointer.to_string(), items.len() as u64);
+                if !self.counts.contains_key(pointer.as_str()) {
+                    self.counts.insert(pointer.clone(), items.len() as u64);
                     let keys = order_keys(items);
                     if !keys.is_empty() {
-                        self.order.insert(pointer.to_string(), keys);
+                        self.order.insert(pointer.clone(), keys);
                     }
                 }
-                let inner = format!("{pointer}/*");
+                pointer.push_str("/*");
                 for item in items {
-                    self.visit(&inner, item);
+                    self.visit(pointer, item);
                 }
+                pointer.truncate(len);
             }
             Value::Object(map) => {
                 for (k, item) in map {
-                    let key = k.replace('~', "~0").replace('/', "~1");
-                    self.visit(&format!("{pointer}/{key}"), item);
+                    pointer.push('/');
+                    if k.contains(['~', '/']) {
+                        pointer.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                    } else {
+                        pointer.push_str(k);
+                    }
+                    self.visit(pointer, item);
+                    pointer.truncate(len);
                 }
             }
             Value::String(s) => {
-                let mask = self.formats.entry(pointer.to_string()).or_insert(u16::MAX);
+                // Every format holds until a string fails it.
+                if !self.formats.contains_key(pointer.as_str()) {
+                    self.formats.insert(pointer.clone(), u16::MAX);
+                }
+                let mask = slot(&mut self.formats, pointer);
                 if *mask != 0 {
                     *mask = format_mask(s, *mask);
                 }
                 if !self.volatile.string(s) && s.chars().count() <= MAX_VALUE_CHARS {
-                    let set = self.strings.entry(pointer.to_string()).or_default();
-                    if set.len() <= MAX_VALUES {
+                    let set = slot(&mut self.strings, pointer);
+                    if set.len() <= MAX_VALUES && !set.contains(s) {
                         set.insert(s.clone());
                     }
                 }
@@ -405,14 +432,14 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
             Outcome::Error(c) => *c,
             Outcome::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => {
                 let text = payload(r);
-                let msg = match &text {
+                let msg = match text.as_ref() {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
                 Class::of_error(None, None, &msg)
             }
             Outcome::Result(r) => {
-                walk.visit("", &payload(r));
+                walk.visit(&mut String::new(), &payload(r));
                 Class::Ok
             }
         };
@@ -525,7 +552,7 @@ impl Snapshot {
 
 /// Over `calls` alone when there are no probes (the fingerprint snapshots
 /// had before probes were kept), else over `{"calls", "probes"}`.
-fn fingerprint(calls: &BTreeMap<String, Observation>, probes: &BTreeMap<String, bool>) -> String {
+pub(crate) fn fingerprint<C: Serialize + ?Sized>(calls: &C, probes: &BTreeMap<String, bool>) -> String {
     let calls = serde_json::to_value(calls).unwrap_or(Value::Null);
     let value = if probes.is_empty() {
         calls
@@ -562,9 +589,15 @@ pub fn compare(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
 }
 
 /// The values a difference from [`compare`] is between.
-fn values(d: &Difference, recorded: &Observation, now: &Observation) -> (Option<Value>, Option<Value>) {
+fn values(
+    d: &Difference,
+    recorded: &Observation,
+    now: &Observation,
+) -> (Option<Value>, Option<Value>) {
     fn at<T: Serialize>(map: &BTreeMap<String, T>, p: &str) -> Value {
-        map.get(p).map_or(Value::Null, |v| serde_json::to_value(v).unwrap_or(Value::Null))
+        map.get(p).map_or(Value::Null, |v| {
+            serde_json::to_value(v).unwrap_or(Value::Null)
+        })
     }
     let p = d.pointer.as_deref().unwrap_or("");
     let class = |o: &Observation| Value::from(o.class.unwrap_or(Class::Ok).as_str());

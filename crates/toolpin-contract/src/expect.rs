@@ -50,10 +50,28 @@ pub fn resolve<'a>(payload: &'a Value, pointer: &str) -> Vec<&'a Value> {
 }
 
 /// The pinned `outputSchema` of the tool `server/tool`, if any.
-pub fn output_schema(catalog: &Catalog, tool_key: &str) -> Option<Value> {
+pub fn output_schema(catalog: &Catalog, tool_key: &str) -> Option<OutputSchema> {
     let (server, tool) = tool_key.split_once('/')?;
     let pinned = catalog.servers.get(server)?.tools.get(tool)?.value();
-    pinned.get("outputSchema").cloned()
+    pinned.get("outputSchema").map(OutputSchema::compile)
+}
+
+/// A pinned outputSchema, compiled once for every call that checks it.
+pub struct OutputSchema {
+    validator: Result<jsonschema::Validator, String>,
+}
+
+impl OutputSchema {
+    /// Compiles `schema` offline (no `$ref` is fetched); one that does not
+    /// compile fails each check with the reason.
+    pub fn compile(schema: &Value) -> OutputSchema {
+        OutputSchema {
+            validator: jsonschema::options()
+                .offline()
+                .build(schema)
+                .map_err(|e| e.to_string()),
+        }
+    }
 }
 
 fn class_of(e: ErrorClass) -> Class {
@@ -87,7 +105,7 @@ pub fn check_expect(
     expect: &crate::Expect,
     class: Option<Class>,
     result: Option<&Value>,
-    output_schema: Option<&Value>,
+    output_schema: Option<&OutputSchema>,
 ) -> Vec<Difference> {
     let mut out = Vec::new();
     let mut fail = |pointer: &str, message: String| {
@@ -134,7 +152,7 @@ pub fn check_expect(
         return out;
     };
     let payload = payload(result);
-    let payload = &payload;
+    let payload = payload.as_ref();
     for field in &expect.fields {
         let pointer = field.pointer.get_ref();
         let found = resolve(payload, pointer);
@@ -387,7 +405,7 @@ pub(crate) fn compare_scalars(a: &Value, b: &Value) -> std::cmp::Ordering {
 
 /// `output_schema = true`: the result's `structuredContent` against the
 /// pinned outputSchema (offline: no `$ref` is fetched).
-fn conformance(key: &str, result: &Value, schema: Option<&Value>) -> Option<Difference> {
+fn conformance(key: &str, result: &Value, schema: Option<&OutputSchema>) -> Option<Difference> {
     let schema = schema?;
     let diff = |message: String| Difference {
         rule: "result-nonconformant",
@@ -401,7 +419,7 @@ fn conformance(key: &str, result: &Value, schema: Option<&Value>) -> Option<Diff
             "the result has no structuredContent to check against the pinned outputSchema".into(),
         ));
     };
-    let validator = match jsonschema::options().offline().build(schema) {
+    let validator = match &schema.validator {
         Ok(v) => v,
         Err(e) => {
             return Some(diff(format!(
@@ -560,7 +578,13 @@ mod expect_tests {
         let e = expect("output_schema = true");
         let check = |structured: Value| {
             let result = json!({"content": [], "structuredContent": structured});
-            check_expect("s/t#c", &e, Some(Class::Ok), Some(&result), Some(&schema))
+            check_expect(
+                "s/t#c",
+                &e,
+                Some(Class::Ok),
+                Some(&result),
+                Some(&OutputSchema::compile(&schema)),
+            )
         };
         assert!(check(json!({"rows": [], "total": 1})).is_empty());
         let d = check(rows());
@@ -581,7 +605,13 @@ mod expect_tests {
         );
         assert!(d[0].message.ends_with("; and 1 more"), "{}", d[0].message);
         let none = json!({"content": [{"type": "text", "text": "{}"}]});
-        let d = check_expect("s/t#c", &e, Some(Class::Ok), Some(&none), Some(&schema));
+        let d = check_expect(
+            "s/t#c",
+            &e,
+            Some(Class::Ok),
+            Some(&none),
+            Some(&OutputSchema::compile(&schema)),
+        );
         assert_eq!(
             d[0].message,
             "the result has no structuredContent to check against the pinned outputSchema"
@@ -589,9 +619,14 @@ mod expect_tests {
         // output_schema = false, or not given: nothing.
         let off = expect("output_schema = false");
         let result = json!({"structuredContent": {}});
-        assert!(
-            check_expect("s/t#c", &off, Some(Class::Ok), Some(&result), Some(&schema)).is_empty()
-        );
+        assert!(check_expect(
+            "s/t#c",
+            &off,
+            Some(Class::Ok),
+            Some(&result),
+            Some(&OutputSchema::compile(&schema))
+        )
+        .is_empty());
     }
 
     #[test]

@@ -25,13 +25,8 @@ pub fn comparison(
 ) -> Comparison {
     let mut findings: Vec<Finding> = differences.iter().map(finding).collect();
     findings.sort_by(|a, b| {
-        (&a.server, &a.tool, &a.call, &a.pointer, a.rule).cmp(&(
-            &b.server,
-            &b.tool,
-            &b.call,
-            &b.pointer,
-            b.rule,
-        ))
+        (&a.server, &a.tool, &a.call, &a.pointer, a.rule)
+            .cmp(&(&b.server, &b.tool, &b.call, &b.pointer, b.rule))
     });
     let changed: BTreeSet<(&str, &str)> = findings
         .iter()
@@ -116,7 +111,11 @@ mod tests {
         let c = comparison(
             &[
                 diff("latency-regressed", "orders/search#default", None),
-                diff("result-count-changed", "orders/search#default", Some("/rows")),
+                diff(
+                    "result-count-changed",
+                    "orders/search#default",
+                    Some("/rows"),
+                ),
                 diff("error-class-changed", "orders/get_order#bad", None),
             ],
             &called,
@@ -126,18 +125,47 @@ mod tests {
         let got: Vec<(&str, &str, Option<&str>, &str, &str)> = c
             .findings
             .iter()
-            .map(|f| (f.rule, f.tool.as_str(), f.call.as_deref(), f.pointer.as_str(), f.message.as_str()))
+            .map(|f| {
+                (
+                    f.rule,
+                    f.tool.as_str(),
+                    f.call.as_deref(),
+                    f.pointer.as_str(),
+                    f.message.as_str(),
+                )
+            })
             .collect();
         assert_eq!(
             got,
             [
-                ("error-class-changed", "get_order", Some("bad"), "", "bad: it moved"),
-                ("latency-regressed", "search", Some("default"), "", "default: it moved"),
-                ("result-count-changed", "search", Some("default"), "/rows", "default: it moved"),
+                (
+                    "error-class-changed",
+                    "get_order",
+                    Some("bad"),
+                    "",
+                    "bad: it moved"
+                ),
+                (
+                    "latency-regressed",
+                    "search",
+                    Some("default"),
+                    "",
+                    "default: it moved"
+                ),
+                (
+                    "result-count-changed",
+                    "search",
+                    Some("default"),
+                    "/rows",
+                    "default: it moved"
+                ),
             ]
         );
         let f = &c.findings[2];
-        assert_eq!((f.server.as_str(), f.kind, f.severity), ("orders", toolpin_drift::Kind::Behavioural, Severity::High));
+        assert_eq!(
+            (f.server.as_str(), f.kind, f.severity),
+            ("orders", toolpin_drift::Kind::Behavioural, Severity::High)
+        );
         assert!(f.model_reads);
         assert_eq!(c.summary.tools_changed, 2);
         assert_eq!(c.summary.tools_unchanged, 0);

@@ -100,13 +100,15 @@ pub struct Seen {
 }
 
 /// Observes the repeats of `planned` (each with its latency in ms).
-pub fn seen(planned: &Planned, outcomes: &[(Outcome, f64)]) -> Seen {
-    let payload = outcomes.iter().find_map(|(o, _)| match o {
-        Outcome::Result(r) if r.get("isError") != Some(&Value::Bool(true)) => Some(r.clone()),
+pub fn seen(planned: &Planned, outcomes: Vec<(Outcome, f64)>) -> Seen {
+    let observation = behaviour::observe(&outcomes, &planned.volatile);
+    // The first successful result is kept (moved, not copied).
+    let payload = outcomes.into_iter().find_map(|(o, _)| match o {
+        Outcome::Result(r) if r.get("isError") != Some(&Value::Bool(true)) => Some(r),
         _ => None,
     });
     Seen {
-        observation: behaviour::observe(outcomes, &planned.volatile),
+        observation,
         payload,
     }
 }
@@ -199,11 +201,11 @@ pub fn judge(
     }
     for (key, now) in &by_key {
         match snapshot.calls.get(*key) {
-            Some(recorded) => judged.differences.extend(behaviour::compare(
-                key,
-                recorded,
-                &now.observation,
-            )),
+            Some(recorded) => {
+                judged
+                    .differences
+                    .extend(behaviour::compare(key, recorded, &now.observation))
+            }
             None => judged.unrecorded.push(key.to_string()),
         }
     }
@@ -249,7 +251,14 @@ pub fn judge(
             with,
         ));
     }
-    judged.fingerprint = Snapshot::with_probes(calls(plan, seen), held).fingerprint;
+    // As `Snapshot::with_probes` would, without copying the observations.
+    let observed: BTreeMap<&str, &Observation> = plan
+        .iter()
+        .zip(seen)
+        .filter(|(p, _)| p.role == Role::Call)
+        .filter_map(|(p, s)| Some((p.key.as_str(), &s.as_ref()?.observation)))
+        .collect();
+    judged.fingerprint = behaviour::fingerprint(&observed, &held);
     judged
 }
 
@@ -274,7 +283,8 @@ default = 50
     fn catalog() -> Catalog {
         let tool = json!({"name": "search", "annotations": {"readOnlyHint": true},
             "inputSchema": {"type": "object", "properties": {"page_size": {"type": "integer", "default": 50}}}});
-        let pin = ServerPin::new("orders", json!({"file": "t.json"}), "mcp", vec![tool]).expect("pin");
+        let pin =
+            ServerPin::new("orders", json!({"file": "t.json"}), "mcp", vec![tool]).expect("pin");
         Catalog::new("default", Map2::from([("orders".to_string(), pin)])).expect("catalog")
     }
 
@@ -287,7 +297,7 @@ default = 50
     fn seen_with(plan: &[Planned], rows_each: &[usize]) -> Vec<Option<Seen>> {
         plan.iter()
             .zip(rows_each)
-            .map(|(p, n)| Some(seen(p, &[(rows(*n), 1.0)])))
+            .map(|(p, n)| Some(seen(p, vec![(rows(*n), 1.0)])))
             .collect()
     }
 
@@ -308,7 +318,11 @@ default = 50
             [
                 ("orders/search#golden", &Role::Call, Some(&json!(50))),
                 ("orders/search#probe:page_size", &probe(false), None),
-                ("orders/search#probe:page_size", &probe(true), Some(&json!(50))),
+                (
+                    "orders/search#probe:page_size",
+                    &probe(true),
+                    Some(&json!(50))
+                ),
             ]
         );
     }
@@ -319,17 +333,45 @@ default = 50
         let plan = plan(&contracts);
         let (snapshot, notes) = snapshot(&plan, &seen_with(&plan, &[50, 50, 50]));
         assert!(notes.is_empty(), "{notes:?}");
-        assert_eq!(snapshot.probes, Map2::from([("orders/search#probe:page_size".to_string(), true)]));
+        assert_eq!(
+            snapshot.probes,
+            Map2::from([("orders/search#probe:page_size".to_string(), true)])
+        );
         assert_eq!(snapshot.calls.len(), 1);
         // Unchanged: nothing.
-        let j = judge(&contracts, &catalog(), &snapshot, &plan, &seen_with(&plan, &[50, 50, 50]));
+        let j = judge(
+            &contracts,
+            &catalog(),
+            &snapshot,
+            &plan,
+            &seen_with(&plan, &[50, 50, 50]),
+        );
         assert!(j.differences.is_empty(), "{:?}", j.differences);
         assert_eq!(j.fingerprint, snapshot.fingerprint);
         // Left out, the server now gives 20: the probe, and only it.
-        let j = judge(&contracts, &catalog(), &snapshot, &plan, &seen_with(&plan, &[50, 20, 50]));
-        let rules: Vec<(&str, &str)> = j.differences.iter().map(|d| (d.rule, d.call.as_str())).collect();
-        assert_eq!(rules, [("default-behaviour-changed", "orders/search#probe:page_size")]);
-        assert!(j.differences[0].message.contains("held 20 items, with its pinned default 50"), "{:?}", j.differences);
+        let j = judge(
+            &contracts,
+            &catalog(),
+            &snapshot,
+            &plan,
+            &seen_with(&plan, &[50, 20, 50]),
+        );
+        let rules: Vec<(&str, &str)> = j
+            .differences
+            .iter()
+            .map(|d| (d.rule, d.call.as_str()))
+            .collect();
+        assert_eq!(
+            rules,
+            [("default-behaviour-changed", "orders/search#probe:page_size")]
+        );
+        assert!(
+            j.differences[0]
+                .message
+                .contains("held 20 items, with its pinned default 50"),
+            "{:?}",
+            j.differences
+        );
         assert_ne!(j.fingerprint, snapshot.fingerprint);
     }
 
@@ -339,12 +381,24 @@ default = 50
         let plan = plan(&contracts);
         let (snapshot, notes) = snapshot(&plan, &seen_with(&plan, &[50, 20, 50]));
         assert_eq!(notes.len(), 1, "{notes:?}");
-        assert_eq!(snapshot.probes["orders/search#probe:page_size"], false);
-        let j = judge(&contracts, &catalog(), &snapshot, &plan, &seen_with(&plan, &[50, 20, 50]));
+        assert!(!snapshot.probes["orders/search#probe:page_size"]);
+        let j = judge(
+            &contracts,
+            &catalog(),
+            &snapshot,
+            &plan,
+            &seen_with(&plan, &[50, 20, 50]),
+        );
         assert!(j.differences.is_empty(), "{:?}", j.differences);
         // A snapshot from before probes were kept: the probe is judged.
         let old = Snapshot::new(snapshot.calls.clone());
-        let j = judge(&contracts, &catalog(), &old, &plan, &seen_with(&plan, &[50, 20, 50]));
+        let j = judge(
+            &contracts,
+            &catalog(),
+            &old,
+            &plan,
+            &seen_with(&plan, &[50, 20, 50]),
+        );
         assert_eq!(j.differences.len(), 1);
     }
 
@@ -353,7 +407,13 @@ default = 50
         let contracts = Contracts::parse(FILE, "c.toml").expect("parse");
         let plan = plan(&contracts);
         let (snapshot, _) = snapshot(&plan, &seen_with(&plan, &[50, 50, 50]));
-        let j = judge(&contracts, &catalog(), &snapshot, &plan, &[None, None, None]);
+        let j = judge(
+            &contracts,
+            &catalog(),
+            &snapshot,
+            &plan,
+            &[None, None, None],
+        );
         assert!(j.differences.is_empty());
         assert!(j.called.is_empty());
     }

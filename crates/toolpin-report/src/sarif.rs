@@ -42,7 +42,10 @@ pub fn result_level(severity: Severity, failing: bool) -> &'static str {
 pub fn fingerprint(f: &Finding) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let call = f.call.as_deref().into_iter();
-    for part in [f.rule, &f.server, &f.tool, &f.pointer].into_iter().chain(call) {
+    for part in [f.rule, &f.server, &f.tool, &f.pointer]
+        .into_iter()
+        .chain(call)
+    {
         for b in part.bytes().chain([0u8]) {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0000_0100_0000_01b3);

@@ -89,7 +89,10 @@ pub fn render(c: &Comparison, verdict: &Verdict, opts: TextOptions) -> String {
             "{} {what} ({tools} tool{}, {fingerprinted} {})",
             s.green("ok:"),
             if tools == 1 { "" } else { "s" },
-            c.fingerprints.after.get(..12).unwrap_or(&c.fingerprints.after)
+            c.fingerprints
+                .after
+                .get(..12)
+                .unwrap_or(&c.fingerprints.after)
         );
         if c.is_clean() {
             return out;

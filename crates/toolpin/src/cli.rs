@@ -267,7 +267,8 @@ pub enum Command {
     /// Contract tests: golden calls against the live tools, derived from the pin
     ///
     /// The contracts live in toolpin.contracts.toml beside the lockfile; see
-    /// docs/contracts.md. Not yet: `record` and `run`, which make the calls.
+    /// docs/contracts.md. `record` makes the calls and keeps what they did;
+    /// `run` makes them again and reports what moved, as `check` reports.
     Contract {
         #[command(subcommand)]
         command: ContractCommand,

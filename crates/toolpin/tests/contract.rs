@@ -484,7 +484,12 @@ fn findings(stdout: &str) -> Vec<String> {
             let message = message
                 .strip_prefix(&format!("{call}: "))
                 .unwrap_or_else(|| panic!("the message names the call: {f}"));
-            format!("{}: {}/{}#{call}: {message}", s("rule"), s("server"), s("tool"))
+            format!(
+                "{}: {}/{}#{call}: {message}",
+                s("rule"),
+                s("server"),
+                s("tool")
+            )
         })
         .collect()
 }
@@ -573,7 +578,8 @@ fn record_and_run_everything(sb: &Sandbox, times: usize) {
         let run = sb.run(&["contract", "run"]);
         run.ok();
         assert!(
-            run.stdout.starts_with("ok: the live tools behave as recorded ("),
+            run.stdout
+                .starts_with("ok: the live tools behave as recorded ("),
             "{run:#?}"
         );
         assert_eq!(run.stdout.lines().count(), 1, "{run:#?}");
@@ -669,7 +675,10 @@ fn a_behaviour_finding_goes_through_the_policy_and_every_report_format() {
     );
     assert_eq!(doc["verdict"]["fails"], true, "{doc}");
     let md = sb.read_string("out/comment.md");
-    assert!(md.starts_with("### ❌ toolpin: behaviour drift fails the check"), "{md}");
+    assert!(
+        md.starts_with("### ❌ toolpin: behaviour drift fails the check"),
+        "{md}"
+    );
     assert!(md.contains("\nBehaviour fingerprint `"), "{md}");
     let sarif: serde_json::Value =
         serde_json::from_str(&sb.read_string("out/drift.sarif")).unwrap();
@@ -700,7 +709,10 @@ fn a_behaviour_finding_goes_through_the_policy_and_every_report_format() {
     let run = sb.run_env(RUN, &status);
     assert_eq!(run.code, 0, "{run:#?}");
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    assert_eq!(doc["verdict"]["ignored"][0]["reason"], "refunds are new, agreed", "{doc}");
+    assert_eq!(
+        doc["verdict"]["ignored"][0]["reason"], "refunds are new, agreed",
+        "{doc}"
+    );
     sb.write(
         "toolpin.toml",
         format!("{toml}\n[policy.rules]\nresult-value-set-changed = \"off\"\n"),
@@ -975,4 +987,45 @@ fn the_rule_ids_of_the_assertions_and_snapshot_additions_are_in_the_registry() {
         run.ok();
         assert!(run.stdout.contains(id), "{run:#?}");
     }
+}
+
+/// Processes with `needle` as an argument, from /proc.
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let args: Vec<String> = cmdline
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            if args.iter().any(|a| a == needle) {
+                out.push(args.join(" "));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn what_a_stdio_server_leaves_in_its_group_goes_with_it() {
+    let script = repo()
+        .join("tests/servers/py/behaviour.py")
+        .canonicalize()
+        .unwrap();
+    // A shell that starts a background job, then becomes the server: the
+    // job outlived the session when the server exited cleanly.
+    let marker = format!("{}.25", 300 + std::process::id() % 600);
+    let sb = pinned(&format!(
+        "[servers.orders]\ncommand = [\"sh\", \"-c\", {:?}]\n",
+        format!("sleep {marker} & exec {} {}", python(), script.display())
+    ));
+    assert!(processes_with(&marker).is_empty(), "after lock: {:?}", processes_with(&marker));
+    let text = sb.read_string(FILE).replace(
+        "order_id = \"<FILL IN: order_id (string)>\"",
+        "order_id = \"ord-0998\"",
+    );
+    sb.write(FILE, &text);
+    sb.run(&["contract", "record"]).ok();
+    sb.run(&["contract", "run"]).ok();
+    assert!(processes_with(&marker).is_empty(), "after run: {:?}", processes_with(&marker));
 }

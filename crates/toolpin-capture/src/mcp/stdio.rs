@@ -193,23 +193,24 @@ impl StdioTransport {
     /// then kills the process group; the child is always reaped.
     pub async fn close(&mut self, grace: Duration) {
         self.stdin.take();
-        if tokio::time::timeout(grace, self.child.wait())
+        // Taken now: once the child is reaped, `id()` is None, and the
+        // group it led (process_group(0)) must still be taken down. Its
+        // id is not reused while any member is alive.
+        let group = self.child.id().and_then(|p| i32::try_from(p).ok());
+        let exited = tokio::time::timeout(grace, self.child.wait())
             .await
-            .is_err()
-        {
-            if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
-                // SAFETY: kill(2) has no memory effects; the negative pid is
-                // the group the child leads (process_group(0)).
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
-            }
-            let _ = self.child.wait().await;
-        } else if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
-            // The server is gone; anything it left in its group goes too.
+            .is_ok();
+        if let Some(pid) = group {
+            // SAFETY: kill(2) has no memory effects; the negative pid is
+            // the group the child leads. After a clean exit this takes
+            // down anything the server left in it (a shell's background
+            // job); after the grace period, the server too.
             unsafe {
                 libc::kill(-pid, libc::SIGKILL);
             }
+        }
+        if !exited {
+            let _ = self.child.wait().await;
         }
     }
 }

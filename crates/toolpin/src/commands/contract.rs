@@ -105,9 +105,14 @@ struct Observed {
     unavailable: Vec<String>,
 }
 
-fn load(
-    config: &ConfigArgs,
-) -> Result<(std::path::PathBuf, crate::config::Config, Contracts), CliError> {
+type Loaded = (
+    std::path::PathBuf,
+    crate::config::Config,
+    toolpin_manifest::Catalog,
+    Contracts,
+);
+
+fn load(config: &ConfigArgs) -> Result<Loaded, CliError> {
     let cfg = crate::config::load(&config.config, config.env.as_deref())?;
     let lockfile = match &config.lockfile {
         Some(p) => p.clone(),
@@ -117,7 +122,7 @@ fn load(
     let path = toolpin_contract::path_for(&lockfile);
     let (contracts, _) = toolpin_contract::check(&path, &catalog, &lockfile.display().to_string())?;
     contracts.check_ready()?;
-    Ok((lockfile, cfg, contracts))
+    Ok((lockfile, cfg, catalog, contracts))
 }
 
 /// Makes the planned calls. Servers are called at once, at most
@@ -136,21 +141,20 @@ fn observe_all(cfg: &crate::config::Config, planned: &[Planned], concurrency: u6
     let workers = (concurrency.max(1) as usize).min(servers.len());
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            scope.spawn(|| loop {
-                let Some(server) = servers.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                match observe_server(server, planned) {
-                    Ok(mine) => {
-                        let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-                        for (i, s) in mine {
-                            seen[i] = Some(s);
+            scope.spawn(|| {
+                while let Some(server) = servers.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    match observe_server(server, planned) {
+                        Ok(mine) => {
+                            let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+                            for (i, s) in mine {
+                                seen[i] = Some(s);
+                            }
                         }
+                        Err(why) => unavailable
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(format!("server {:?}: {why}", server.name)),
                     }
-                    Err(why) => unavailable
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(format!("server {:?}: {why}", server.name)),
                 }
             });
         }
@@ -186,17 +190,36 @@ fn observe_server(
             });
         }
     }
-    let mut answers = call::call_server(server, &requests)?.into_iter();
-    let mut out = Vec::with_capacity(mine.len());
-    for (i, p) in mine {
-        let outcomes: Vec<(CallOutcome, f64)> = answers
-            .by_ref()
-            .take(p.repeats as usize)
-            .map(|a| (outcome(a.result), a.latency.as_secs_f64() * 1000.0))
-            .collect();
-        out.push((i, toolpin_contract::run::seen(p, &outcomes)));
-    }
-    Ok(out)
+    // Each answer is observed on a second thread while the server works
+    // on the next call, so observing adds little to the session's wall.
+    let (tx, rx) = std::sync::mpsc::channel::<call::Answer>();
+    std::thread::scope(|scope| {
+        let observer = scope.spawn(move || {
+            let mut answers = rx.into_iter();
+            let mut out = Vec::with_capacity(mine.len());
+            for (i, p) in mine {
+                let outcomes: Vec<(CallOutcome, f64)> = answers
+                    .by_ref()
+                    .take(p.repeats as usize)
+                    .map(|a| (outcome(a.result), a.latency.as_secs_f64() * 1000.0))
+                    .collect();
+                if outcomes.len() < p.repeats as usize {
+                    // The session ended early: the server is unavailable.
+                    break;
+                }
+                out.push((i, toolpin_contract::run::seen(p, outcomes)));
+            }
+            out
+        });
+        let called = call::call_server_each(server, &requests, &mut |a| {
+            let _ = tx.send(a);
+        });
+        drop(tx);
+        let seen = observer
+            .join()
+            .map_err(|_| "observing the answers failed".to_string())?;
+        called.map(|()| seen)
+    })
 }
 
 fn outcome(result: Result<serde_json::Value, call::Failure>) -> CallOutcome {
@@ -228,7 +251,7 @@ fn report_unavailable(unavailable: &[String]) -> Result<(), CliError> {
 }
 
 fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
-    let (lockfile, cfg, contracts) = load(config)?;
+    let (lockfile, cfg, _, contracts) = load(config)?;
     let planned = toolpin_contract::run::plan(&contracts);
     let observed = observe_all(&cfg, &planned, contracts.defaults.concurrency);
     report_unavailable(&observed.unavailable)?;
@@ -259,8 +282,7 @@ fn run_calls(
     style: Style,
 ) -> Result<Outcome, CliError> {
     check_targets(args)?;
-    let (lockfile, cfg, contracts) = load(config)?;
-    let catalog = super::read_lockfile(&lockfile)?;
+    let (lockfile, cfg, catalog, contracts) = load(config)?;
     let path = behaviour::path_for(&lockfile);
     let snapshot = Snapshot::read(&path)?;
     let planned = toolpin_contract::run::plan(&contracts);
