@@ -163,7 +163,9 @@ pub struct Observation {
 #[derive(Clone, Debug, Default)]
 pub struct Volatile {
     pub pointers: Vec<String>,
-    pub patterns: Vec<regex::Regex>,
+    /// Shared, not copied, by every call of a contract: a copied `Regex`
+    /// starts an empty match cache, which cost each call a cache's setup.
+    pub patterns: std::sync::Arc<[regex::Regex]>,
 }
 
 impl Volatile {
@@ -171,7 +173,7 @@ impl Volatile {
     pub fn pointers(pointers: &[String]) -> Volatile {
         Volatile {
             pointers: pointers.to_vec(),
-            patterns: Vec::new(),
+            patterns: std::sync::Arc::new([]),
         }
     }
 
@@ -552,7 +554,10 @@ impl Snapshot {
 
 /// Over `calls` alone when there are no probes (the fingerprint snapshots
 /// had before probes were kept), else over `{"calls", "probes"}`.
-pub(crate) fn fingerprint<C: Serialize + ?Sized>(calls: &C, probes: &BTreeMap<String, bool>) -> String {
+pub(crate) fn fingerprint<C: Serialize + ?Sized>(
+    calls: &C,
+    probes: &BTreeMap<String, bool>,
+) -> String {
     let calls = serde_json::to_value(calls).unwrap_or(Value::Null);
     let value = if probes.is_empty() {
         calls
@@ -1156,7 +1161,7 @@ mod tests {
         assert_eq!(plain.values["/rows/*/ref"], ["ord-1", "ord-2", "x"]);
         let volatile = Volatile {
             pointers: vec![],
-            patterns: vec![regex::Regex::new("^ord-[0-9]+$").unwrap()],
+            patterns: vec![regex::Regex::new("^ord-[0-9]+$").unwrap()].into(),
         };
         let o = observe(&[(result(v), 1.0)], &volatile);
         assert_eq!(o.values["/rows/*/ref"], ["x"]);

@@ -257,16 +257,19 @@ pub struct Contract {
 }
 
 impl Contract {
-    /// What this contract's observations leave out of the value sets.
+    /// What this contract's observations leave out of the value sets, its
+    /// patterns compiled (`run::plan` asks once per contract and shares the
+    /// result between the contract's calls).
     pub fn volatile_values(&self) -> crate::behaviour::Volatile {
         crate::behaviour::Volatile {
             pointers: self.volatile.clone(),
-            // Every pattern compiled when the file was parsed.
+            // Every pattern was checked to compile when the file was parsed.
             patterns: self
                 .volatile_patterns
                 .iter()
                 .filter_map(|p| regex::Regex::new(p).ok())
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
         }
     }
 

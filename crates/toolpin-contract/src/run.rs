@@ -41,18 +41,26 @@ pub struct Planned {
     pub repeats: u64,
     pub volatile: Volatile,
     pub role: Role,
+    /// For a golden call: its contract's and its own index in the file
+    /// (`contracts.tools[a].calls[b]`).
+    at: Option<(usize, usize)>,
 }
 
 /// The calls the enabled contracts ask for, in file order: each tool's
 /// golden calls, then its default probes (without, then with).
 pub fn plan(contracts: &Contracts) -> Vec<Planned> {
     let mut out = Vec::new();
-    for contract in contracts.tools.iter().filter(|c| c.enabled) {
+    for (a, contract) in contracts
+        .tools
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.enabled)
+    {
         let Some((server, tool)) = contract.key.split_once('/') else {
             continue;
         };
         let volatile = contract.volatile_values();
-        let base = |key: String, arguments, timeout_ms, repeats, role| Planned {
+        let base = |key: String, arguments, timeout_ms, repeats, role, at| Planned {
             key,
             tool_key: contract.key.clone(),
             server: server.to_string(),
@@ -62,14 +70,16 @@ pub fn plan(contracts: &Contracts) -> Vec<Planned> {
             repeats,
             volatile: volatile.clone(),
             role,
+            at,
         };
-        for call in contract.calls.iter().filter(|c| c.enabled) {
+        for (b, call) in contract.calls.iter().enumerate().filter(|(_, c)| c.enabled) {
             out.push(base(
                 format!("{}#{}", contract.key, call.name),
                 contract.call_arguments(call),
                 call.timeout_ms,
                 call.repeats.clamp(1, crate::file::MAX_REPEATS),
                 Role::Call,
+                Some((a, b)),
             ));
         }
         for probe in contract.default_probes.iter().filter(|p| p.enabled) {
@@ -84,6 +94,7 @@ pub fn plan(contracts: &Contracts) -> Vec<Planned> {
                         parameter: probe.parameter.clone(),
                         explicit,
                     },
+                    None,
                 ));
             }
         }
@@ -178,8 +189,145 @@ pub struct Judged {
     pub fingerprint: String,
 }
 
+/// What one golden call showed.
+#[derive(Debug)]
+pub struct CallJudgement {
+    /// Whether the snapshot holds the call (one added since `record` is
+    /// checked against its assertions only).
+    pub recorded: bool,
+    pub differences: Vec<Difference>,
+}
+
+/// Judges calls one at a time, so that a caller can judge each as it
+/// arrives (while the server works on the next), then the run as a whole
+/// ([`Judge::finish`]).
+pub struct Judge<'a> {
+    contracts: &'a Contracts,
+    snapshot: &'a Snapshot,
+    /// Per contract: its pinned outputSchema, compiled, when a call of it
+    /// asserts `output_schema = true`.
+    schemas: Vec<Option<crate::expect::OutputSchema>>,
+}
+
+impl<'a> Judge<'a> {
+    pub fn new(contracts: &'a Contracts, catalog: &Catalog, snapshot: &'a Snapshot) -> Judge<'a> {
+        let schemas = contracts
+            .tools
+            .iter()
+            .map(|c| {
+                let asserted = c.enabled
+                    && c.calls.iter().any(|call| {
+                        call.enabled
+                            && call
+                                .expect
+                                .output_schema
+                                .as_ref()
+                                .is_some_and(|o| *o.get_ref())
+                    });
+                asserted
+                    .then(|| crate::expect::output_schema(catalog, &c.key))
+                    .flatten()
+            })
+            .collect();
+        Judge {
+            contracts,
+            snapshot,
+            schemas,
+        }
+    }
+
+    /// The fingerprint of the snapshot judged against.
+    pub fn snapshot_fingerprint(&self) -> &str {
+        &self.snapshot.fingerprint
+    }
+
+    /// A golden call against its snapshot entry and its `expect`; `None`
+    /// for a probe's side (probes are judged in pairs by [`Judge::finish`]).
+    pub fn call(&self, planned: &Planned, seen: &Seen) -> Option<CallJudgement> {
+        let (a, b) = planned.at?;
+        let call = self.contracts.tools.get(a)?.calls.get(b)?;
+        let key = planned.key.as_str();
+        let recorded = self.snapshot.calls.get(key);
+        let mut differences = match recorded {
+            Some(recorded) => behaviour::compare(key, recorded, &seen.observation),
+            None => Vec::new(),
+        };
+        differences.extend(behaviour::check_expect(
+            key,
+            &call.expect,
+            seen.observation.class,
+            seen.payload.as_ref(),
+            self.schemas.get(a).and_then(Option::as_ref),
+        ));
+        if let Some(budget) = &call.expect.latency {
+            let budget = budget.get_ref();
+            differences.extend(behaviour::over_budget(
+                key,
+                &seen.observation,
+                budget.p50_ms.as_ref().map(|s| *s.get_ref()),
+                budget.p95_ms.as_ref().map(|s| *s.get_ref()),
+            ));
+        }
+        Some(CallJudgement {
+            recorded: recorded.is_some(),
+            differences,
+        })
+    }
+
+    /// The run: each call's judgement (`judged[i]` for `plan[i]`, made by
+    /// [`Judge::call`], or `None` to have it made here), the default
+    /// probes, and the fingerprint of what was observed. A call not seen
+    /// (its server was unavailable) is not judged.
+    pub fn finish(
+        &self,
+        plan: &[Planned],
+        seen: &[Option<Seen>],
+        judged: Vec<Option<CallJudgement>>,
+    ) -> Judged {
+        let mut out = Judged::default();
+        let mut judged = judged.into_iter();
+        for (p, s) in plan.iter().zip(seen) {
+            let early = judged.next().flatten();
+            let Some(s) = s else { continue };
+            out.called.insert(p.tool_key.clone());
+            if let Some(j) = early.or_else(|| self.call(p, s)) {
+                if !j.recorded {
+                    out.unrecorded.push(p.key.clone());
+                }
+                out.differences.extend(j.differences);
+            }
+        }
+        let mut held = BTreeMap::new();
+        for (key, (parameter, without, with)) in probes(plan, seen) {
+            let (Some(without), Some(with)) = (without, with) else {
+                continue;
+            };
+            held.insert(
+                key.to_string(),
+                behaviour::probe_differs(parameter, without, with).is_none(),
+            );
+            out.differences.extend(behaviour::probe_difference(
+                key,
+                parameter,
+                self.snapshot.probes.get(key).copied(),
+                without,
+                with,
+            ));
+        }
+        // As `Snapshot::with_probes` would, without copying the observations.
+        let observed: BTreeMap<&str, &Observation> = plan
+            .iter()
+            .zip(seen)
+            .filter(|(p, _)| p.role == Role::Call)
+            .filter_map(|(p, s)| Some((p.key.as_str(), &s.as_ref()?.observation)))
+            .collect();
+        out.fingerprint = behaviour::fingerprint(&observed, &held);
+        out
+    }
+}
+
 /// Compares what was `seen` with the `snapshot` and with the contracts'
-/// assertions. A call not seen (its server was unavailable) is not judged.
+/// assertions, all at once: [`Judge`] call by call, then as a whole.
 pub fn judge(
     contracts: &Contracts,
     catalog: &Catalog,
@@ -187,79 +335,7 @@ pub fn judge(
     plan: &[Planned],
     seen: &[Option<Seen>],
 ) -> Judged {
-    let mut judged = Judged::default();
-    let by_key: BTreeMap<&str, &Seen> = plan
-        .iter()
-        .zip(seen)
-        .filter(|(p, _)| p.role == Role::Call)
-        .filter_map(|(p, s)| Some((p.key.as_str(), s.as_ref()?)))
-        .collect();
-    for (p, s) in plan.iter().zip(seen) {
-        if s.is_some() {
-            judged.called.insert(p.tool_key.clone());
-        }
-    }
-    for (key, now) in &by_key {
-        match snapshot.calls.get(*key) {
-            Some(recorded) => {
-                judged
-                    .differences
-                    .extend(behaviour::compare(key, recorded, &now.observation))
-            }
-            None => judged.unrecorded.push(key.to_string()),
-        }
-    }
-    for contract in contracts.tools.iter().filter(|c| c.enabled) {
-        let output_schema = crate::expect::output_schema(catalog, &contract.key);
-        for call in contract.calls.iter().filter(|c| c.enabled) {
-            let key = format!("{}#{}", contract.key, call.name);
-            let Some(now) = by_key.get(key.as_str()) else {
-                continue;
-            };
-            judged.differences.extend(behaviour::check_expect(
-                &key,
-                &call.expect,
-                now.observation.class,
-                now.payload.as_ref(),
-                output_schema.as_ref(),
-            ));
-            if let Some(budget) = &call.expect.latency {
-                let budget = budget.get_ref();
-                judged.differences.extend(behaviour::over_budget(
-                    &key,
-                    &now.observation,
-                    budget.p50_ms.as_ref().map(|s| *s.get_ref()),
-                    budget.p95_ms.as_ref().map(|s| *s.get_ref()),
-                ));
-            }
-        }
-    }
-    let mut held = BTreeMap::new();
-    for (key, (parameter, without, with)) in probes(plan, seen) {
-        let (Some(without), Some(with)) = (without, with) else {
-            continue;
-        };
-        held.insert(
-            key.to_string(),
-            behaviour::probe_differs(parameter, without, with).is_none(),
-        );
-        judged.differences.extend(behaviour::probe_difference(
-            key,
-            parameter,
-            snapshot.probes.get(key).copied(),
-            without,
-            with,
-        ));
-    }
-    // As `Snapshot::with_probes` would, without copying the observations.
-    let observed: BTreeMap<&str, &Observation> = plan
-        .iter()
-        .zip(seen)
-        .filter(|(p, _)| p.role == Role::Call)
-        .filter_map(|(p, s)| Some((p.key.as_str(), &s.as_ref()?.observation)))
-        .collect();
-    judged.fingerprint = behaviour::fingerprint(&observed, &held);
-    judged
+    Judge::new(contracts, catalog, snapshot).finish(plan, seen, Vec::new())
 }
 
 #[cfg(test)]

@@ -1019,7 +1019,11 @@ fn what_a_stdio_server_leaves_in_its_group_goes_with_it() {
         "[servers.orders]\ncommand = [\"sh\", \"-c\", {:?}]\n",
         format!("sleep {marker} & exec {} {}", python(), script.display())
     ));
-    assert!(processes_with(&marker).is_empty(), "after lock: {:?}", processes_with(&marker));
+    assert!(
+        processes_with(&marker).is_empty(),
+        "after lock: {:?}",
+        processes_with(&marker)
+    );
     let text = sb.read_string(FILE).replace(
         "order_id = \"<FILL IN: order_id (string)>\"",
         "order_id = \"ord-0998\"",
@@ -1027,5 +1031,36 @@ fn what_a_stdio_server_leaves_in_its_group_goes_with_it() {
     sb.write(FILE, &text);
     sb.run(&["contract", "record"]).ok();
     sb.run(&["contract", "run"]).ok();
-    assert!(processes_with(&marker).is_empty(), "after run: {:?}", processes_with(&marker));
+    assert!(
+        processes_with(&marker).is_empty(),
+        "after run: {:?}",
+        processes_with(&marker)
+    );
+}
+
+#[test]
+fn run_without_a_snapshot_or_with_an_edited_one_is_an_error_that_changes_nothing() {
+    let sb = behaviour_sandbox();
+    let recorded = sb.read_string("toolpin.behaviour.json");
+    std::fs::remove_file(sb.join("toolpin.behaviour.json")).unwrap();
+    let before = sb.listing();
+    let run = sb.run(&["contract", "run"]);
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("toolpin.behaviour.json not found; run `toolpin contract record` first"),
+        "{run:#?}"
+    );
+    assert!(run.stdout.is_empty(), "{run:#?}");
+    assert_eq!(sb.listing(), before);
+
+    // One count edited by hand: the fingerprint no longer matches.
+    let edited = recorded.replacen("\"/rows\": 50", "\"/rows\": 49", 1);
+    assert_ne!(edited, recorded);
+    sb.write("toolpin.behaviour.json", &edited);
+    let run = sb.run(&["contract", "run"]);
+    assert_eq!(run.code, 2, "{run:#?}");
+    assert!(run.stderr.contains("edited by hand"), "{run:#?}");
+    assert!(run.stdout.is_empty(), "{run:#?}");
+    assert_eq!(sb.read_string("toolpin.behaviour.json"), edited);
 }

@@ -197,9 +197,7 @@ impl StdioTransport {
         // group it led (process_group(0)) must still be taken down. Its
         // id is not reused while any member is alive.
         let group = self.child.id().and_then(|p| i32::try_from(p).ok());
-        let exited = tokio::time::timeout(grace, self.child.wait())
-            .await
-            .is_ok();
+        let exited = tokio::time::timeout(grace, self.child.wait()).await.is_ok();
         if let Some(pid) = group {
             // SAFETY: kill(2) has no memory effects; the negative pid is
             // the group the child leads. After a clean exit this takes

@@ -3,12 +3,12 @@
 //! the behaviour snapshot; the calls are made by `toolpin_capture::call`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use toolpin_capture::call;
 use toolpin_contract::behaviour::{self, Class, Outcome as CallOutcome, Snapshot};
-use toolpin_contract::run::{Planned, Seen};
+use toolpin_contract::run::{CallJudgement, Judge, Planned, Seen};
 use toolpin_contract::Contracts;
 use toolpin_report::text::Sides;
 use toolpin_report::Style;
@@ -101,6 +101,8 @@ fn check(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
 /// server could not be reached), and the servers that could not be.
 struct Observed {
     seen: Vec<Option<Seen>>,
+    /// Calls judged as they arrived (`None`: not yet; judged at the end).
+    judged: Vec<Option<CallJudgement>>,
     /// `server "x": why`, one per server that could not be reached.
     unavailable: Vec<String>,
 }
@@ -129,13 +131,29 @@ fn load(config: &ConfigArgs) -> Result<Loaded, CliError> {
 /// `concurrency` of them; each server's calls go in plan order over one
 /// session, so that one call's latency never includes another's queueing
 /// and a stateful server sees the calls in the order the file gives.
-fn observe_all(cfg: &crate::config::Config, planned: &[Planned], concurrency: u64) -> Observed {
+/// What to make of a call as soon as it is seen: a judgement, or `None`
+/// to leave it for later.
+type OnSeen<'a> = dyn Fn(&Planned, &Seen) -> Option<CallJudgement> + Sync + 'a;
+
+fn observe_all(
+    cfg: &crate::config::Config,
+    planned: &[Planned],
+    concurrency: u64,
+    on_seen: &OnSeen,
+) -> Observed {
     let servers: Vec<&crate::config::Server> = cfg
         .servers
         .iter()
         .filter(|s| planned.iter().any(|p| p.server == s.name))
         .collect();
-    let seen = Mutex::new(vec![None; planned.len()]);
+    let seen = Mutex::new((
+        (0..planned.len())
+            .map(|_| None)
+            .collect::<Vec<Option<Seen>>>(),
+        (0..planned.len())
+            .map(|_| None)
+            .collect::<Vec<Option<CallJudgement>>>(),
+    ));
     let unavailable = Mutex::new(Vec::new());
     let next = AtomicUsize::new(0);
     let workers = (concurrency.max(1) as usize).min(servers.len());
@@ -143,11 +161,12 @@ fn observe_all(cfg: &crate::config::Config, planned: &[Planned], concurrency: u6
         for _ in 0..workers {
             scope.spawn(|| {
                 while let Some(server) = servers.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    match observe_server(server, planned) {
+                    match observe_server(server, planned, on_seen) {
                         Ok(mine) => {
                             let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-                            for (i, s) in mine {
-                                seen[i] = Some(s);
+                            for (i, s, j) in mine {
+                                seen.0[i] = Some(s);
+                                seen.1[i] = j;
                             }
                         }
                         Err(why) => unavailable
@@ -161,8 +180,10 @@ fn observe_all(cfg: &crate::config::Config, planned: &[Planned], concurrency: u6
     });
     let mut unavailable = unavailable.into_inner().unwrap_or_else(|e| e.into_inner());
     unavailable.sort();
+    let (seen, judged) = seen.into_inner().unwrap_or_else(|e| e.into_inner());
     Observed {
-        seen: seen.into_inner().unwrap_or_else(|e| e.into_inner()),
+        seen,
+        judged,
         unavailable,
     }
 }
@@ -172,7 +193,8 @@ fn observe_all(cfg: &crate::config::Config, planned: &[Planned], concurrency: u6
 fn observe_server(
     server: &crate::config::Server,
     planned: &[Planned],
-) -> Result<Vec<(usize, Seen)>, String> {
+    on_seen: &OnSeen,
+) -> Result<Vec<(usize, Seen, Option<CallJudgement>)>, String> {
     let mine: Vec<(usize, &Planned)> = planned
         .iter()
         .enumerate()
@@ -207,7 +229,14 @@ fn observe_server(
                     // The session ended early: the server is unavailable.
                     break;
                 }
-                out.push((i, toolpin_contract::run::seen(p, outcomes)));
+                let mut seen = toolpin_contract::run::seen(p, outcomes);
+                let judged = on_seen(p, &seen);
+                if judged.is_some() {
+                    // Judged: the result is no longer needed, and freeing
+                    // it here overlaps with the session, not the exit.
+                    seen.payload = None;
+                }
+                out.push((i, seen, judged));
             }
             out
         });
@@ -253,7 +282,7 @@ fn report_unavailable(unavailable: &[String]) -> Result<(), CliError> {
 fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     let (lockfile, cfg, _, contracts) = load(config)?;
     let planned = toolpin_contract::run::plan(&contracts);
-    let observed = observe_all(&cfg, &planned, contracts.defaults.concurrency);
+    let observed = observe_all(&cfg, &planned, contracts.defaults.concurrency, &|_, _| None);
     report_unavailable(&observed.unavailable)?;
     let path = behaviour::path_for(&lockfile);
     let (snapshot, notes) = toolpin_contract::run::snapshot(&planned, &observed.seen);
@@ -284,11 +313,34 @@ fn run_calls(
     check_targets(args)?;
     let (lockfile, cfg, catalog, contracts) = load(config)?;
     let path = behaviour::path_for(&lockfile);
-    let snapshot = Snapshot::read(&path)?;
+    if std::fs::symlink_metadata(&path).is_err() {
+        // No snapshot: said before any call is made.
+        Snapshot::read(&path)?;
+    }
     let planned = toolpin_contract::run::plan(&contracts);
-    let observed = observe_all(&cfg, &planned, contracts.defaults.concurrency);
-    let judged =
-        toolpin_contract::run::judge(&contracts, &catalog, &snapshot, &planned, &observed.seen);
+    // The snapshot is read and checked while the servers start, and each
+    // call is judged as it arrives once it is: the run then adds little
+    // wall time to the calls themselves (docs/performance.md).
+    let snapshot: OnceLock<Result<Snapshot, toolpin_contract::Error>> = OnceLock::new();
+    let judge: OnceLock<Judge> = OnceLock::new();
+    let observed = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            if let Ok(s) = snapshot.get_or_init(|| Snapshot::read(&path)) {
+                let _ = judge.set(Judge::new(&contracts, &catalog, s));
+            }
+        });
+        observe_all(&cfg, &planned, contracts.defaults.concurrency, &|p, s| {
+            judge.get().and_then(|j| j.call(p, s))
+        })
+    });
+    let Some(judge) = judge.get() else {
+        return match snapshot.get() {
+            Some(Err(e)) => Err(e.clone().into()),
+            _ => Err(CliError::new(format!("cannot read {}", path.display()))),
+        };
+    };
+    let snapshot_fingerprint = judge.snapshot_fingerprint().to_string();
+    let judged = judge.finish(&planned, &observed.seen, observed.judged);
     if !quiet {
         for key in &judged.unrecorded {
             eprintln!(
@@ -300,7 +352,7 @@ fn run_calls(
     let comparison = toolpin_contract::report::comparison(
         &judged.differences,
         &judged.called,
-        &snapshot.fingerprint,
+        &snapshot_fingerprint,
         &judged.fingerprint,
     );
     let context = toolpin_report::context::Context::new(
