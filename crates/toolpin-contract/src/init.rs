@@ -211,8 +211,9 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
         "# `toolpin contract check` validates it against the lockfile. The format is\n",
         "# in docs/contracts.md.\n",
         "#\n",
-        "# Not yet: `toolpin contract record` and `run`, which will make these calls\n",
-        "# and evaluate `expect` assertions. Nothing here is called today.\n",
+        "# `toolpin contract record` makes these calls and keeps what they did in\n",
+        "# the behaviour snapshot; `toolpin contract run` makes them again and\n",
+        "# reports what moved, and every `expect` assertion that fails.\n",
         "#\n",
         "# Safety: only tools whose pinned annotations say readOnlyHint: true get\n",
         "# contracts below. Every other tool is left as a commented-out contract:\n",
@@ -222,7 +223,7 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
         "# Each contract's [arguments] are what every call starts from; a call's own\n",
         "# `arguments` are added on top. Replace each \"<FILL IN: …>\" with a real\n",
         "# value: calls holding one are refused until you do. Assertions go in a\n",
-        "# call's `expect` table (docs/contracts.md); they are checked, not run, yet.\n",
+        "# call's `expect` table (docs/contracts.md).\n",
         "\n",
     ));
     let _ = writeln!(text, "version = {FORMAT_VERSION}");
@@ -231,7 +232,7 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
     let _ = writeln!(text, "timeout_ms = {DEFAULT_TIMEOUT_MS}    # per call");
     let _ = writeln!(
         text,
-        "concurrency = {DEFAULT_CONCURRENCY}        # calls in flight at once"
+        "concurrency = {DEFAULT_CONCURRENCY}        # servers called at once"
     );
     let _ = writeln!(
         text,

@@ -1064,3 +1064,60 @@ fn run_without_a_snapshot_or_with_an_edited_one_is_an_error_that_changes_nothing
     assert!(run.stdout.is_empty(), "{run:#?}");
     assert_eq!(sb.read_string("toolpin.behaviour.json"), edited);
 }
+
+#[test]
+fn record_then_run_against_mcp_server_time_over_both_revisions_finds_nothing() {
+    let time = repo()
+        .join(".venv/bin/mcp-server-time")
+        .canonicalize()
+        .expect("mcp-server-time; run scripts/setup");
+    let time = format!("{:?}", time.display().to_string());
+    // `t` speaks the stateless revision (2026-07-28), `hs` the handshake.
+    let sb = pinned(&format!(
+        "[servers.t]\ncommand = [{time}, \"--local-timezone\", \"UTC\"]\n\
+         [servers.hs]\ncommand = [{time}, \"--local-timezone\", \"UTC\"]\nprotocol_version = \"2025-11-25\"\nprefix = \"hs_\"\n"
+    ));
+    let text = sb.read_string(FILE);
+    // init leaves the required timezones and time as placeholders.
+    let placeholders = text.matches("= \"<FILL IN: ").count();
+    assert_eq!(placeholders, 8, "{text}");
+    let filled = text
+        .replace("\"<FILL IN: timezone (string)>\"", "\"Europe/Berlin\"")
+        .replace("\"<FILL IN: source_timezone (string)>\"", "\"UTC\"")
+        .replace("\"<FILL IN: target_timezone (string)>\"", "\"Asia/Tokyo\"")
+        .replace("\"<FILL IN: time (string)>\"", "\"16:30\"");
+    assert!(!filled.contains("= \"<FILL IN: "), "{filled}");
+    // The current time's day of the week moves at midnight: volatile, as
+    // a person would mark it.
+    let filled = filled.replace(
+        "[tools.\"t/get_current_time\"]\n",
+        "[tools.\"t/get_current_time\"]\nvolatile = [\"/day_of_week\"]\n",
+    );
+    let filled = filled.replace(
+        "[tools.\"hs/hs_get_current_time\"]\n",
+        "[tools.\"hs/hs_get_current_time\"]\nvolatile = [\"/day_of_week\"]\n",
+    );
+    sb.write(FILE, &filled);
+    sb.run(&["contract", "check"]).ok();
+    sb.run(&["contract", "record"]).ok();
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&sb.read_string("toolpin.behaviour.json")).unwrap();
+    let calls = snapshot["calls"].as_object().unwrap();
+    assert_eq!(calls.len(), 4, "{snapshot:#}");
+    for (key, call) in calls {
+        assert_eq!(call["class"], "ok", "{key}: {call:#}");
+    }
+    assert_eq!(
+        calls["t/convert_time#golden"]["formats"],
+        calls["hs/hs_convert_time#golden"]["formats"]
+    );
+    for _ in 0..3 {
+        let run = sb.run(&["contract", "run"]);
+        run.ok();
+        assert!(
+            run.stdout
+                .starts_with("ok: the live tools behave as recorded (4 tools, behaviour "),
+            "{run:#?}"
+        );
+    }
+}
