@@ -674,6 +674,24 @@ fn a_behaviour_finding_goes_through_the_policy_and_every_report_format() {
         )
     );
     assert_eq!(doc["verdict"]["fails"], true, "{doc}");
+    // The document is the findings document: docs/findings.schema.json.
+    let check = std::process::Command::new(python())
+        .args([
+            "-c",
+            "import json, sys, jsonschema\n\
+             schema = json.load(open(sys.argv[1]))\n\
+             jsonschema.Draft202012Validator.check_schema(schema)\n\
+             jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))",
+        ])
+        .arg(repo().join("docs/findings.schema.json"))
+        .arg(sb.join("out/findings.json"))
+        .output()
+        .expect("python");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     let md = sb.read_string("out/comment.md");
     assert!(
         md.starts_with("### ❌ toolpin: behaviour drift fails the check"),
