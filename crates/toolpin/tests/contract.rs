@@ -670,7 +670,7 @@ fn a_behaviour_finding_goes_through_the_policy_and_every_report_format() {
             &serde_json::json!("result-value-set-changed"),
             &serde_json::json!("golden"),
             &serde_json::json!("/rows/*/status"),
-            &serde_json::json!("semantic")
+            &serde_json::json!("behavioural")
         )
     );
     assert_eq!(doc["verdict"]["fails"], true, "{doc}");

@@ -69,7 +69,7 @@ crate::rules! {
         since: "0.2.0",
         summary: "the string values seen at a pointer differ from the recorded set (contract run)",
         breaks: "An agent branching on the values meets one it was never evaluated on, or misses one it relied on.",
-        kind: Semantic, severity: High, runtime: true,
+        kind: Behavioural, severity: High, runtime: true,
         rerun: ["consumers", "tool-cases"],
         example: "`/rows/*/status` gains `refunded` besides open, pending, closed",
     }
@@ -105,7 +105,7 @@ crate::rules! {
         since: "0.2.0",
         summary: "the strings at a pointer have another format than recorded: country name → ISO 3166 code, RFC 3339 with → without offset (contract run)",
         breaks: "The field still holds a string, but one the agent parses, shows or passes on differently.",
-        kind: Semantic, severity: High, runtime: true,
+        kind: Behavioural, severity: High, runtime: true,
         rerun: ["consumers", "tool-cases"],
         example: "`/orders/*/country` held country names when recorded, ISO 3166 alpha-2 codes now",
     }
@@ -114,7 +114,7 @@ crate::rules! {
         since: "0.2.0",
         summary: "a call without a defaulted parameter and the same call with the pinned default passed differ in shape or size (contract run, default probe)",
         breaks: "The service's real default moved while the schema's `default` kept saying the old one: the agent that leaves the parameter out gets something else.",
-        kind: Semantic, severity: High, runtime: true,
+        kind: Behavioural, severity: High, runtime: true,
         rerun: ["tool-cases"],
         example: "without `page_size`, 20 rows; with `page_size = 50`, 50 rows",
     }
