@@ -402,6 +402,9 @@ pub enum ContractCommand {
     },
     /// Make the contracts' calls against the live servers and write what
     /// they did to the behaviour snapshot (toolpin.behaviour.json)
+    // Servers are called as the contracts file's `concurrency` says: --jobs
+    // and --keep-going are accepted but not shown.
+    #[command(mut_arg("jobs", |a| a.hide(true)), mut_arg("keep_going", |a| a.hide(true)))]
     Record {
         #[command(flatten)]
         config: ConfigArgs,
@@ -409,6 +412,8 @@ pub enum ContractCommand {
     /// Make the calls again and compare with the behaviour snapshot and the
     /// contracts' assertions, reported as `check` reports (exit 1 on
     /// findings that fail the policy, 2 when a server is unavailable)
+    // As for `record`: --jobs and --keep-going are accepted but not shown.
+    #[command(mut_arg("jobs", |a| a.hide(true)), mut_arg("keep_going", |a| a.hide(true)))]
     Run {
         #[command(flatten)]
         config: ConfigArgs,

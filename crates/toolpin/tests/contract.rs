@@ -423,7 +423,7 @@ fn each_environment_has_its_own_contracts() {
 #[test]
 fn help_shows_the_config_flags_and_hides_the_capture_ones() {
     let sb = initialized();
-    for command in ["init", "check"] {
+    for command in ["init", "check", "record", "run"] {
         let help = sb.run(&["contract", command, "--help"]);
         help.ok();
         for flag in ["--config", "--env", "--lockfile"] {
@@ -436,6 +436,7 @@ fn help_shows_the_config_flags_and_hides_the_capture_ones() {
         );
         assert!(!help.stdout.contains("--keep-going"), "{command}");
         assert_eq!(help.stdout.contains("--force"), command == "init");
+        assert_eq!(help.stdout.contains("--format"), command == "run");
     }
     sb.run(&["contract", "check", "--jobs", "2", "--keep-going"])
         .ok();
