@@ -1,0 +1,296 @@
+//! What a caller records: sightings, their findings, and the outcome.
+
+use serde_json::{Map, Value};
+use toolpin_drift::finding::Finding;
+use toolpin_drift::rule::Severity;
+
+/// The kind of an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// A failing check found the tool changed.
+    Drift,
+    /// A reviewer accepted a live fingerprint (`toolpin accept`, `review`).
+    Approved,
+    /// A reviewer rejected it.
+    Rejected,
+    /// The tool was withdrawn from the served catalog.
+    Withdrawn,
+    /// A withdrawn tool was restored.
+    Restored,
+    /// The proxy saw the live catalog drift at run time.
+    ProxyDrift,
+    /// The proxy refused a call because of drift.
+    ProxyRefusal,
+    /// A contract run failed.
+    ContractFailed,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 8] = [
+        EventKind::Drift,
+        EventKind::Approved,
+        EventKind::Rejected,
+        EventKind::Withdrawn,
+        EventKind::Restored,
+        EventKind::ProxyDrift,
+        EventKind::ProxyRefusal,
+        EventKind::ContractFailed,
+    ];
+
+    /// The name stored in the ledger.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Drift => "drift",
+            EventKind::Approved => "approved",
+            EventKind::Rejected => "rejected",
+            EventKind::Withdrawn => "withdrawn",
+            EventKind::Restored => "restored",
+            EventKind::ProxyDrift => "proxy-drift",
+            EventKind::ProxyRefusal => "proxy-refusal",
+            EventKind::ContractFailed => "contract-failed",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether events of this kind are open until resolved (drift seen by a
+    /// check or the proxy, a refusal, a failed contract) rather than a record
+    /// of a decision (approved, rejected, withdrawn, restored).
+    pub fn is_resolvable(self) -> bool {
+        matches!(
+            self,
+            EventKind::Drift
+                | EventKind::ProxyDrift
+                | EventKind::ProxyRefusal
+                | EventKind::ContractFailed
+        )
+    }
+
+    /// Whether a change of the tool's definition is what the event is
+    /// about, so that an acceptance or upstream going back resolves it.
+    pub(crate) fn resolved_by_fingerprint(self) -> bool {
+        matches!(
+            self,
+            EventKind::Drift | EventKind::ProxyDrift | EventKind::ProxyRefusal
+        )
+    }
+}
+
+/// The parts of a finding the ledger keeps: never its before and after
+/// values (whole tool definitions, for an added or removed tool).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FindingRecord {
+    pub rule: String,
+    pub pointer: String,
+    pub severity: Severity,
+    /// `structural`, `semantic`, `description` or `behavioural`.
+    pub kind: String,
+    /// The one line for people, as the caller gives it (redacted).
+    pub message: String,
+}
+
+impl From<&Finding> for FindingRecord {
+    fn from(f: &Finding) -> Self {
+        Self {
+            rule: f.rule.to_string(),
+            pointer: f.pointer.clone(),
+            severity: f.severity,
+            kind: f.kind.name().to_string(),
+            message: f.message.clone(),
+        }
+    }
+}
+
+pub(crate) fn severity_from_name(name: &str) -> Option<Severity> {
+    Severity::ALL.into_iter().find(|s| s.name() == name)
+}
+
+/// The worst (most severe) severity among `findings`.
+pub(crate) fn worst(findings: &[FindingRecord]) -> Option<Severity> {
+    findings.iter().map(|f| f.severity).min()
+}
+
+/// Whether `new` is more severe than `old` (anything is more severe than
+/// no severity at all).
+pub(crate) fn more_severe(new: Option<Severity>, old: Option<Severity>) -> bool {
+    match (new, old) {
+        (Some(n), Some(o)) => n < o,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+/// The findings as the JSON text stored: an array of objects with exactly
+/// `rule`, `pointer`, `severity`, `kind` and `message`.
+pub(crate) fn findings_json(findings: &[FindingRecord]) -> String {
+    let items = findings
+        .iter()
+        .map(|f| {
+            let mut m = Map::new();
+            m.insert("rule".into(), Value::String(f.rule.clone()));
+            m.insert("pointer".into(), Value::String(f.pointer.clone()));
+            m.insert("severity".into(), Value::String(f.severity.name().into()));
+            m.insert("kind".into(), Value::String(f.kind.clone()));
+            m.insert("message".into(), Value::String(f.message.clone()));
+            Value::Object(m)
+        })
+        .collect();
+    Value::Array(items).to_string()
+}
+
+/// Reads [`findings_json`]'s text back.
+pub(crate) fn parse_findings(text: &str) -> Result<Vec<FindingRecord>, String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let items = value.as_array().ok_or("findings are not an array")?;
+    items
+        .iter()
+        .map(|item| {
+            let field = |name: &str| {
+                item.get(name)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("a finding has no {name}"))
+            };
+            let severity = field("severity")?;
+            Ok(FindingRecord {
+                rule: field("rule")?,
+                pointer: field("pointer")?,
+                severity: severity_from_name(&severity)
+                    .ok_or_else(|| format!("unknown severity {severity:?}"))?,
+                kind: field("kind")?,
+                message: field("message")?,
+            })
+        })
+        .collect()
+}
+
+/// One sighting of an event, as a caller records it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sighting {
+    pub kind: EventKind,
+    pub environment: String,
+    pub server: String,
+    /// The namespaced tool; `""` for an event about the server itself.
+    pub tool: String,
+    /// The pinned tool fingerprint (`None`: not pinned, an added tool).
+    pub pinned: Option<String>,
+    /// The live tool fingerprint (`None`: gone upstream, a removed tool).
+    pub live: Option<String>,
+    pub findings: Vec<FindingRecord>,
+    pub vendor: Option<String>,
+    pub server_version: Option<String>,
+    /// When it was seen, in unix seconds.
+    pub at: i64,
+}
+
+impl Sighting {
+    pub fn new(kind: EventKind, environment: &str, server: &str, tool: &str, at: i64) -> Self {
+        Self {
+            kind,
+            environment: environment.to_string(),
+            server: server.to_string(),
+            tool: tool.to_string(),
+            pinned: None,
+            live: None,
+            findings: Vec::new(),
+            vendor: None,
+            server_version: None,
+            at,
+        }
+    }
+
+    /// A `drift` sighting of `tool` going from `pinned` to `live`.
+    pub fn drift(
+        environment: &str,
+        server: &str,
+        tool: &str,
+        pinned: Option<&str>,
+        live: Option<&str>,
+        at: i64,
+    ) -> Self {
+        Self::new(EventKind::Drift, environment, server, tool, at).fingerprints(pinned, live)
+    }
+
+    pub fn fingerprints(mut self, pinned: Option<&str>, live: Option<&str>) -> Self {
+        self.pinned = pinned.map(str::to_string);
+        self.live = live.map(str::to_string);
+        self
+    }
+
+    pub fn findings(mut self, findings: Vec<FindingRecord>) -> Self {
+        self.findings = findings;
+        self
+    }
+
+    pub fn vendor(mut self, vendor: &str) -> Self {
+        self.vendor = Some(vendor.to_string());
+        self
+    }
+
+    pub fn server_version(mut self, version: &str) -> Self {
+        self.server_version = Some(version.to_string());
+        self
+    }
+
+    /// The worst severity among its findings.
+    pub fn severity(&self) -> Option<Severity> {
+        worst(&self.findings)
+    }
+}
+
+/// What recording a sighting did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordOutcome {
+    /// A new event: notify.
+    New,
+    /// One more sighting of an open event, no more severe: stay quiet.
+    Seen,
+    /// One more sighting, more severe than the event was: notify again.
+    MoreSevere,
+}
+
+/// The event a sighting was recorded in, and what recording it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    pub event: i64,
+    pub outcome: RecordOutcome,
+}
+
+/// How an event was resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// A reviewer accepted this live fingerprint.
+    Accepted { live: String },
+    /// Upstream went back to the pinned fingerprint.
+    Reverted,
+}
+
+impl Resolution {
+    /// The reason stored: `accepted` or `reverted`.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Resolution::Accepted { .. } => "accepted",
+            Resolution::Reverted => "reverted",
+        }
+    }
+}
+
+/// Which events to list; `None` matches any.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    pub environment: Option<String>,
+    pub server: Option<String>,
+    pub tool: Option<String>,
+}
+
+impl EventFilter {
+    pub fn tool(environment: &str, server: &str, tool: &str) -> Self {
+        Self {
+            environment: Some(environment.to_string()),
+            server: Some(server.to_string()),
+            tool: Some(tool.to_string()),
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! The drift ledger (issue 18, point 1): one store of every drift event
+//! toolpin sees, and the outbox of the notifications those events owe.
+//!
+//! - [`Ledger`]: the store, opened on a SQLite file ([`Ledger::open`]) with
+//!   its schema migrated ([`migrate`]). A PostgreSQL backend comes later
+//!   behind the same API (the backend is private, see `Backend`).
+//! - [`Sighting`]: what a caller saw (a failing check's tool, an approval,
+//!   a proxy refusal, …), recorded with [`Ledger::record_drift`]. An event is
+//!   keyed by what changed (environment, server, tool, pinned → live
+//!   fingerprint, and the event's kind): the same drift seen by fifty runs
+//!   is one [`Event`] with first and last sighting and a count.
+//! - [`RecordOutcome`]: whether the sighting was new, seen before, or more
+//!   severe than before: what the caller notifies about.
+//! - The outbox: a notification per sink and event, enqueued in the same
+//!   transaction as the event ([`Ledger::record_and_enqueue`]), taken when
+//!   due ([`Ledger::take_due`]) and marked delivered or failed with backoff.
+//!
+//! docs/ledger.md is the specification. Time is always given by the caller
+//! (unix seconds), never read here. The ledger stores exactly what it is
+//! given: callers pass redacted text. No printing, no logging.
+
+mod event;
+pub mod migrate;
+mod outbox;
+mod sqlite;
+
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+pub use event::{
+    EventFilter, EventKind, FindingRecord, RecordOutcome, Recorded, Resolution, Sighting,
+};
+pub use outbox::{Delivery, DeliveryState, Notice};
+pub use toolpin_drift::rule::Severity;
+
+/// The file name of the ledger beside the configuration
+/// (`toolpin.ledger.db` beside `toolpin.toml`).
+pub const DEFAULT_FILE: &str = "toolpin.ledger.db";
+
+/// How long a write waits for another process's write to finish before the
+/// ledger is reported locked.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An error, as one line for people: the ledger's path, then what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    message: String,
+}
+
+impl Error {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// How a ledger is opened.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How long a write waits for another writer (default 5 s).
+    pub busy_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        }
+    }
+}
+
+/// One drift event as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub id: i64,
+    pub environment: String,
+    pub server: String,
+    /// The namespaced tool; `""` for an event about the server itself.
+    pub tool: String,
+    /// The pinned tool fingerprint; `None` for a tool that is not pinned
+    /// (added upstream).
+    pub pinned: Option<String>,
+    /// The live tool fingerprint; `None` for a tool gone upstream.
+    pub live: Option<String>,
+    pub kind: EventKind,
+    /// The worst severity among the findings; `None` when there are none.
+    pub severity: Option<Severity>,
+    pub findings: Vec<FindingRecord>,
+    pub vendor: Option<String>,
+    /// The server's reported version (`serverInfo.version`) when first seen.
+    pub server_version: Option<String>,
+    pub first_seen: i64,
+    pub last_seen: i64,
+    /// How many sightings the event stands for.
+    pub count: i64,
+    /// When and how it was resolved; `None` while it is open.
+    pub resolved: Option<(i64, Resolution)>,
+}
+
+/// The storage behind a [`Ledger`]. Callers see only the ledger's methods,
+/// so a PostgreSQL variant can be added without changing them.
+enum Backend {
+    Sqlite(sqlite::Store),
+}
+
+/// The drift ledger.
+pub struct Ledger {
+    backend: Backend,
+}
+
+impl Ledger {
+    /// Opens (creating it if absent) the SQLite ledger at `path`, in WAL
+    /// mode, with the default busy timeout, and migrates its schema.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        Self::open_with(path, &Options::default())
+    }
+
+    /// [`Ledger::open`] with options.
+    pub fn open_with(path: &Path, options: &Options) -> Result<Self, Error> {
+        Ok(Self {
+            backend: Backend::Sqlite(sqlite::Store::open(path, options)?),
+        })
+    }
+
+    /// The schema version the store is at after opening.
+    pub fn schema_version(&mut self) -> Result<i64, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.schema_version(),
+        }
+    }
+
+    /// Records a sighting: a new event, or one more sighting of the open
+    /// event with the same key. Enqueues no notification.
+    pub fn record_drift(&mut self, sighting: &Sighting) -> Result<Recorded, Error> {
+        self.record_and_enqueue(sighting, &[])
+    }
+
+    /// Records a sighting and, in the same transaction, enqueues a
+    /// notification for each of `sinks`: a trigger for a new event, an
+    /// escalation for one that got more severe, nothing for one seen before.
+    /// Routing (which sinks an event goes to) is the caller's.
+    pub fn record_and_enqueue(
+        &mut self,
+        sighting: &Sighting,
+        sinks: &[&str],
+    ) -> Result<Recorded, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.record(sighting, sinks),
+        }
+    }
+
+    /// Resolves the open events of a tool: with
+    /// [`Resolution::Accepted`], those whose live fingerprint is the
+    /// accepted one; with [`Resolution::Reverted`] (upstream is back at the
+    /// pinned fingerprint), every open drift event of the tool. Only events
+    /// of the kinds that can be resolved ([`EventKind::is_resolvable`]) are.
+    /// For each sink that was sent a trigger for a resolved event, a resolve
+    /// notification is enqueued in the same transaction. Returns the ids of
+    /// the events resolved.
+    pub fn resolve(
+        &mut self,
+        environment: &str,
+        server: &str,
+        tool: &str,
+        resolution: &Resolution,
+        at: i64,
+    ) -> Result<Vec<i64>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.resolve(environment, server, tool, resolution, at),
+        }
+    }
+
+    /// Records an approval of `live` for the tool pinned at `pinned` (an
+    /// `approved` event) and resolves, as accepted, the open events whose
+    /// live fingerprint it is, in one transaction. `vendor` is the server's
+    /// vendor as the caller names it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_approval(
+        &mut self,
+        environment: &str,
+        server: &str,
+        tool: &str,
+        pinned: Option<&str>,
+        live: &str,
+        vendor: Option<&str>,
+        at: i64,
+    ) -> Result<(Recorded, Vec<i64>), Error> {
+        let mut sighting = Sighting::new(EventKind::Approved, environment, server, tool, at)
+            .fingerprints(pinned, Some(live));
+        if let Some(vendor) = vendor {
+            sighting = sighting.vendor(vendor);
+        }
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.record_approval(&sighting, live),
+        }
+    }
+
+    /// The open (unresolved) events of the resolvable kinds that match
+    /// `filter`, oldest first.
+    pub fn open_events(&mut self, filter: &EventFilter) -> Result<Vec<Event>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.events(filter, true),
+        }
+    }
+
+    /// Every event that matches `filter`, resolved or not, of every kind,
+    /// oldest first.
+    pub fn events(&mut self, filter: &EventFilter) -> Result<Vec<Event>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.events(filter, false),
+        }
+    }
+
+    /// One event by id.
+    pub fn event(&mut self, id: i64) -> Result<Option<Event>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.event(id),
+        }
+    }
+
+    /// Enqueues one notification; `false` when it was already enqueued
+    /// (a retry never enqueues twice).
+    pub fn enqueue(
+        &mut self,
+        sink: &str,
+        event: i64,
+        notice: Notice,
+        at: i64,
+    ) -> Result<bool, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.enqueue(sink, event, notice, at),
+        }
+    }
+
+    /// Takes up to `limit` pending deliveries due at `now`, oldest first,
+    /// and leases them for [`LEASE`] seconds (another watcher does
+    /// not take them meanwhile); each take counts as an attempt.
+    pub fn take_due(&mut self, now: i64, limit: usize) -> Result<Vec<Delivery>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.take_due(now, limit),
+        }
+    }
+
+    /// Marks a delivery delivered.
+    pub fn mark_delivered(&mut self, delivery: i64, at: i64) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.mark_delivered(delivery, at),
+        }
+    }
+
+    /// Marks an attempt failed with `error` (one line, redacted by the
+    /// caller): retried after a backoff that doubles with each attempt
+    /// ([`backoff`]), or failed for good after
+    /// [`MAX_ATTEMPTS`]. Returns the state it is left in.
+    pub fn mark_failed(
+        &mut self,
+        delivery: i64,
+        error: &str,
+        at: i64,
+    ) -> Result<DeliveryState, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.mark_failed(delivery, error, at),
+        }
+    }
+
+    /// Every delivery of an event, in the order enqueued.
+    pub fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.deliveries(event),
+        }
+    }
+}
+
+pub use outbox::{backoff, LEASE, MAX_ATTEMPTS};

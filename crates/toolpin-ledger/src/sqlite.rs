@@ -1,0 +1,595 @@
+//! The SQLite backend: a file in WAL mode, every write in an immediate
+//! transaction (writers queue on the busy timeout instead of failing on a
+//! lock upgrade).
+
+use std::path::Path;
+
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction};
+
+use crate::event::{findings_json, more_severe, parse_findings, severity_from_name};
+use crate::migrate;
+use crate::outbox::{backoff, Delivery, DeliveryState, Notice, LEASE, MAX_ATTEMPTS};
+use crate::{
+    Error, Event, EventFilter, EventKind, Options, RecordOutcome, Recorded, Resolution, Sighting,
+};
+
+pub(crate) struct Store {
+    conn: Connection,
+    /// The path as given, for messages.
+    shown: String,
+    busy_seconds: f64,
+}
+
+const EVENT_COLUMNS: &str = "id, environment, server, tool, pinned, live, kind, severity, \
+     findings, vendor, server_version, first_seen, last_seen, count, resolved_at, resolution";
+
+impl Store {
+    pub(crate) fn open(path: &Path, options: &Options) -> Result<Self, Error> {
+        let shown = path.display().to_string();
+        let conn = Connection::open(path)
+            .map_err(|e| Error::new(format!("{shown}: cannot open the ledger: {e}")))?;
+        let mut store = Self {
+            conn,
+            shown,
+            busy_seconds: options.busy_timeout.as_secs_f64(),
+        };
+        store
+            .conn
+            .busy_timeout(options.busy_timeout)
+            .map_err(|e| store.error(e))?;
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| store.error(e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::new(format!(
+                "{}: the ledger cannot use WAL journal mode (it is {mode}); put it on a local file system",
+                store.shown
+            )));
+        }
+        store
+            .conn
+            .execute_batch("PRAGMA foreign_keys = ON")
+            .map_err(|e| store.error(e))?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// One line for a SQLite error: locked, corrupt, or what SQLite says.
+    fn error(&self, e: rusqlite::Error) -> Error {
+        error_for(&self.shown, self.busy_seconds, e)
+    }
+
+    fn begin(&mut self) -> Result<Transaction<'_>, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        self.conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| error_for(&shown, busy, e))
+    }
+
+    fn migrate(&mut self) -> Result<(), Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        tx.execute_batch(migrate::MIGRATIONS_TABLE).map_err(fail)?;
+        let found: i64 = tx
+            .query_row("SELECT COALESCE(MAX(version), 0) FROM migrations", [], |r| {
+                r.get(0)
+            })
+            .map_err(fail)?;
+        if found > migrate::CURRENT {
+            return Err(Error::new(format!(
+                "{shown}: schema version {found} is newer than this toolpin reads ({}); upgrade toolpin",
+                migrate::CURRENT
+            )));
+        }
+        for (version, name, sql) in migrate::MIGRATIONS {
+            if *version <= found {
+                continue;
+            }
+            tx.execute_batch(sql).map_err(fail)?;
+            tx.execute(
+                "INSERT INTO migrations (version, name) VALUES (?1, ?2)",
+                params![version, name],
+            )
+            .map_err(fail)?;
+        }
+        tx.commit().map_err(fail)
+    }
+
+    pub(crate) fn schema_version(&mut self) -> Result<i64, Error> {
+        self.conn
+            .query_row("SELECT COALESCE(MAX(version), 0) FROM migrations", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.error(e))
+    }
+
+    pub(crate) fn record(&mut self, s: &Sighting, sinks: &[&str]) -> Result<Recorded, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        let recorded = record_in(&tx, s, sinks).map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(recorded)
+    }
+
+    pub(crate) fn record_approval(
+        &mut self,
+        s: &Sighting,
+        live: &str,
+    ) -> Result<(Recorded, Vec<i64>), Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        let recorded = record_in(&tx, s, &[]).map_err(fail)?;
+        let resolution = Resolution::Accepted {
+            live: live.to_string(),
+        };
+        let resolved = resolve_in(&tx, &s.environment, &s.server, &s.tool, &resolution, s.at)
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok((recorded, resolved))
+    }
+
+    pub(crate) fn resolve(
+        &mut self,
+        environment: &str,
+        server: &str,
+        tool: &str,
+        resolution: &Resolution,
+        at: i64,
+    ) -> Result<Vec<i64>, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        let resolved = resolve_in(&tx, environment, server, tool, resolution, at).map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(resolved)
+    }
+
+    pub(crate) fn events(&mut self, filter: &EventFilter, open: bool) -> Result<Vec<Event>, Error> {
+        let mut sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE (?1 IS NULL OR environment = ?1) \
+             AND (?2 IS NULL OR server = ?2) AND (?3 IS NULL OR tool = ?3)"
+        );
+        if open {
+            let kinds: Vec<String> = EventKind::ALL
+                .into_iter()
+                .filter(|k| k.is_resolvable())
+                .map(|k| format!("'{}'", k.name()))
+                .collect();
+            sql.push_str(&format!(
+                " AND resolved_at IS NULL AND kind IN ({})",
+                kinds.join(", ")
+            ));
+        }
+        sql.push_str(" ORDER BY first_seen, id");
+        let result = (|| {
+            let mut stmt = self.conn.prepare(&sql)?;
+            let rows = stmt.query_map(
+                params![filter.environment, filter.server, filter.tool],
+                read_event,
+            )?;
+            rows.collect::<Result<Vec<_>, _>>()
+        })();
+        result.map_err(|e| self.error(e))
+    }
+
+    pub(crate) fn event(&mut self, id: i64) -> Result<Option<Event>, Error> {
+        event_in(&self.conn, id).map_err(|e| self.error(e))
+    }
+
+    pub(crate) fn enqueue(
+        &mut self,
+        sink: &str,
+        event: i64,
+        notice: Notice,
+        at: i64,
+    ) -> Result<bool, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        let added = enqueue_in(&tx, sink, event, notice, at).map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(added)
+    }
+
+    pub(crate) fn take_due(&mut self, now: i64, limit: usize) -> Result<Vec<Delivery>, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        let ids: Vec<i64> = (|| {
+            let mut stmt = tx.prepare(
+                "SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 \
+                 ORDER BY next_attempt_at, id LIMIT ?2",
+            )?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = stmt.query_map(params![now, limit], |r| r.get(0))?;
+            rows.collect::<Result<Vec<i64>, _>>()
+        })()
+        .map_err(fail)?;
+        let mut taken = Vec::with_capacity(ids.len());
+        for id in ids {
+            tx.execute(
+                "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?2 WHERE id = ?1",
+                params![id, now + LEASE],
+            )
+            .map_err(fail)?;
+            if let Some(d) = delivery_in(&tx, id).map_err(fail)? {
+                taken.push(d);
+            }
+        }
+        tx.commit().map_err(fail)?;
+        Ok(taken)
+    }
+
+    pub(crate) fn mark_delivered(&mut self, delivery: i64, at: i64) -> Result<(), Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        let changed = tx
+            .execute(
+                "UPDATE outbox SET state = 'delivered', delivered_at = ?2, last_error = NULL \
+                 WHERE id = ?1",
+                params![delivery, at],
+            )
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        if changed == 0 {
+            return Err(Error::new(format!("{shown}: no delivery {delivery}")));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn mark_failed(
+        &mut self,
+        delivery: i64,
+        error: &str,
+        at: i64,
+    ) -> Result<DeliveryState, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        let attempts: Option<i64> = tx
+            .query_row(
+                "SELECT attempts FROM outbox WHERE id = ?1 AND state = 'pending'",
+                params![delivery],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(fail)?;
+        let Some(attempts) = attempts else {
+            return Err(Error::new(format!("{shown}: no pending delivery {delivery}")));
+        };
+        let state = if attempts >= MAX_ATTEMPTS {
+            DeliveryState::Failed
+        } else {
+            DeliveryState::Pending
+        };
+        tx.execute(
+            "UPDATE outbox SET state = ?2, next_attempt_at = ?3, last_error = ?4 WHERE id = ?1",
+            params![
+                delivery,
+                state.name(),
+                at + backoff(attempts.max(1)),
+                error
+            ],
+        )
+        .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+        Ok(state)
+    }
+
+    pub(crate) fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
+        let result = (|| {
+            let ids: Vec<i64> = {
+                let mut stmt = self
+                    .conn
+                    .prepare("SELECT id FROM outbox WHERE event_id = ?1 ORDER BY id")?;
+                let rows = stmt.query_map(params![event], |r| r.get(0))?;
+                rows.collect::<Result<Vec<i64>, _>>()?
+            };
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(d) = delivery_in(&self.conn, id)? {
+                    out.push(d);
+                }
+            }
+            Ok(out)
+        })();
+        result.map_err(|e| self.error(e))
+    }
+}
+
+/// One line for a SQLite error: locked, corrupt, or what SQLite says.
+fn error_for(shown: &str, busy_seconds: f64, e: rusqlite::Error) -> Error {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => Error::new(format!(
+            "{shown}: the ledger is locked by another process (waited {busy_seconds} s); try again"
+        )),
+        Some(ErrorCode::NotADatabase) | Some(ErrorCode::DatabaseCorrupt) => Error::new(format!(
+            "{shown}: not a toolpin ledger (the file is not a SQLite database, or it is corrupt)"
+        )),
+        Some(ErrorCode::ReadOnly) | Some(ErrorCode::CannotOpen) => Error::new(format!(
+            "{shown}: cannot write the ledger: {}",
+            one_line(&e.to_string())
+        )),
+        _ => Error::new(format!("{shown}: {}", one_line(&e.to_string()))),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The key column of an absent fingerprint: `""`, so that the unique key
+/// holds (NULLs are distinct in unique indexes, in SQLite as in PostgreSQL).
+fn key(fingerprint: &Option<String>) -> &str {
+    fingerprint.as_deref().unwrap_or("")
+}
+
+fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Result<Recorded> {
+    let severity = s.severity();
+    let existing: Option<(i64, Option<String>)> = tx
+        .query_row(
+            "SELECT id, severity FROM events WHERE environment = ?1 AND server = ?2 \
+             AND tool = ?3 AND pinned = ?4 AND live = ?5 AND kind = ?6 AND resolved_at IS NULL",
+            params![
+                s.environment,
+                s.server,
+                s.tool,
+                key(&s.pinned),
+                key(&s.live),
+                s.kind.name()
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let recorded = match existing {
+        None => {
+            let id: i64 = tx.query_row(
+                "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
+                 findings, vendor, server_version, first_seen, last_seen, count) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1) RETURNING id",
+                params![
+                    s.environment,
+                    s.server,
+                    s.tool,
+                    key(&s.pinned),
+                    key(&s.live),
+                    s.kind.name(),
+                    severity.map(|v| v.name()),
+                    findings_json(&s.findings),
+                    s.vendor,
+                    s.server_version,
+                    s.at
+                ],
+                |r| r.get(0),
+            )?;
+            Recorded {
+                event: id,
+                outcome: RecordOutcome::New,
+            }
+        }
+        Some((id, old)) => {
+            let old = old.as_deref().and_then(severity_from_name);
+            if more_severe(severity, old) {
+                tx.execute(
+                    "UPDATE events SET count = count + 1, \
+                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
+                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END, \
+                     severity = ?3, findings = ?4 WHERE id = ?1",
+                    params![
+                        id,
+                        s.at,
+                        severity.map(|v| v.name()),
+                        findings_json(&s.findings)
+                    ],
+                )?;
+                Recorded {
+                    event: id,
+                    outcome: RecordOutcome::MoreSevere,
+                }
+            } else {
+                tx.execute(
+                    "UPDATE events SET count = count + 1, \
+                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
+                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END \
+                     WHERE id = ?1",
+                    params![id, s.at],
+                )?;
+                Recorded {
+                    event: id,
+                    outcome: RecordOutcome::Seen,
+                }
+            }
+        }
+    };
+    let notice = match (recorded.outcome, severity) {
+        (RecordOutcome::New, _) => Some(Notice::Trigger),
+        (RecordOutcome::MoreSevere, Some(level)) => Some(Notice::Escalate(level)),
+        _ => None,
+    };
+    if let Some(notice) = notice {
+        for sink in sinks {
+            enqueue_in(tx, sink, recorded.event, notice, s.at)?;
+        }
+    }
+    Ok(recorded)
+}
+
+fn resolve_in(
+    tx: &Transaction<'_>,
+    environment: &str,
+    server: &str,
+    tool: &str,
+    resolution: &Resolution,
+    at: i64,
+) -> rusqlite::Result<Vec<i64>> {
+    let kinds: Vec<String> = EventKind::ALL
+        .into_iter()
+        .filter(|k| k.resolved_by_fingerprint())
+        .map(|k| format!("'{}'", k.name()))
+        .collect();
+    let live = match resolution {
+        Resolution::Accepted { live } => Some(live.as_str()),
+        Resolution::Reverted => None,
+    };
+    let ids: Vec<i64> = {
+        let sql = format!(
+            "SELECT id FROM events WHERE environment = ?1 AND server = ?2 AND tool = ?3 \
+             AND (?4 IS NULL OR live = ?4) AND resolved_at IS NULL AND kind IN ({}) ORDER BY id",
+            kinds.join(", ")
+        );
+        let mut stmt = tx.prepare(&sql)?;
+        let rows = stmt.query_map(params![environment, server, tool, live], |r| r.get(0))?;
+        rows.collect::<Result<Vec<i64>, _>>()?
+    };
+    for id in &ids {
+        tx.execute(
+            "UPDATE events SET resolved_at = ?2, resolution = ?3 WHERE id = ?1",
+            params![id, at, resolution.reason()],
+        )?;
+        // A resolve for every sink that was sent (or owes) a trigger.
+        tx.execute(
+            "INSERT INTO outbox (sink, event_id, what, level, state, attempts, next_attempt_at, created_at) \
+             SELECT sink, event_id, 'resolve', '', 'pending', 0, ?2, ?2 FROM outbox \
+             WHERE event_id = ?1 AND what = 'trigger' \
+             ON CONFLICT (sink, event_id, what, level) DO NOTHING",
+            params![id, at],
+        )?;
+    }
+    Ok(ids)
+}
+
+fn enqueue_in(
+    tx: &Transaction<'_>,
+    sink: &str,
+    event: i64,
+    notice: Notice,
+    at: i64,
+) -> rusqlite::Result<bool> {
+    let added = tx.execute(
+        "INSERT INTO outbox (sink, event_id, what, level, state, attempts, next_attempt_at, created_at) \
+         VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5) \
+         ON CONFLICT (sink, event_id, what, level) DO NOTHING",
+        params![sink, event, notice.what(), notice.level(), at],
+    )?;
+    Ok(added == 1)
+}
+
+fn event_in(conn: &Connection, id: i64) -> rusqlite::Result<Option<Event>> {
+    conn.query_row(
+        &format!("SELECT {EVENT_COLUMNS} FROM events WHERE id = ?1"),
+        params![id],
+        read_event,
+    )
+    .optional()
+}
+
+fn delivery_in(conn: &Connection, id: i64) -> rusqlite::Result<Option<Delivery>> {
+    let row = conn
+        .query_row(
+            "SELECT id, sink, event_id, what, level, state, attempts, next_attempt_at, \
+             last_error, delivered_at FROM outbox WHERE id = ?1",
+            params![id],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, i64>(6)?,
+                    r.get::<_, i64>(7)?,
+                    r.get::<_, Option<String>>(8)?,
+                    r.get::<_, Option<i64>>(9)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((id, sink, event_id, what, level, state, attempts, next, last_error, delivered_at)) =
+        row
+    else {
+        return Ok(None);
+    };
+    let Some(event) = event_in(conn, event_id)? else {
+        return Ok(None);
+    };
+    let notice = Notice::parse(&what, &level).ok_or_else(|| invalid(3, "what", &what))?;
+    let state = DeliveryState::parse(&state).ok_or_else(|| invalid(5, "state", &state))?;
+    Ok(Some(Delivery {
+        id,
+        sink,
+        notice,
+        state,
+        attempts,
+        next_attempt_at: next,
+        last_error,
+        delivered_at,
+        event,
+    }))
+}
+
+fn invalid(column: usize, name: &str, value: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        column,
+        rusqlite::types::Type::Text,
+        format!("unknown {name} {value:?}").into(),
+    )
+}
+
+fn optional_key(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+fn read_event(r: &Row<'_>) -> rusqlite::Result<Event> {
+    let kind: String = r.get(6)?;
+    let severity: Option<String> = r.get(7)?;
+    let findings: String = r.get(8)?;
+    let resolved_at: Option<i64> = r.get(14)?;
+    let resolution: Option<String> = r.get(15)?;
+    let live: String = r.get(5)?;
+    let resolved = match (resolved_at, resolution.as_deref()) {
+        (Some(at), Some("accepted")) => Some((
+            at,
+            Resolution::Accepted {
+                live: live.clone(),
+            },
+        )),
+        (Some(at), Some("reverted")) => Some((at, Resolution::Reverted)),
+        (None, None) => None,
+        (_, other) => return Err(invalid(15, "resolution", other.unwrap_or(""))),
+    };
+    Ok(Event {
+        id: r.get(0)?,
+        environment: r.get(1)?,
+        server: r.get(2)?,
+        tool: r.get(3)?,
+        pinned: optional_key(r.get(4)?),
+        live: optional_key(live),
+        kind: EventKind::parse(&kind).ok_or_else(|| invalid(6, "kind", &kind))?,
+        severity: match severity {
+            Some(s) => Some(severity_from_name(&s).ok_or_else(|| invalid(7, "severity", &s))?),
+            None => None,
+        },
+        findings: parse_findings(&findings).map_err(|e| invalid(8, "findings", &e))?,
+        vendor: r.get(9)?,
+        server_version: r.get(10)?,
+        first_seen: r.get(11)?,
+        last_seen: r.get(12)?,
+        count: r.get(13)?,
+        resolved,
+    })
+}

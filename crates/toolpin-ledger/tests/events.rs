@@ -1,0 +1,271 @@
+//! Events: deduplication, counts, severity, resolution, approvals.
+
+mod common;
+
+use common::{finding, refund, TempDir, LIVE, LIVE2, PINNED};
+use toolpin_ledger::{
+    EventFilter, EventKind, Ledger, RecordOutcome, Resolution, Severity, Sighting,
+};
+
+fn tool_filter() -> EventFilter {
+    EventFilter::tool("staging", "orders", "orders__lookup_order")
+}
+
+#[test]
+fn a_new_ledger_is_at_the_current_schema_version() {
+    let dir = TempDir::new("version");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    assert_eq!(
+        ledger.schema_version().unwrap(),
+        toolpin_ledger::migrate::CURRENT
+    );
+    drop(ledger);
+    // Reopening applies nothing twice.
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    assert_eq!(ledger.schema_version().unwrap(), 1);
+}
+
+#[test]
+fn the_same_drift_seen_by_fifty_runs_is_one_event_with_a_count() {
+    let dir = TempDir::new("dedup");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let first = ledger.record_drift(&refund(1_000, Severity::High)).unwrap();
+    assert_eq!(first.outcome, RecordOutcome::New);
+    for run in 1..50 {
+        let r = ledger
+            .record_drift(&refund(1_000 + run * 3600, Severity::High))
+            .unwrap();
+        assert_eq!(r.outcome, RecordOutcome::Seen);
+        assert_eq!(r.event, first.event);
+    }
+    let events = ledger.open_events(&tool_filter()).unwrap();
+    assert_eq!(events.len(), 1);
+    let e = &events[0];
+    assert_eq!(e.count, 50);
+    assert_eq!(e.first_seen, 1_000);
+    assert_eq!(e.last_seen, 1_000 + 49 * 3600);
+    assert_eq!(e.kind, EventKind::Drift);
+    assert_eq!(e.severity, Some(Severity::High));
+    assert_eq!(e.pinned.as_deref(), Some(PINNED));
+    assert_eq!(e.live.as_deref(), Some(LIVE));
+    assert_eq!(e.vendor.as_deref(), Some("acme"));
+    assert_eq!(e.server_version.as_deref(), Some("1.4.0"));
+    assert_eq!(e.findings.len(), 1);
+    assert_eq!(e.findings[0].rule, "description-changed");
+    assert!(e.resolved.is_none());
+}
+
+#[test]
+fn an_out_of_order_sighting_widens_first_and_last_seen() {
+    let dir = TempDir::new("order");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    ledger.record_drift(&refund(5_000, Severity::High)).unwrap();
+    ledger.record_drift(&refund(4_000, Severity::High)).unwrap();
+    ledger.record_drift(&refund(6_000, Severity::High)).unwrap();
+    let e = &ledger.open_events(&tool_filter()).unwrap()[0];
+    assert_eq!((e.first_seen, e.last_seen, e.count), (4_000, 6_000, 3));
+}
+
+#[test]
+fn a_different_live_fingerprint_or_environment_is_another_event() {
+    let dir = TempDir::new("keys");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let a = ledger.record_drift(&refund(1, Severity::High)).unwrap();
+    let mut other_live = refund(2, Severity::High);
+    other_live.live = Some(LIVE2.to_string());
+    let b = ledger.record_drift(&other_live).unwrap();
+    let mut prod = refund(3, Severity::High);
+    prod.environment = "production".to_string();
+    let c = ledger.record_drift(&prod).unwrap();
+    // A tool removed upstream: no live fingerprint.
+    let removed = Sighting::drift("staging", "orders", "orders__refund", Some(PINNED), None, 4);
+    let d = ledger.record_drift(&removed).unwrap();
+    let d2 = ledger.record_drift(&removed).unwrap();
+    for r in [a, b, c, d] {
+        assert_eq!(r.outcome, RecordOutcome::New);
+    }
+    assert_eq!(d2.outcome, RecordOutcome::Seen);
+    assert_eq!(d2.event, d.event);
+    let all = ledger.events(&EventFilter::default()).unwrap();
+    assert_eq!(all.len(), 4);
+    let gone = ledger.event(d.event).unwrap().unwrap();
+    assert_eq!(gone.live, None);
+    assert_eq!(gone.severity, None);
+    assert_eq!(gone.count, 2);
+}
+
+#[test]
+fn a_sighting_more_severe_than_the_event_is_reported_once() {
+    let dir = TempDir::new("severe");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let a = ledger.record_drift(&refund(1, Severity::Medium)).unwrap();
+    assert_eq!(a.outcome, RecordOutcome::New);
+    // Less or equally severe: seen.
+    assert_eq!(
+        ledger.record_drift(&refund(2, Severity::Low)).unwrap().outcome,
+        RecordOutcome::Seen
+    );
+    assert_eq!(
+        ledger.record_drift(&refund(3, Severity::Medium)).unwrap().outcome,
+        RecordOutcome::Seen
+    );
+    // More severe (a stricter policy, a finding added): more severe, once.
+    let worse = refund(4, Severity::Medium).findings(vec![
+        finding("description-changed", Severity::Medium, "one"),
+        finding("steering-text-added", Severity::Critical, "two"),
+    ]);
+    let b = ledger.record_drift(&worse).unwrap();
+    assert_eq!(b.outcome, RecordOutcome::MoreSevere);
+    assert_eq!(b.event, a.event);
+    assert_eq!(
+        ledger.record_drift(&worse).unwrap().outcome,
+        RecordOutcome::Seen
+    );
+    assert_eq!(
+        ledger.record_drift(&refund(6, Severity::High)).unwrap().outcome,
+        RecordOutcome::Seen
+    );
+    let e = ledger.event(a.event).unwrap().unwrap();
+    assert_eq!(e.severity, Some(Severity::Critical));
+    assert_eq!(e.count, 6);
+    // The findings of the most severe sighting are kept.
+    assert_eq!(e.findings.len(), 2);
+    assert_eq!(e.findings[1].rule, "steering-text-added");
+}
+
+#[test]
+fn an_acceptance_resolves_the_event_of_the_accepted_fingerprint_only() {
+    let dir = TempDir::new("accept");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let a = ledger.record_drift(&refund(1, Severity::High)).unwrap();
+    let mut other = refund(2, Severity::High);
+    other.live = Some(LIVE2.to_string());
+    let b = ledger.record_drift(&other).unwrap();
+
+    let resolved = ledger
+        .resolve(
+            "staging",
+            "orders",
+            "orders__lookup_order",
+            &Resolution::Accepted {
+                live: LIVE.to_string(),
+            },
+            100,
+        )
+        .unwrap();
+    assert_eq!(resolved, vec![a.event]);
+    let e = ledger.event(a.event).unwrap().unwrap();
+    assert_eq!(
+        e.resolved,
+        Some((
+            100,
+            Resolution::Accepted {
+                live: LIVE.to_string()
+            }
+        ))
+    );
+    let open = ledger.open_events(&tool_filter()).unwrap();
+    assert_eq!(open.iter().map(|e| e.id).collect::<Vec<_>>(), vec![b.event]);
+
+    // The same drift seen again after it was resolved is a new event.
+    let again = ledger.record_drift(&refund(200, Severity::High)).unwrap();
+    assert_eq!(again.outcome, RecordOutcome::New);
+    assert_ne!(again.event, a.event);
+}
+
+#[test]
+fn upstream_going_back_resolves_every_open_drift_event_of_the_tool() {
+    let dir = TempDir::new("revert");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let a = ledger.record_drift(&refund(1, Severity::High)).unwrap();
+    let mut other = refund(2, Severity::High);
+    other.live = Some(LIVE2.to_string());
+    let b = ledger.record_drift(&other).unwrap();
+    let mut proxy = refund(3, Severity::High);
+    proxy.kind = EventKind::ProxyDrift;
+    let c = ledger.record_drift(&proxy).unwrap();
+    // Another tool and another environment are untouched.
+    let mut elsewhere = refund(4, Severity::High);
+    elsewhere.environment = "production".to_string();
+    let d = ledger.record_drift(&elsewhere).unwrap();
+    let mut rejected = refund(5, Severity::High);
+    rejected.kind = EventKind::Rejected;
+    let r = ledger.record_drift(&rejected).unwrap();
+
+    let resolved = ledger
+        .resolve(
+            "staging",
+            "orders",
+            "orders__lookup_order",
+            &Resolution::Reverted,
+            50,
+        )
+        .unwrap();
+    assert_eq!(resolved, vec![a.event, b.event, c.event]);
+    for id in [a.event, b.event, c.event] {
+        let e = ledger.event(id).unwrap().unwrap();
+        assert_eq!(e.resolved, Some((50, Resolution::Reverted)));
+    }
+    assert!(ledger.event(d.event).unwrap().unwrap().resolved.is_none());
+    // A rejection is a record of a decision, never open, never resolved.
+    assert!(ledger.event(r.event).unwrap().unwrap().resolved.is_none());
+    assert!(ledger.open_events(&tool_filter()).unwrap().is_empty());
+    // Resolving again resolves nothing.
+    assert!(ledger
+        .resolve("staging", "orders", "orders__lookup_order", &Resolution::Reverted, 60)
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn an_approval_is_recorded_and_resolves_the_drift_it_accepts() {
+    let dir = TempDir::new("approval");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let drift = ledger.record_drift(&refund(1, Severity::High)).unwrap();
+    let (approval, resolved) = ledger
+        .record_approval(
+            "staging",
+            "orders",
+            "orders__lookup_order",
+            Some(PINNED),
+            LIVE,
+            Some("acme"),
+            10,
+        )
+        .unwrap();
+    assert_eq!(approval.outcome, RecordOutcome::New);
+    assert_eq!(resolved, vec![drift.event]);
+    let a = ledger.event(approval.event).unwrap().unwrap();
+    assert_eq!(a.kind, EventKind::Approved);
+    assert_eq!(a.live.as_deref(), Some(LIVE));
+    assert_eq!(a.vendor.as_deref(), Some("acme"));
+    assert!(a.findings.is_empty());
+    let d = ledger.event(drift.event).unwrap().unwrap();
+    assert_eq!(d.resolved.map(|(at, r)| (at, r.reason())), Some((10, "accepted")));
+    assert!(ledger.open_events(&EventFilter::default()).unwrap().is_empty());
+    assert_eq!(ledger.events(&EventFilter::default()).unwrap().len(), 2);
+}
+
+#[test]
+fn every_event_kind_is_stored_and_read_back() {
+    let dir = TempDir::new("kinds");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    for (i, kind) in EventKind::ALL.into_iter().enumerate() {
+        let mut s = refund(i as i64, Severity::Low);
+        s.kind = kind;
+        let r = ledger.record_drift(&s).unwrap();
+        assert_eq!(r.outcome, RecordOutcome::New, "{}", kind.name());
+        assert_eq!(ledger.event(r.event).unwrap().unwrap().kind, kind);
+        assert_eq!(EventKind::parse(kind.name()), Some(kind));
+    }
+    let open: Vec<_> = ledger
+        .open_events(&EventFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind.name())
+        .collect();
+    assert_eq!(
+        open,
+        vec!["drift", "proxy-drift", "proxy-refusal", "contract-failed"]
+    );
+}
