@@ -75,9 +75,11 @@ impl Store {
         let tx = self.begin()?;
         tx.execute_batch(migrate::MIGRATIONS_TABLE).map_err(fail)?;
         let found: i64 = tx
-            .query_row("SELECT COALESCE(MAX(version), 0) FROM migrations", [], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT COALESCE(MAX(version), 0) FROM migrations",
+                [],
+                |r| r.get(0),
+            )
             .map_err(fail)?;
         if found > migrate::CURRENT {
             return Err(Error::new(format!(
@@ -101,9 +103,11 @@ impl Store {
 
     pub(crate) fn schema_version(&mut self) -> Result<i64, Error> {
         self.conn
-            .query_row("SELECT COALESCE(MAX(version), 0) FROM migrations", [], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT COALESCE(MAX(version), 0) FROM migrations",
+                [],
+                |r| r.get(0),
+            )
             .map_err(|e| self.error(e))
     }
 
@@ -130,8 +134,8 @@ impl Store {
         let resolution = Resolution::Accepted {
             live: live.to_string(),
         };
-        let resolved = resolve_in(&tx, &s.environment, &s.server, &s.tool, &resolution, s.at)
-            .map_err(fail)?;
+        let resolved =
+            resolve_in(&tx, &s.environment, &s.server, &s.tool, &resolution, s.at).map_err(fail)?;
         tx.commit().map_err(fail)?;
         Ok((recorded, resolved))
     }
@@ -269,7 +273,9 @@ impl Store {
             .optional()
             .map_err(fail)?;
         let Some(attempts) = attempts else {
-            return Err(Error::new(format!("{shown}: no pending delivery {delivery}")));
+            return Err(Error::new(format!(
+                "{shown}: no pending delivery {delivery}"
+            )));
         };
         let state = if attempts >= MAX_ATTEMPTS {
             DeliveryState::Failed
@@ -278,12 +284,7 @@ impl Store {
         };
         tx.execute(
             "UPDATE outbox SET state = ?2, next_attempt_at = ?3, last_error = ?4 WHERE id = ?1",
-            params![
-                delivery,
-                state.name(),
-                at + backoff(attempts.max(1)),
-                error
-            ],
+            params![delivery, state.name(), at + backoff(attempts.max(1)), error],
         )
         .map_err(fail)?;
         tx.commit().map_err(fail)?;
@@ -562,12 +563,7 @@ fn read_event(r: &Row<'_>) -> rusqlite::Result<Event> {
     let resolution: Option<String> = r.get(15)?;
     let live: String = r.get(5)?;
     let resolved = match (resolved_at, resolution.as_deref()) {
-        (Some(at), Some("accepted")) => Some((
-            at,
-            Resolution::Accepted {
-                live: live.clone(),
-            },
-        )),
+        (Some(at), Some("accepted")) => Some((at, Resolution::Accepted { live: live.clone() })),
         (Some(at), Some("reverted")) => Some((at, Resolution::Reverted)),
         (None, None) => None,
         (_, other) => return Err(invalid(15, "resolution", other.unwrap_or(""))),

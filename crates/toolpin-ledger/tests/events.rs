@@ -102,11 +102,17 @@ fn a_sighting_more_severe_than_the_event_is_reported_once() {
     assert_eq!(a.outcome, RecordOutcome::New);
     // Less or equally severe: seen.
     assert_eq!(
-        ledger.record_drift(&refund(2, Severity::Low)).unwrap().outcome,
+        ledger
+            .record_drift(&refund(2, Severity::Low))
+            .unwrap()
+            .outcome,
         RecordOutcome::Seen
     );
     assert_eq!(
-        ledger.record_drift(&refund(3, Severity::Medium)).unwrap().outcome,
+        ledger
+            .record_drift(&refund(3, Severity::Medium))
+            .unwrap()
+            .outcome,
         RecordOutcome::Seen
     );
     // More severe (a stricter policy, a finding added): more severe, once.
@@ -122,7 +128,10 @@ fn a_sighting_more_severe_than_the_event_is_reported_once() {
         RecordOutcome::Seen
     );
     assert_eq!(
-        ledger.record_drift(&refund(6, Severity::High)).unwrap().outcome,
+        ledger
+            .record_drift(&refund(6, Severity::High))
+            .unwrap()
+            .outcome,
         RecordOutcome::Seen
     );
     let e = ledger.event(a.event).unwrap().unwrap();
@@ -212,7 +221,13 @@ fn upstream_going_back_resolves_every_open_drift_event_of_the_tool() {
     assert!(ledger.open_events(&tool_filter()).unwrap().is_empty());
     // Resolving again resolves nothing.
     assert!(ledger
-        .resolve("staging", "orders", "orders__lookup_order", &Resolution::Reverted, 60)
+        .resolve(
+            "staging",
+            "orders",
+            "orders__lookup_order",
+            &Resolution::Reverted,
+            60
+        )
         .unwrap()
         .is_empty());
 }
@@ -241,8 +256,14 @@ fn an_approval_is_recorded_and_resolves_the_drift_it_accepts() {
     assert_eq!(a.vendor.as_deref(), Some("acme"));
     assert!(a.findings.is_empty());
     let d = ledger.event(drift.event).unwrap().unwrap();
-    assert_eq!(d.resolved.map(|(at, r)| (at, r.reason())), Some((10, "accepted")));
-    assert!(ledger.open_events(&EventFilter::default()).unwrap().is_empty());
+    assert_eq!(
+        d.resolved.map(|(at, r)| (at, r.reason())),
+        Some((10, "accepted"))
+    );
+    assert!(ledger
+        .open_events(&EventFilter::default())
+        .unwrap()
+        .is_empty());
     assert_eq!(ledger.events(&EventFilter::default()).unwrap().len(), 2);
 }
 

@@ -1,0 +1,200 @@
+//! The outbox: enqueued with the event, never twice, delivered or retried
+//! with backoff.
+
+mod common;
+
+use common::{finding, refund, TempDir, LIVE};
+use toolpin_ledger::{
+    backoff, DeliveryState, Ledger, Notice, RecordOutcome, Resolution, Severity, LEASE,
+    MAX_ATTEMPTS,
+};
+
+#[test]
+fn a_new_event_enqueues_one_trigger_per_sink_and_a_retry_never_enqueues_twice() {
+    let dir = TempDir::new("enqueue");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let sinks = ["orders-oncall", "audit"];
+    let first = ledger
+        .record_and_enqueue(&refund(100, Severity::High), &sinks)
+        .unwrap();
+    assert_eq!(first.outcome, RecordOutcome::New);
+    // Fifty more runs see the same drift: nothing more is enqueued.
+    for run in 1..=50 {
+        let r = ledger
+            .record_and_enqueue(&refund(100 + run, Severity::High), &sinks)
+            .unwrap();
+        assert_eq!(r.outcome, RecordOutcome::Seen);
+    }
+    let deliveries = ledger.deliveries(first.event).unwrap();
+    let got: Vec<_> = deliveries
+        .iter()
+        .map(|d| (d.sink.as_str(), d.notice, d.state))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("orders-oncall", Notice::Trigger, DeliveryState::Pending),
+            ("audit", Notice::Trigger, DeliveryState::Pending),
+        ]
+    );
+    // Enqueuing the same notice again by hand is refused, not duplicated.
+    assert!(!ledger
+        .enqueue("audit", first.event, Notice::Trigger, 500)
+        .unwrap());
+    assert!(ledger
+        .enqueue("slack", first.event, Notice::Trigger, 500)
+        .unwrap());
+    assert!(!ledger
+        .enqueue("slack", first.event, Notice::Trigger, 501)
+        .unwrap());
+    assert_eq!(ledger.deliveries(first.event).unwrap().len(), 3);
+}
+
+#[test]
+fn an_escalation_is_enqueued_once_per_severity_and_a_resolution_follows_each_trigger() {
+    let dir = TempDir::new("escalate");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let sinks = ["pd"];
+    let e = ledger
+        .record_and_enqueue(&refund(1, Severity::Medium), &sinks)
+        .unwrap()
+        .event;
+    ledger
+        .record_and_enqueue(&refund(2, Severity::High), &sinks)
+        .unwrap();
+    ledger
+        .record_and_enqueue(&refund(3, Severity::High), &sinks)
+        .unwrap();
+    ledger
+        .record_and_enqueue(&refund(4, Severity::Critical), &sinks)
+        .unwrap();
+    // A sink that only ever saw an escalation gets no resolve: resolves
+    // follow triggers.
+    ledger
+        .enqueue("late", e, Notice::Escalate(Severity::Critical), 4)
+        .unwrap();
+    let resolved = ledger
+        .resolve(
+            "staging",
+            "orders",
+            "orders__lookup_order",
+            &Resolution::Accepted {
+                live: LIVE.to_string(),
+            },
+            9,
+        )
+        .unwrap();
+    assert_eq!(resolved, vec![e]);
+    // Resolving again (a retried acceptance) enqueues nothing more.
+    ledger
+        .resolve(
+            "staging",
+            "orders",
+            "orders__lookup_order",
+            &Resolution::Reverted,
+            10,
+        )
+        .unwrap();
+    let got: Vec<_> = ledger
+        .deliveries(e)
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.sink, d.notice))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("pd".to_string(), Notice::Trigger),
+            ("pd".to_string(), Notice::Escalate(Severity::High)),
+            ("pd".to_string(), Notice::Escalate(Severity::Critical)),
+            ("late".to_string(), Notice::Escalate(Severity::Critical)),
+            ("pd".to_string(), Notice::Resolve),
+        ]
+    );
+}
+
+#[test]
+fn due_deliveries_are_taken_leased_delivered_or_retried_with_backoff() {
+    let dir = TempDir::new("deliver");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let e = ledger
+        .record_and_enqueue(&refund(1_000, Severity::High), &["slack", "pd"])
+        .unwrap()
+        .event;
+
+    assert!(ledger.take_due(999, 10).unwrap().is_empty(), "not due yet");
+    let taken = ledger.take_due(1_000, 10).unwrap();
+    assert_eq!(taken.len(), 2);
+    assert_eq!(taken[0].sink, "slack");
+    assert_eq!(taken[0].attempts, 1);
+    assert_eq!(taken[0].next_attempt_at, 1_000 + LEASE);
+    assert_eq!(taken[0].event.id, e);
+    assert_eq!(taken[0].event.findings[0].rule, "description-changed");
+    // Leased: another watcher does not take them meanwhile.
+    assert!(ledger.take_due(1_001, 10).unwrap().is_empty());
+
+    ledger.mark_delivered(taken[0].id, 1_002).unwrap();
+    let state = ledger
+        .mark_failed(taken[1].id, "pagerduty: HTTP 503", 1_003)
+        .unwrap();
+    assert_eq!(state, DeliveryState::Pending);
+
+    let all = ledger.deliveries(e).unwrap();
+    assert_eq!(all[0].state, DeliveryState::Delivered);
+    assert_eq!(all[0].delivered_at, Some(1_002));
+    assert_eq!(all[1].state, DeliveryState::Pending);
+    assert_eq!(all[1].last_error.as_deref(), Some("pagerduty: HTTP 503"));
+    assert_eq!(all[1].next_attempt_at, 1_003 + backoff(1));
+    assert_eq!(backoff(1), 60);
+
+    // Not due until the backoff has passed; then retried, with a longer
+    // backoff after each failure, and failed for good after MAX_ATTEMPTS.
+    assert!(ledger.take_due(1_003 + 59, 10).unwrap().is_empty());
+    let mut now = 1_003 + 60;
+    let mut state = DeliveryState::Pending;
+    for attempt in 2..=MAX_ATTEMPTS {
+        let taken = ledger.take_due(now, 10).unwrap();
+        assert_eq!(taken.len(), 1, "attempt {attempt}");
+        assert_eq!(taken[0].attempts, attempt);
+        state = ledger.mark_failed(taken[0].id, "HTTP 503", now).unwrap();
+        let d = &ledger.deliveries(e).unwrap()[1];
+        if state == DeliveryState::Pending {
+            assert_eq!(d.next_attempt_at, now + backoff(attempt));
+        }
+        now += backoff(attempt);
+    }
+    assert_eq!(state, DeliveryState::Failed);
+    assert!(ledger.take_due(now + 1_000_000, 10).unwrap().is_empty());
+    assert_eq!(
+        ledger.deliveries(e).unwrap()[1].state,
+        DeliveryState::Failed
+    );
+}
+
+#[test]
+fn the_backoff_doubles_and_is_capped() {
+    assert_eq!(
+        (1..=6).map(backoff).collect::<Vec<_>>(),
+        vec![60, 120, 240, 480, 960, 1920]
+    );
+    assert_eq!(backoff(30), 6 * 3600);
+    assert_eq!(backoff(0), 60);
+}
+
+#[test]
+fn an_event_s_notifications_are_committed_with_it() {
+    // The event and its notifications are one transaction: once
+    // record_and_enqueue returns, another connection sees both.
+    let dir = TempDir::new("atomic");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let s = refund(1, Severity::High).findings(vec![finding(
+        "description-changed",
+        Severity::High,
+        "x",
+    )]);
+    let r = ledger.record_and_enqueue(&s, &["a", "b", "c"]).unwrap();
+    drop(ledger);
+    // A new connection (another process) sees the event and its outbox.
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    assert_eq!(ledger.deliveries(r.event).unwrap().len(), 3);
+}
