@@ -198,3 +198,60 @@ fn an_event_s_notifications_are_committed_with_it() {
     let mut ledger = Ledger::open(&dir.db()).unwrap();
     assert_eq!(ledger.deliveries(r.event).unwrap().len(), 3);
 }
+
+#[test]
+fn a_batch_is_recorded_and_routed_in_one_transaction() {
+    let dir = TempDir::new("batch");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let mut other = refund(1, Severity::Low);
+    other.server = "billing".to_string();
+    other.tool = "billing__charge".to_string();
+    let batch = vec![
+        refund(1, Severity::High),
+        other,
+        refund(2, Severity::Critical),
+    ];
+    // Routing by server: the orders on-call gets the orders server only.
+    let route = |s: &toolpin_ledger::Sighting| {
+        let mut sinks = vec!["audit".to_string()];
+        if s.server == "orders" {
+            sinks.push("orders-oncall".to_string());
+        }
+        sinks
+    };
+    let recorded = ledger.record_batch(&batch, route).unwrap();
+    let outcomes: Vec<_> = recorded.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            RecordOutcome::New,
+            RecordOutcome::New,
+            RecordOutcome::MoreSevere
+        ]
+    );
+    let orders: Vec<_> = ledger
+        .deliveries(recorded[0].event)
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.sink, d.notice))
+        .collect();
+    assert_eq!(
+        orders,
+        vec![
+            ("audit".to_string(), Notice::Trigger),
+            ("orders-oncall".to_string(), Notice::Trigger),
+            ("audit".to_string(), Notice::Escalate(Severity::Critical)),
+            (
+                "orders-oncall".to_string(),
+                Notice::Escalate(Severity::Critical)
+            ),
+        ]
+    );
+    let billing: Vec<_> = ledger
+        .deliveries(recorded[1].event)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.sink)
+        .collect();
+    assert_eq!(billing, vec!["audit".to_string()]);
+}
