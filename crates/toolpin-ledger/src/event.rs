@@ -89,6 +89,26 @@ pub struct FindingRecord {
     pub kind: String,
     /// The one line for people, as the caller gives it (redacted).
     pub message: String,
+    /// More for people where there is more: a description's word diff, an
+    /// enum's added values (redacted by the caller; at most
+    /// [`MAX_DETAIL`] bytes are kept).
+    pub detail: Option<String>,
+}
+
+/// The most bytes of a finding's detail the ledger keeps.
+pub const MAX_DETAIL: usize = 4096;
+
+/// `text` cut to at most [`MAX_DETAIL`] bytes at a character boundary,
+/// with `…` when cut.
+pub(crate) fn capped(text: &str) -> String {
+    if text.len() <= MAX_DETAIL {
+        return text.to_string();
+    }
+    let mut end = MAX_DETAIL - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 impl From<&Finding> for FindingRecord {
@@ -99,6 +119,7 @@ impl From<&Finding> for FindingRecord {
             severity: f.severity,
             kind: f.kind.name().to_string(),
             message: f.message.clone(),
+            detail: None,
         }
     }
 }
@@ -122,8 +143,9 @@ pub(crate) fn more_severe(new: Option<Severity>, old: Option<Severity>) -> bool 
     }
 }
 
-/// The findings as the JSON text stored: an array of objects with exactly
-/// `rule`, `pointer`, `severity`, `kind` and `message`.
+/// The findings as the JSON text stored: an array of objects with
+/// `rule`, `pointer`, `severity`, `kind`, `message` and, when there is
+/// one, `detail`.
 pub(crate) fn findings_json(findings: &[FindingRecord]) -> String {
     let items = findings
         .iter()
@@ -134,6 +156,9 @@ pub(crate) fn findings_json(findings: &[FindingRecord]) -> String {
             m.insert("severity".into(), Value::String(f.severity.name().into()));
             m.insert("kind".into(), Value::String(f.kind.clone()));
             m.insert("message".into(), Value::String(f.message.clone()));
+            if let Some(detail) = &f.detail {
+                m.insert("detail".into(), Value::String(capped(detail)));
+            }
             Value::Object(m)
         })
         .collect();
@@ -161,6 +186,10 @@ pub(crate) fn parse_findings(text: &str) -> Result<Vec<FindingRecord>, String> {
                     .ok_or_else(|| format!("unknown severity {severity:?}"))?,
                 kind: field("kind")?,
                 message: field("message")?,
+                detail: item
+                    .get("detail")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             })
         })
         .collect()
@@ -180,7 +209,13 @@ pub struct Sighting {
     pub live: Option<String>,
     pub findings: Vec<FindingRecord>,
     pub vendor: Option<String>,
+    /// The server's reported version (`serverInfo.version`) live.
     pub server_version: Option<String>,
+    /// The server's version in the lockfile: the same version with changed
+    /// tools is silent drift.
+    pub pinned_version: Option<String>,
+    /// How many evals the plan asks to re-run for this sighting's findings.
+    pub reruns: i64,
     /// When it was seen, in unix seconds.
     pub at: i64,
 }
@@ -197,6 +232,8 @@ impl Sighting {
             findings: Vec::new(),
             vendor: None,
             server_version: None,
+            pinned_version: None,
+            reruns: 0,
             at,
         }
     }
@@ -231,6 +268,16 @@ impl Sighting {
 
     pub fn server_version(mut self, version: &str) -> Self {
         self.server_version = Some(version.to_string());
+        self
+    }
+
+    pub fn pinned_version(mut self, version: &str) -> Self {
+        self.pinned_version = Some(version.to_string());
+        self
+    }
+
+    pub fn reruns(mut self, reruns: i64) -> Self {
+        self.reruns = reruns;
         self
     }
 

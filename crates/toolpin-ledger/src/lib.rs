@@ -30,6 +30,7 @@ use std::time::Duration;
 
 pub use event::{
     EventFilter, EventKind, FindingRecord, RecordOutcome, Recorded, Resolution, Sighting,
+    MAX_DETAIL,
 };
 pub use outbox::{Delivery, DeliveryState, Notice};
 pub use toolpin_drift::rule::Severity;
@@ -99,6 +100,14 @@ pub struct Event {
     pub vendor: Option<String>,
     /// The server's reported version (`serverInfo.version`) when first seen.
     pub server_version: Option<String>,
+    /// The server's version in the lockfile.
+    pub pinned_version: Option<String>,
+    /// How many evals the plan asked to re-run (the latest sighting's).
+    pub reruns: i64,
+    /// The last time, before the first sighting, a check saw the server
+    /// match its pins: the upstream change happened after it. `None` when
+    /// no clean check was recorded before.
+    pub unchanged_at: Option<i64>,
     pub first_seen: i64,
     pub last_seen: i64,
     /// How many sightings the event stands for.
@@ -286,6 +295,33 @@ impl Ledger {
     ) -> Result<DeliveryState, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.mark_failed(delivery, error, at),
+        }
+    }
+
+    /// Records that a check saw each of `servers` in `environment` match
+    /// its pins at `at` (the time an upstream change is known to be after).
+    pub fn record_clean(
+        &mut self,
+        environment: &str,
+        servers: &[&str],
+        at: i64,
+    ) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.record_clean(environment, servers, at),
+        }
+    }
+
+    /// What `sink` calls `event` (a GitHub issue's number), if it said.
+    pub fn sink_ref(&mut self, sink: &str, event: i64) -> Result<Option<String>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.sink_ref(sink, event),
+        }
+    }
+
+    /// Keeps what `sink` calls `event`, replacing what was kept.
+    pub fn set_sink_ref(&mut self, sink: &str, event: i64, reference: &str) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.set_sink_ref(sink, event, reference),
         }
     }
 

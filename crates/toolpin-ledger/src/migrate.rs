@@ -11,10 +11,13 @@
 //! PRIMARY KEY` in PostgreSQL).
 
 /// The schema version this build reads and writes.
-pub const CURRENT: i64 = 1;
+pub const CURRENT: i64 = 2;
 
 /// The migrations, in order: version, name, statements.
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "events and outbox", MIGRATION_1)];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "events and outbox", MIGRATION_1),
+    (2, "history and sink references", MIGRATION_2),
+];
 
 /// The table of applied migrations (created before any migration runs).
 pub const MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS migrations (
@@ -64,4 +67,28 @@ CREATE TABLE outbox (
     UNIQUE (sink, event_id, what, level)
 );
 CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+";
+
+/// What `toolpin history` and the sinks need besides the events: the
+/// server version in the lockfile (silent drift), the evals the plan asked
+/// to re-run (review cost), when the server was last seen unchanged before
+/// the first sighting (time to first sighting), the last clean check per
+/// server, and what a sink calls an event (a GitHub issue number).
+const MIGRATION_2: &str = "
+ALTER TABLE events ADD COLUMN pinned_version TEXT;
+ALTER TABLE events ADD COLUMN reruns BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN unchanged_at BIGINT;
+CREATE INDEX events_vendor ON events (vendor, first_seen);
+CREATE TABLE server_checks (
+    environment TEXT NOT NULL,
+    server TEXT NOT NULL,
+    last_clean BIGINT NOT NULL,
+    PRIMARY KEY (environment, server)
+);
+CREATE TABLE sink_refs (
+    sink TEXT NOT NULL,
+    event_id BIGINT NOT NULL REFERENCES events (id),
+    reference TEXT NOT NULL,
+    PRIMARY KEY (sink, event_id)
+);
 ";

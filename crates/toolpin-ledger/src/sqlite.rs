@@ -23,7 +23,8 @@ pub(crate) struct Store {
 }
 
 const EVENT_COLUMNS: &str = "id, environment, server, tool, pinned, live, kind, severity, \
-     findings, vendor, server_version, first_seen, last_seen, count, resolved_at, resolution";
+     findings, vendor, server_version, first_seen, last_seen, count, resolved_at, resolution, \
+     pinned_version, reruns, unchanged_at";
 
 impl Store {
     pub(crate) fn open(path: &Path, options: &Options) -> Result<Self, Error> {
@@ -312,6 +313,55 @@ impl Store {
         Ok(state)
     }
 
+    pub(crate) fn record_clean(
+        &mut self,
+        environment: &str,
+        servers: &[&str],
+        at: i64,
+    ) -> Result<(), Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        for server in servers {
+            tx.execute(
+                "INSERT INTO server_checks (environment, server, last_clean) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (environment, server) DO UPDATE SET last_clean = \
+                 CASE WHEN excluded.last_clean > last_clean THEN excluded.last_clean ELSE last_clean END",
+                params![environment, server, at],
+            )
+            .map_err(fail)?;
+        }
+        tx.commit().map_err(fail)
+    }
+
+    pub(crate) fn sink_ref(&mut self, sink: &str, event: i64) -> Result<Option<String>, Error> {
+        self.conn
+            .query_row(
+                "SELECT reference FROM sink_refs WHERE sink = ?1 AND event_id = ?2",
+                params![sink, event],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.error(e))
+    }
+
+    pub(crate) fn set_sink_ref(
+        &mut self,
+        sink: &str,
+        event: i64,
+        reference: &str,
+    ) -> Result<(), Error> {
+        self.conn
+            .execute(
+                "INSERT INTO sink_refs (sink, event_id, reference) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (sink, event_id) DO UPDATE SET reference = excluded.reference",
+                params![sink, event, reference],
+            )
+            .map(|_| ())
+            .map_err(|e| self.error(e))
+    }
+
     pub(crate) fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
         let result = (|| {
             let ids: Vec<i64> = {
@@ -381,8 +431,11 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
         None => {
             let id: i64 = tx.query_row(
                 "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
-                 findings, vendor, server_version, first_seen, last_seen, count) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1) RETURNING id",
+                 findings, vendor, server_version, first_seen, last_seen, count, \
+                 pinned_version, reruns, unchanged_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1, ?12, ?13, \
+                 (SELECT last_clean FROM server_checks WHERE environment = ?1 AND server = ?2 \
+                  AND last_clean <= ?11)) RETURNING id",
                 params![
                     s.environment,
                     s.server,
@@ -394,7 +447,9 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
                     findings_json(&s.findings),
                     s.vendor,
                     s.server_version,
-                    s.at
+                    s.at,
+                    s.pinned_version,
+                    s.reruns
                 ],
                 |r| r.get(0),
             )?;
@@ -410,12 +465,13 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
                     "UPDATE events SET count = count + 1, \
                      first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
                      last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END, \
-                     severity = ?3, findings = ?4 WHERE id = ?1",
+                     severity = ?3, findings = ?4, reruns = ?5 WHERE id = ?1",
                     params![
                         id,
                         s.at,
                         severity.map(|v| v.name()),
-                        findings_json(&s.findings)
+                        findings_json(&s.findings),
+                        s.reruns
                     ],
                 )?;
                 Recorded {
@@ -608,5 +664,8 @@ fn read_event(r: &Row<'_>) -> rusqlite::Result<Event> {
         last_seen: r.get(12)?,
         count: r.get(13)?,
         resolved,
+        pinned_version: r.get(16)?,
+        reruns: r.get(17)?,
+        unchanged_at: r.get(18)?,
     })
 }

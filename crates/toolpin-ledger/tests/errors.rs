@@ -22,7 +22,7 @@ fn a_ledger_with_a_newer_schema_is_refused_in_one_line() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute(
-            "INSERT INTO migrations (version, name) VALUES (2, 'later'), (3, 'later still')",
+            "INSERT INTO migrations (version, name) VALUES (98, 'later'), (99, 'later still')",
             [],
         )
         .unwrap();
@@ -33,8 +33,9 @@ fn a_ledger_with_a_newer_schema_is_refused_in_one_line() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{}: schema version 3 is newer than this toolpin reads (1); upgrade toolpin",
-            path.display()
+            "{}: schema version 99 is newer than this toolpin reads ({}); upgrade toolpin",
+            path.display(),
+            toolpin_ledger::migrate::CURRENT
         )
     );
     // Refusing changed nothing.
@@ -42,7 +43,7 @@ fn a_ledger_with_a_newer_schema_is_refused_in_one_line() {
     let max: i64 = conn
         .query_row("SELECT MAX(version) FROM migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(max, 3);
+    assert_eq!(max, 99);
 }
 
 #[test]

@@ -22,7 +22,114 @@ fn a_new_ledger_is_at_the_current_schema_version() {
     drop(ledger);
     // Reopening applies nothing twice.
     let mut ledger = Ledger::open(&dir.db()).unwrap();
-    assert_eq!(ledger.schema_version().unwrap(), 1);
+    assert_eq!(ledger.schema_version().unwrap(), 2);
+}
+
+#[test]
+fn a_version_1_ledger_is_migrated_and_keeps_its_events() {
+    let dir = TempDir::new("migrate-1");
+    {
+        // A ledger as the first release wrote it: only migration 1.
+        let conn = rusqlite::Connection::open(dir.db()).unwrap();
+        conn.execute_batch(toolpin_ledger::migrate::MIGRATIONS_TABLE)
+            .unwrap();
+        conn.execute_batch(toolpin_ledger::migrate::MIGRATIONS[0].2)
+            .unwrap();
+        conn.execute(
+            "INSERT INTO migrations (version, name) VALUES (1, 'events and outbox')",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
+             findings, first_seen, last_seen, count) VALUES ('staging', 'orders', 't', 'a', 'b', \
+             'drift', 'high', '[]', 10, 20, 3)",
+            [],
+        )
+        .unwrap();
+    }
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    assert_eq!(ledger.schema_version().unwrap(), 2);
+    let events = ledger.events(&EventFilter::default()).unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!((events[0].count, events[0].reruns), (3, 0));
+    assert_eq!(events[0].pinned_version, None);
+    assert_eq!(events[0].unchanged_at, None);
+}
+
+#[test]
+fn an_event_keeps_the_last_clean_check_before_it_and_the_review_cost() {
+    let dir = TempDir::new("unchanged-at");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    ledger
+        .record_clean("staging", &["orders", "billing"], 1_000)
+        .unwrap();
+    ledger.record_clean("staging", &["orders"], 4_600).unwrap();
+    // An older clean check never moves the mark back.
+    ledger.record_clean("staging", &["orders"], 2_000).unwrap();
+    let r = ledger
+        .record_drift(
+            &refund(8_200, Severity::High)
+                .pinned_version("1.4.0")
+                .reruns(3),
+        )
+        .unwrap();
+    let event = ledger.event(r.event).unwrap().unwrap();
+    assert_eq!(event.unchanged_at, Some(4_600));
+    assert_eq!(event.pinned_version.as_deref(), Some("1.4.0"));
+    assert_eq!(event.server_version.as_deref(), Some("1.4.0"));
+    assert_eq!(event.reruns, 3);
+    // A server never seen clean has no mark.
+    let other = ledger
+        .record_drift(&Sighting::drift(
+            "prod",
+            "orders",
+            "t",
+            Some(PINNED),
+            Some(LIVE),
+            9_000,
+        ))
+        .unwrap();
+    assert_eq!(
+        ledger.event(other.event).unwrap().unwrap().unchanged_at,
+        None
+    );
+}
+
+#[test]
+fn a_sink_reference_is_kept_per_sink_and_event() {
+    let dir = TempDir::new("sink-ref");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let r = ledger.record_drift(&refund(100, Severity::High)).unwrap();
+    assert_eq!(ledger.sink_ref("github", r.event).unwrap(), None);
+    ledger.set_sink_ref("github", r.event, "41").unwrap();
+    ledger.set_sink_ref("github", r.event, "42").unwrap();
+    assert_eq!(
+        ledger.sink_ref("github", r.event).unwrap().as_deref(),
+        Some("42")
+    );
+    assert_eq!(ledger.sink_ref("slack", r.event).unwrap(), None);
+}
+
+#[test]
+fn a_finding_detail_is_kept_and_capped() {
+    let dir = TempDir::new("detail");
+    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let mut f = finding(
+        "description-changed",
+        Severity::High,
+        "t: description changed",
+    );
+    f.detail = Some(format!("{}é", "x".repeat(toolpin_ledger::MAX_DETAIL)));
+    let r = ledger
+        .record_drift(&refund(100, Severity::High).findings(vec![f]))
+        .unwrap();
+    let kept = ledger.event(r.event).unwrap().unwrap().findings[0]
+        .detail
+        .clone()
+        .unwrap();
+    assert!(kept.len() <= toolpin_ledger::MAX_DETAIL, "{}", kept.len());
+    assert!(kept.ends_with('…'));
 }
 
 #[test]

@@ -27,6 +27,7 @@ fn a_message_holding_a_secret_placeholder_is_stored_verbatim() {
         severity: Severity::Critical,
         kind: "description".into(),
         message: message.clone(),
+        detail: Some(format!("word diff: {message}")),
     }]);
     let mut ledger = Ledger::open(&path).unwrap();
     let r = ledger.record_drift(&sighting).unwrap();
@@ -34,7 +35,7 @@ fn a_message_holding_a_secret_placeholder_is_stored_verbatim() {
     assert_eq!(e.findings[0].message, message);
     drop(ledger);
 
-    // The stored JSON holds exactly the five members, the placeholder
+    // The stored JSON holds exactly the six members, the placeholder
     // unexpanded.
     let conn = rusqlite::Connection::open(&path).unwrap();
     let text: String = conn
@@ -48,7 +49,10 @@ fn a_message_holding_a_secret_placeholder_is_stored_verbatim() {
     let member = &value[0];
     let mut keys: Vec<_> = member.as_object().unwrap().keys().cloned().collect();
     keys.sort();
-    assert_eq!(keys, ["kind", "message", "pointer", "rule", "severity"]);
+    assert_eq!(
+        keys,
+        ["detail", "kind", "message", "pointer", "rule", "severity"]
+    );
     assert_eq!(member["message"], serde_json::Value::String(message));
     assert!(text.contains("${ORDERS_API_TOKEN}"));
 

@@ -44,6 +44,7 @@ pub fn finding(rule: &str, severity: Severity, message: &str) -> FindingRecord {
         severity,
         kind: "description".to_string(),
         message: message.to_string(),
+        detail: None,
     }
 }
 
