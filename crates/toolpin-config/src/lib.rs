@@ -5,6 +5,7 @@
 //! key.
 
 pub mod expand;
+pub mod ledger;
 pub mod proxy;
 
 use std::collections::BTreeMap;
@@ -71,6 +72,8 @@ struct ConfigFile {
     proxy: proxy::ProxyFileConfig,
     #[serde(default)]
     facade: BTreeMap<String, proxy::FacadeFileConfig>,
+    #[serde(default)]
+    ledger: ledger::LedgerFileConfig,
 }
 
 /// `[release]`: the other two legs of (model, prompt, tools), for the
@@ -456,6 +459,9 @@ struct ServerConfig {
     exclude: Option<Vec<String>>,
     ignore: Option<Vec<String>>,
     enabled: Option<bool>,
+    /// Who makes the server, for `toolpin history` (not part of any
+    /// fingerprint).
+    vendor: Option<String>,
 }
 
 /// The kinds of source, and which keys belong to each.
@@ -652,7 +658,7 @@ impl ServerConfig {
         macro_rules! take {
             ($($f:ident),*) => { $(if over.$f.is_some() { self.$f = over.$f.clone(); })* };
         }
-        take!(file, exec, command, url, openapi, prefix, include, exclude, ignore, enabled);
+        take!(file, exec, command, url, openapi, prefix, include, exclude, ignore, enabled, vendor);
         source_settings!(take);
         self
     }
@@ -673,6 +679,11 @@ pub struct Config {
     pub evals: Evals,
     /// `[proxy]` and `[facade."server/tool"]`.
     pub proxy: proxy::ProxyConfig,
+    /// `[ledger]`: where drift events are recorded.
+    pub ledger: ledger::LedgerConfig,
+    /// Each server's `vendor` key, where one is set (history groups by it;
+    /// a server without one is its serverInfo.name's).
+    pub vendors: BTreeMap<String, String>,
 }
 
 impl Config {
@@ -731,16 +742,19 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, Error> {
         &dir,
     )
     .map_err(|e| Error::new(format!("{origin}: {e}")))?;
-    resolve(file, env, &origin, &dir, &|k| std::env::var(k).ok()).map(|(environment, servers)| {
-        Config {
-            path: path.to_path_buf(),
-            environment,
-            servers,
-            policy,
-            release,
-            evals,
-            proxy,
-        }
+    let lookup = |k: &str| std::env::var(k).ok();
+    let ledger = ledger::LedgerConfig::resolve(std::mem::take(&mut file.ledger), &dir, &lookup)
+        .map_err(|e| Error::new(format!("{origin}: {e}")))?;
+    resolve(file, env, &origin, &dir, &lookup).map(|(environment, servers, vendors)| Config {
+        path: path.to_path_buf(),
+        environment,
+        servers,
+        policy,
+        release,
+        evals,
+        proxy,
+        ledger,
+        vendors,
     })
 }
 
@@ -791,6 +805,9 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> Error {
     Error::new(format!("{origin}:{line_no}:{column}: {named}"))
 }
 
+/// The environment's name, its servers, and their `vendor` keys.
+type Resolved = (String, Vec<Server>, BTreeMap<String, String>);
+
 /// Reads an environment variable.
 type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 
@@ -800,7 +817,7 @@ fn resolve(
     origin: &str,
     dir: &Path,
     lookup: Lookup,
-) -> Result<(String, Vec<Server>), Error> {
+) -> Result<Resolved, Error> {
     let mut merged = file.servers;
     let environment = match env {
         None => "default".to_string(),
@@ -835,9 +852,18 @@ fn resolve(
         )));
     }
     let mut servers = Vec::new();
+    let mut vendors = BTreeMap::new();
     for (name, cfg) in merged {
         if cfg.enabled == Some(false) {
             continue;
+        }
+        if let Some(vendor) = &cfg.vendor {
+            if vendor.trim().is_empty() || vendor.contains(['\n', '\r']) {
+                return Err(Error::new(format!(
+                    "{origin}: servers.{name}: `vendor` must be one non-empty line"
+                )));
+            }
+            vendors.insert(name.clone(), vendor.clone());
         }
         servers.push(
             server(&name, cfg, dir, lookup)
@@ -849,7 +875,7 @@ fn resolve(
             "{origin} defines no servers; add a [servers.NAME] table"
         )));
     }
-    Ok((environment, servers))
+    Ok((environment, servers, vendors))
 }
 
 fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<Server, String> {
@@ -1312,7 +1338,32 @@ mod tests {
     fn parse(text: &str, env: Option<&str>) -> Result<(String, Vec<Server>), String> {
         let file: ConfigFile =
             toml::from_str(text).map_err(|e| toml_error("t.toml", text, &e).to_string())?;
-        resolve(file, env, "t.toml", Path::new("/base"), &test_env).map_err(|e| e.to_string())
+        resolve(file, env, "t.toml", Path::new("/base"), &test_env)
+            .map(|(environment, servers, _)| (environment, servers))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_vendor_is_kept_per_server_and_overridable_per_environment() {
+        let text = "[servers.orders]\nfile = \"a.json\"\nvendor = \"Acme\"\n\
+                    [servers.billing]\nfile = \"b.json\"\n\
+                    [env.prod.servers.billing]\nvendor = \"Initech\"\n";
+        let file: ConfigFile = toml::from_str(text).unwrap();
+        let (_, _, vendors) = resolve(file, None, "t.toml", Path::new("/base"), &test_env).unwrap();
+        assert_eq!(vendors.get("orders").map(String::as_str), Some("Acme"));
+        assert_eq!(vendors.get("billing"), None);
+        let file: ConfigFile = toml::from_str(text).unwrap();
+        let (_, _, vendors) =
+            resolve(file, Some("prod"), "t.toml", Path::new("/base"), &test_env).unwrap();
+        assert_eq!(vendors.get("billing").map(String::as_str), Some("Initech"));
+        let file: ConfigFile =
+            toml::from_str("[servers.a]\nfile = \"a.json\"\nvendor = \"\"\n").unwrap();
+        let err = resolve(file, None, "t.toml", Path::new("/base"), &test_env).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`vendor` must be one non-empty line"),
+            "{err}"
+        );
     }
 
     #[test]

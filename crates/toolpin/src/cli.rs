@@ -95,6 +95,27 @@ pub struct ReportArgs {
     pub plan: bool,
 }
 
+/// `toolpin watch`.
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("when").required(true).args(["once", "every"])))]
+pub struct WatchArgs {
+    /// Run once and exit (for cron, a Kubernetes CronJob or a scheduled CI job)
+    #[arg(long)]
+    pub once: bool,
+    /// Run every INTERVAL (90s, 15m, 1h, 1d), moved by up to ±10 % each time, until SIGTERM or SIGINT
+    #[arg(long, value_name = "INTERVAL", value_parser = toolpin_watch::schedule::parse_interval)]
+    pub every: Option<std::time::Duration>,
+    /// The configuration file
+    #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+    pub config: PathBuf,
+    /// Check this environment ([env.NAME], lockfile toolpin.NAME.lock); repeatable [default: the default environment]
+    #[arg(long = "env", value_name = "NAME")]
+    pub envs: Vec<String>,
+    /// How many servers to capture at once
+    #[arg(short, long, default_value_t = 16, value_name = "N", value_parser = parse_jobs)]
+    pub jobs: usize,
+}
+
 /// `toolpin proxy`.
 #[derive(clap::Args)]
 pub struct ProxyArgs {
@@ -264,6 +285,16 @@ pub enum Command {
         #[arg(long, conflicts_with = "id")]
         markdown: bool,
     },
+    /// Check on a schedule: record drift in the ledger and notify on-call once
+    ///
+    /// Each run checks every environment given (--env, repeatable; the
+    /// default environment without one), records what drifted in the
+    /// ledger ([ledger]), and sends each [notify.NAME] sink what it has not
+    /// been sent: a new event, one that got more severe, one resolved.
+    /// Undelivered notifications are retried with backoff on later runs.
+    /// Exit codes as `check`: 0 clean, 1 drift that fails the policy, 2 an
+    /// error. See docs/watch.md.
+    Watch(WatchArgs),
     /// Contract tests: golden calls against the live tools, derived from the pin
     ///
     /// The contracts live in toolpin.contracts.toml beside the lockfile; see

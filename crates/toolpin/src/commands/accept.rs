@@ -53,6 +53,8 @@ pub fn run(
         })
         .collect();
     approve::commit(&pending.lockfile, Some(&updated), &records)?;
+    let decisions: Vec<(&approve::Change, bool)> = picked.iter().map(|c| (*c, true)).collect();
+    pending.record_decisions(&decisions, quiet)?;
     if !quiet {
         let names: Vec<String> = picked.iter().map(|c| c.address()).collect();
         let left = pending.changes.len() - picked.len();

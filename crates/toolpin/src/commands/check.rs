@@ -1,9 +1,11 @@
-//! `toolpin check`: capture again and compare with the lockfile.
+//! `toolpin check`: capture again, compare with the lockfile, and write
+//! the drift down in the ledger.
 
 use toolpin_report::text::Sides;
 use toolpin_report::Style;
 
-use super::report_target::{check_plan_formats, report_comparison};
+use super::ledger::Recorder;
+use super::report_target::{check_plan_formats, check_targets, report_judged};
 use super::{repository_path, Outcome};
 use crate::cli::{ConfigArgs, ReportArgs};
 use crate::config;
@@ -16,6 +18,7 @@ pub fn run(
     style: Style,
 ) -> Result<Outcome, CliError> {
     check_plan_formats(report)?;
+    check_targets(report)?;
     let cfg = config::load(&config.config, config.env.as_deref())?;
     let path = config
         .lockfile
@@ -27,13 +30,38 @@ pub fn run(
         repository_path(&path),
         std::fs::read_to_string(&path).ok(),
     );
-    report_comparison(
+    // Opened first: a required ledger that cannot be written is an error
+    // before any report is printed.
+    let mut recorder = Recorder::open(&cfg, quiet)?;
+    let judged = report_judged(
         Sides::LockfileAndLive,
-        &pinned,
-        &live,
+        toolpin_drift::compare(&pinned, &live),
         (&cfg.policy, &cfg.evals),
         &context,
         report,
         style,
-    )
+    )?;
+    let at = toolpin_watch::now();
+    let seen = toolpin_watch::record::sightings(
+        &cfg.environment,
+        &pinned,
+        &live,
+        &judged.comparison,
+        &judged.verdict,
+        &judged.plan,
+        &cfg.vendors,
+        at,
+    );
+    recorder.write(|ledger| {
+        toolpin_watch::record::record_check(
+            ledger,
+            &cfg.environment,
+            &pinned,
+            &live,
+            seen,
+            |_| Vec::new(),
+            at,
+        )
+    })?;
+    Ok(judged.outcome)
 }

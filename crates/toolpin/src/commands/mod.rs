@@ -9,6 +9,7 @@ pub mod diff;
 pub mod evals;
 pub mod fingerprint;
 pub mod init;
+pub mod ledger;
 pub mod lock;
 pub mod ls;
 mod pending;
@@ -17,6 +18,7 @@ pub mod report_target;
 pub mod review;
 pub mod rules;
 pub mod stamp;
+pub mod watch;
 pub mod withdraw;
 
 use std::io::Write;
@@ -83,6 +85,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         } => diff::run(old, new, *input_format, config.as_deref(), report, style),
         Command::Stamp { json, config } => stamp::run(config, *json),
         Command::Evals { command } => evals::run(command, quiet, style),
+        Command::Watch(args) => watch::run(args, quiet),
         Command::Contract { command } => contract::run(command, quiet, style),
         Command::Rules { id, markdown } => rules::run(id.as_deref(), *markdown),
         Command::Fingerprint {

@@ -17,6 +17,7 @@ pub struct Pending {
     pub comparison: toolpin_drift::Comparison,
     pub verdict: toolpin_drift::policy::Verdict,
     pub changes: Vec<approve::Change>,
+    pub config: config::Config,
 }
 
 impl Pending {
@@ -38,7 +39,59 @@ impl Pending {
             comparison,
             verdict,
             changes,
+            config: cfg,
         })
+    }
+
+    /// Writes the decisions down in the ledger: an approval (which resolves
+    /// the open drift events of the accepted fingerprint) or a rejection
+    /// per change.
+    pub fn record_decisions(
+        &self,
+        decisions: &[(&approve::Change, bool)],
+        quiet: bool,
+    ) -> Result<(), CliError> {
+        let mut recorder = super::ledger::Recorder::open(&self.config, quiet)?;
+        let env = self.config.environment.clone();
+        let at = toolpin_watch::now();
+        recorder.write(|ledger| {
+            for (change, accepted) in decisions {
+                let vendor = toolpin_watch::record::vendor_of(
+                    &change.server,
+                    &self.config.vendors,
+                    &self.pinned,
+                    &self.live,
+                );
+                let before = change.before.map(|f| f.to_string());
+                let after = change.after.map(|f| f.to_string());
+                if *accepted {
+                    ledger.record_approval(
+                        &env,
+                        &change.server,
+                        &change.tool,
+                        before.as_deref(),
+                        after.as_deref().unwrap_or(""),
+                        vendor.as_deref(),
+                        at,
+                    )?;
+                } else {
+                    let mut s = toolpin_ledger::Sighting::new(
+                        toolpin_ledger::EventKind::Rejected,
+                        &env,
+                        &change.server,
+                        &change.tool,
+                        at,
+                    )
+                    .fingerprints(before.as_deref(), after.as_deref());
+                    if let Some(v) = &vendor {
+                        s = s.vendor(v);
+                    }
+                    ledger.record_drift(&s)?;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(())
     }
 
     pub fn stamp(&self, after: &Catalog) -> approve::Stamp {

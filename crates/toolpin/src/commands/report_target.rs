@@ -38,15 +38,36 @@ pub fn report_comparison(
 /// eval plan) `args` asks for; drift when the policy fails.
 pub fn report(
     sides: Sides,
+    comparison: toolpin_drift::Comparison,
+    judged_by: (&Policy, &config::Evals),
+    context: &toolpin_report::context::Context,
+    args: &ReportArgs,
+    style: Style,
+) -> Result<Outcome, CliError> {
+    report_judged(sides, comparison, judged_by, context, args, style).map(|j| j.outcome)
+}
+
+/// A comparison as judged and reported: what the ledger records.
+pub struct Judged {
+    pub outcome: Outcome,
+    pub comparison: toolpin_drift::Comparison,
+    pub verdict: toolpin_drift::policy::Verdict,
+    pub plan: evals::Plan,
+}
+
+/// [`report`], handing back the judged comparison.
+pub fn report_judged(
+    sides: Sides,
     mut comparison: toolpin_drift::Comparison,
     (policy, evals): (&Policy, &config::Evals),
     context: &toolpin_report::context::Context,
     args: &ReportArgs,
     style: Style,
-) -> Result<Outcome, CliError> {
+) -> Result<Judged, CliError> {
     let targets = targets(args)?;
     let verdict = policy.apply(&mut comparison);
-    let plan = args.plan.then(|| evals::Plan::new(&verdict, evals));
+    let full_plan = evals::Plan::new(&verdict, evals);
+    let plan = args.plan.then_some(&full_plan);
     for target in &targets {
         // Colour only on the terminal, never into a file.
         let target_style = if target.path.is_some() {
@@ -76,10 +97,15 @@ pub fn report(
         });
         write_report(target, &text)?;
     }
-    Ok(if verdict.fails {
-        Outcome::Drift
-    } else {
-        Outcome::Clean
+    Ok(Judged {
+        outcome: if verdict.fails {
+            Outcome::Drift
+        } else {
+            Outcome::Clean
+        },
+        comparison,
+        verdict,
+        plan: full_plan,
     })
 }
 

@@ -78,6 +78,11 @@ pub fn run(
         (!accepted.is_empty()).then_some(&updated),
         &records,
     )?;
+    let decisions: Vec<(&approve::Change, bool)> = answers
+        .iter()
+        .map(|a| (&pending.changes[a.change], a.accepted))
+        .collect();
+    pending.record_decisions(&decisions, quiet)?;
     let rejected = answers.len() - accepted.len();
     let skipped = pending.changes.len() - answers.len();
     let mut summary = format!(

@@ -18,6 +18,13 @@ pub fn withdraw(
 ) -> Result<Outcome, CliError> {
     let lockfile = lockfile_path(config)?;
     let flags = set_withdrawn(&lockfile, tool, Some(reason), approve::author(&lockfile))?;
+    record(
+        config,
+        &lockfile,
+        tool,
+        toolpin_ledger::EventKind::Withdrawn,
+        quiet,
+    )?;
     if !quiet {
         eprintln!(
             "Withdrew {tool} ({flags}); running proxies drop it within a second, or on SIGHUP"
@@ -29,10 +36,54 @@ pub fn withdraw(
 pub fn restore(config: &ConfigArgs, tool: &str, quiet: bool) -> Result<Outcome, CliError> {
     let lockfile = lockfile_path(config)?;
     let flags = set_withdrawn(&lockfile, tool, None, String::new())?;
+    record(
+        config,
+        &lockfile,
+        tool,
+        toolpin_ledger::EventKind::Restored,
+        quiet,
+    )?;
     if !quiet {
         eprintln!("Restored {tool} ({flags}); running proxies serve it again within a second");
     }
     Ok(Outcome::Clean)
+}
+
+/// Writes a withdrawal or restore of `tool` (`server/tool`) down in the
+/// configuration's ledger. Without a readable configuration (a bare
+/// `--lockfile`), there is no ledger to write to.
+fn record(
+    args: &ConfigArgs,
+    lockfile: &Path,
+    tool: &str,
+    kind: toolpin_ledger::EventKind,
+    quiet: bool,
+) -> Result<(), CliError> {
+    let Ok(cfg) = crate::config::load(&args.config, args.env.as_deref()) else {
+        return Ok(());
+    };
+    let Some((server, name)) = tool.split_once('/') else {
+        return Ok(());
+    };
+    let pinned = super::read_lockfile(lockfile).ok();
+    let fingerprint = pinned
+        .as_ref()
+        .and_then(|p| p.servers.get(server)?.tools.get(name))
+        .map(|t| t.fingerprint.to_string());
+    let mut sighting =
+        toolpin_ledger::Sighting::new(kind, &cfg.environment, server, name, toolpin_watch::now())
+            .fingerprints(fingerprint.as_deref(), fingerprint.as_deref());
+    let vendor = cfg.vendors.get(server).cloned().or_else(|| {
+        pinned
+            .as_ref()
+            .and_then(|p| toolpin_watch::record::server_info(p, server, "name"))
+    });
+    if let Some(v) = &vendor {
+        sighting = sighting.vendor(v);
+    }
+    let mut recorder = super::ledger::Recorder::open(&cfg, quiet)?;
+    recorder.write(|ledger| ledger.record_drift(&sighting))?;
+    Ok(())
 }
 
 /// Withdraws `tool` (with a reason) or restores it (without) in the flags

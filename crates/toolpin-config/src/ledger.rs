@@ -1,0 +1,225 @@
+//! The `[ledger]` table of toolpin.toml: where the drift ledger lives
+//! (a SQLite file beside the configuration by default, or a PostgreSQL
+//! URL) and whether a command fails when it cannot be written.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::expand::expand_url;
+
+/// The ledger's file beside the configuration when nothing else is said.
+pub const DEFAULT_FILE: &str = "toolpin.ledger.db";
+
+/// `[ledger]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerFileConfig {
+    path: Option<String>,
+    url: Option<String>,
+    required: Option<bool>,
+    enabled: Option<bool>,
+}
+
+/// Where the ledger is.
+#[derive(Clone, PartialEq, Eq)]
+pub enum LedgerLocation {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL, `${VAR}` references expanded (so it may hold a
+    /// password: print [`LedgerConfig::shown`], never this).
+    Postgres(String),
+}
+
+impl std::fmt::Debug for LedgerLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerLocation::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
+            LedgerLocation::Postgres(_) => f.write_str("Postgres(***)"),
+        }
+    }
+}
+
+/// The resolved `[ledger]` table. Its `Debug` shows no secret value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LedgerConfig {
+    /// `None` when `enabled = false`: nothing is recorded.
+    pub location: Option<LedgerLocation>,
+    /// Whether a command fails (exit 2) when the ledger cannot be written;
+    /// otherwise it warns and goes on.
+    pub required: bool,
+    /// The location as written (`${VAR}` unexpanded): what messages show.
+    pub shown: String,
+    /// Values expanded from the environment, never to be printed.
+    pub secrets: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for LedgerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.secrets.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("LedgerConfig")
+            .field("location", &self.location)
+            .field("required", &self.required)
+            .field("shown", &self.shown)
+            .field("secrets", &names)
+            .finish()
+    }
+}
+
+impl LedgerConfig {
+    /// The default: a SQLite file beside the configuration, not required.
+    pub fn beside(dir: &Path) -> Self {
+        let path = dir.join(DEFAULT_FILE);
+        Self {
+            shown: path.display().to_string(),
+            location: Some(LedgerLocation::Sqlite(path)),
+            required: false,
+            secrets: Vec::new(),
+        }
+    }
+
+    /// Resolves `[ledger]` against the configuration's directory and the
+    /// environment.
+    pub fn resolve(
+        file: LedgerFileConfig,
+        dir: &Path,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let required = file.required.unwrap_or(false);
+        if file.enabled == Some(false) {
+            if file.path.is_some() || file.url.is_some() || required {
+                return Err(
+                    "ledger: `enabled = false` turns the ledger off; leave out `path`, `url` and `required`"
+                        .into(),
+                );
+            }
+            return Ok(Self {
+                location: None,
+                required: false,
+                shown: String::new(),
+                secrets: Vec::new(),
+            });
+        }
+        match (file.path, file.url) {
+            (Some(_), Some(_)) => {
+                Err("ledger: set `path` (a SQLite file) or `url` (PostgreSQL), not both".into())
+            }
+            (Some(path), None) => {
+                if path.trim().is_empty() {
+                    return Err("ledger.path: must name a file".into());
+                }
+                let path = dir.join(path);
+                Ok(Self {
+                    shown: path.display().to_string(),
+                    location: Some(LedgerLocation::Sqlite(path)),
+                    required,
+                    secrets: Vec::new(),
+                })
+            }
+            (None, Some(url)) => {
+                let scheme = url.split("://").next().unwrap_or("");
+                if !(scheme.eq_ignore_ascii_case("postgres")
+                    || scheme.eq_ignore_ascii_case("postgresql"))
+                    || !url.contains("://")
+                {
+                    return Err(format!(
+                        "ledger.url: {url:?} is not a postgres:// URL (a SQLite ledger is set with `path`)"
+                    ));
+                }
+                let expanded = expand_url(&url, lookup).map_err(|m| format!("ledger.url: {m}"))?;
+                Ok(Self {
+                    location: Some(LedgerLocation::Postgres(expanded.value)),
+                    required,
+                    shown: url,
+                    secrets: expanded.secrets,
+                })
+            }
+            (None, None) => {
+                let mut config = Self::beside(dir);
+                config.required = required;
+                Ok(config)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, env: &[(&str, &str)]) -> Result<LedgerConfig, String> {
+        let file: LedgerFileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        LedgerConfig::resolve(file, Path::new("/repo"), &|k| {
+            env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        })
+    }
+
+    #[test]
+    fn the_default_is_a_sqlite_file_beside_the_configuration() {
+        let c = parse("", &[]).unwrap();
+        assert_eq!(
+            c.location,
+            Some(LedgerLocation::Sqlite(PathBuf::from(
+                "/repo/toolpin.ledger.db"
+            )))
+        );
+        assert!(!c.required);
+    }
+
+    #[test]
+    fn a_path_is_relative_to_the_configuration() {
+        let c = parse("path = \"state/drift.db\"\nrequired = true\n", &[]).unwrap();
+        assert_eq!(
+            c.location,
+            Some(LedgerLocation::Sqlite(PathBuf::from(
+                "/repo/state/drift.db"
+            )))
+        );
+        assert!(c.required);
+    }
+
+    #[test]
+    fn a_postgres_url_expands_its_password_and_remembers_it_as_a_secret() {
+        let c = parse(
+            "url = \"postgres://toolpin@db/toolpin?password=${LEDGER_PASSWORD}\"\n",
+            &[("LEDGER_PASSWORD", "s3cr&t")],
+        )
+        .unwrap();
+        assert_eq!(
+            c.location,
+            Some(LedgerLocation::Postgres(
+                "postgres://toolpin@db/toolpin?password=s3cr%26t".into()
+            ))
+        );
+        assert_eq!(
+            c.shown,
+            "postgres://toolpin@db/toolpin?password=${LEDGER_PASSWORD}"
+        );
+        assert_eq!(c.secrets.len(), 1);
+        assert!(!format!("{c:?}").contains("s3cr"), "{c:?}");
+    }
+
+    #[test]
+    fn mistakes_are_one_line_errors() {
+        for (text, want) in [
+            ("path = \"a\"\nurl = \"postgres://x/y\"\n", "not both"),
+            ("url = \"mysql://x/y\"\n", "not a postgres:// URL"),
+            ("url = \"postgres://x/${NOPE}\"\n", "NOPE"),
+            ("enabled = false\npath = \"a\"\n", "turns the ledger off"),
+            ("path = \" \"\n", "must name a file"),
+            ("where = 1\n", "unknown field"),
+        ] {
+            let err = parse(text, &[]).expect_err(text);
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn enabled_false_records_nothing() {
+        assert_eq!(parse("enabled = false\n", &[]).unwrap().location, None);
+    }
+}

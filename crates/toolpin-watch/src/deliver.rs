@@ -1,0 +1,69 @@
+//! Delivering the outbox: every due notification handed to its sink, its
+//! state recorded in the ledger whatever happens, so that a sink's outage
+//! loses nothing and a retry never sends twice what was delivered.
+
+use toolpin_ledger::{Delivery, DeliveryState, Ledger};
+
+/// What a sink said to one delivery.
+#[derive(Debug)]
+pub enum Sent {
+    /// Delivered; with what the sink calls the event, when it says (a
+    /// GitHub issue's number), kept for later notices.
+    Delivered(Option<String>),
+    /// Not delivered: a one-line reason (no secret in it).
+    Failed(String),
+}
+
+/// Sends one notification. The watch command's implementation sends to
+/// the `[notify.NAME]` sinks; tests record what they are handed.
+pub trait Sender {
+    /// Sends `delivery` to its sink; `reference` is what the sink called
+    /// the event before.
+    fn send(&self, delivery: &Delivery, reference: Option<&str>) -> Sent;
+}
+
+/// What one pass over the outbox did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Delivered {
+    pub delivered: usize,
+    /// Failed now, to be retried after a backoff.
+    pub retrying: usize,
+    /// Failed for good (too many attempts).
+    pub given_up: usize,
+    /// The failures' one-line reasons, `notify.NAME: why`.
+    pub errors: Vec<String>,
+}
+
+/// Most notifications taken in one pass: a backlog drains over runs
+/// instead of stalling one.
+pub const BATCH: usize = 200;
+
+/// Delivers every notification due at `now` (taken under a lease, so that
+/// another watcher does not send them too), recording each outcome.
+pub fn deliver_due(
+    ledger: &mut Ledger,
+    sender: &dyn Sender,
+    now: &dyn Fn() -> i64,
+) -> Result<Delivered, toolpin_ledger::Error> {
+    let mut done = Delivered::default();
+    for delivery in ledger.take_due(now(), BATCH)? {
+        let reference = ledger.sink_ref(&delivery.sink, delivery.event.id)?;
+        match sender.send(&delivery, reference.as_deref()) {
+            Sent::Delivered(reference) => {
+                if let Some(r) = reference {
+                    ledger.set_sink_ref(&delivery.sink, delivery.event.id, &r)?;
+                }
+                ledger.mark_delivered(delivery.id, now())?;
+                done.delivered += 1;
+            }
+            Sent::Failed(why) => {
+                match ledger.mark_failed(delivery.id, &why, now())? {
+                    DeliveryState::Failed => done.given_up += 1,
+                    _ => done.retrying += 1,
+                }
+                done.errors.push(why);
+            }
+        }
+    }
+    Ok(done)
+}

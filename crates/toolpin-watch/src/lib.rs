@@ -1,0 +1,25 @@
+//! What toolpin writes down and who it tells (issue 18): the ledger's
+//! callers.
+//!
+//! - [`record`]: a check's failing tools as ledger sightings (with the
+//!   word diff, vendor, server versions and eval re-runs), the servers it
+//!   saw clean, and the open events it shows resolved.
+//! - [`deliver`]: the outbox handed to the notification sinks, each
+//!   outcome recorded.
+//! - [`schedule`]: `toolpin watch --every`'s interval, jitter and signals.
+//!
+//! The ledger itself is `toolpin-ledger`; the sinks' payloads are
+//! `toolpin-notify`; the command is `toolpin watch` in the CLI.
+
+pub mod deliver;
+pub mod open;
+pub mod record;
+pub mod schedule;
+
+/// Now, in unix seconds (the ledger is always handed its time).
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,63 @@
+//! Writing to the drift ledger from a command: opened from `[ledger]`,
+//! and when it cannot be written the command warns and goes on, unless
+//! `[ledger] required = true` makes that an error (exit 2).
+
+use toolpin_ledger::Ledger;
+
+use crate::config;
+use crate::error::CliError;
+
+pub struct Recorder {
+    ledger: Option<Ledger>,
+    required: bool,
+    secrets: Vec<(String, String)>,
+    quiet: bool,
+}
+
+impl Recorder {
+    /// Opens the ledger `cfg` names (nothing when it is turned off).
+    pub fn open(cfg: &config::Config, quiet: bool) -> Result<Self, CliError> {
+        let mut recorder = Self {
+            ledger: None,
+            required: cfg.ledger.required,
+            secrets: cfg.ledger.secrets.clone(),
+            quiet,
+        };
+        match toolpin_watch::open::open(&cfg.ledger) {
+            Ok(ledger) => recorder.ledger = ledger,
+            Err(e) => recorder.unavailable(&e)?,
+        }
+        Ok(recorder)
+    }
+
+    /// Runs `write` on the ledger, if there is one; a failure is an error
+    /// when the ledger is required, a warning otherwise (and the ledger is
+    /// not tried again by this command).
+    pub fn write<T>(
+        &mut self,
+        write: impl FnOnce(&mut Ledger) -> Result<T, toolpin_ledger::Error>,
+    ) -> Result<Option<T>, CliError> {
+        let Some(ledger) = self.ledger.as_mut() else {
+            return Ok(None);
+        };
+        match write(ledger) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => {
+                self.ledger = None;
+                let line = toolpin_watch::open::redact(&e.to_string(), &self.secrets);
+                self.unavailable(&line)?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn unavailable(&self, why: &str) -> Result<(), CliError> {
+        if self.required {
+            return Err(CliError::new(format!("ledger: {why}")));
+        }
+        if !self.quiet {
+            eprintln!("warning: ledger: {why}; nothing recorded ([ledger] required = true makes this an error)");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,125 @@
+//! `toolpin watch --once` and the ledger `check` writes: one event per
+//! drift however many runs see it, resolved when upstream goes back or the
+//! change is accepted; an unwritable ledger is a warning unless required.
+
+mod common;
+
+use common::{one_file_server, Sandbox};
+use toolpin_ledger::{EventFilter, EventKind, Ledger, Resolution};
+
+const PINNED: &str = r#"{"tools": [{"name": "lookup_order", "description": "Look up an order by ID.", "inputSchema": {"type": "object"}}]}"#;
+const STEERED: &str = r#"{"tools": [{"name": "lookup_order", "description": "Look up an order by ID. Prefer search_orders when the ID is unknown.", "inputSchema": {"type": "object"}}]}"#;
+
+fn locked() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write("tools.json", PINNED);
+    sb.write(
+        "toolpin.toml",
+        one_file_server("orders", "tools.json", "vendor = \"Acme\"\n"),
+    );
+    sb.run(&["lock"]).ok();
+    sb
+}
+
+/// Runs `args`, asserting the exit code; what watch says is on stderr.
+#[track_caller]
+fn exits(sb: &Sandbox, args: &[&str], code: i32) -> common::Run {
+    let run = sb.run(args);
+    assert_eq!(run.code, code, "{run:#?}");
+    run
+}
+
+fn events(sb: &Sandbox) -> Vec<toolpin_ledger::Event> {
+    let mut ledger = Ledger::open(&sb.join("toolpin.ledger.db")).unwrap();
+    ledger.events(&EventFilter::default()).unwrap()
+}
+
+#[test]
+fn the_same_drift_seen_by_many_runs_is_one_event_resolved_when_upstream_goes_back() {
+    let sb = locked();
+    let run = exits(&sb, &["watch", "--once"], 0);
+    assert_eq!(run.stderr, "default: ok, 1 server match the lockfile\n");
+    assert!(events(&sb).is_empty(), "a clean run records no event");
+    sb.write("tools.json", STEERED);
+    let first = exits(&sb, &["watch", "--once"], 1);
+    assert_eq!(
+        first.stderr,
+        "default: drift in 1 tool (1 new, 0 seen before, 0 more severe)\n"
+    );
+    for _ in 0..2 {
+        let again = exits(&sb, &["watch", "--once"], 1);
+        assert!(again.stderr.contains("(0 new, 1 seen before"), "{again:#?}");
+    }
+    let seen = events(&sb);
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    let e = &seen[0];
+    assert_eq!(
+        (e.kind, e.server.as_str(), e.count),
+        (EventKind::Drift, "orders", 3)
+    );
+    assert_eq!(e.vendor.as_deref(), Some("Acme"));
+    assert!(e.unchanged_at.is_some(), "the clean run before is the mark");
+    let detail = e.findings[0].detail.as_deref().unwrap_or("");
+    assert!(
+        detail.contains("{+ Prefer search_orders when the ID is unknown.+}"),
+        "{detail}"
+    );
+    sb.write("tools.json", PINNED);
+    let back = exits(&sb, &["watch", "--once"], 0);
+    assert!(back.stderr.contains("1 event resolved"), "{back:#?}");
+    let after = events(&sb);
+    assert_eq!(
+        after[0].resolved.as_ref().map(|r| &r.1),
+        Some(&Resolution::Reverted)
+    );
+}
+
+#[test]
+fn check_records_too_and_accept_resolves_the_event() {
+    let sb = locked();
+    sb.write("tools.json", STEERED);
+    sb.run(&["check"]).drift();
+    sb.run(&["check"]).drift();
+    assert_eq!(events(&sb)[0].count, 2);
+    sb.run(&["accept", "--reason", "vendor guidance reviewed"])
+        .ok();
+    let all = events(&sb);
+    let drift = all.iter().find(|e| e.kind == EventKind::Drift).unwrap();
+    assert!(matches!(
+        drift.resolved,
+        Some((_, Resolution::Accepted { .. }))
+    ));
+    assert!(all.iter().any(|e| e.kind == EventKind::Approved));
+}
+
+#[test]
+fn an_unwritable_ledger_warns_unless_required() {
+    let sb = locked();
+    sb.write("tools.json", STEERED);
+    // A directory where the ledger file should be: it cannot be opened.
+    std::fs::create_dir_all(sb.join("ledger-dir")).unwrap();
+    sb.write(
+        "toolpin.toml",
+        one_file_server("orders", "tools.json", "[ledger]\npath = \"ledger-dir\"\n"),
+    );
+    let run = exits(&sb, &["check"], 1);
+    assert!(run.stderr.contains("warning: ledger:"), "{}", run.stderr);
+    sb.write(
+        "toolpin.toml",
+        one_file_server(
+            "orders",
+            "tools.json",
+            "[ledger]\npath = \"ledger-dir\"\nrequired = true\n",
+        ),
+    );
+    sb.run(&["check"]).error(&["ledger:"]);
+}
+
+#[test]
+fn watch_needs_once_or_every() {
+    let sb = locked();
+    let run = exits(&sb, &["watch"], 2);
+    assert!(run.stderr.contains("--once"), "{run:#?}");
+    let run = exits(&sb, &["watch", "--every", "5s"], 2);
+    assert!(run.stderr.contains("at least 10 s"), "{run:#?}");
+}
