@@ -14,6 +14,8 @@
 //!
 //! `TOOLPIN_SKIP_POSTGRES=1` skips the PostgreSQL variants of the tests
 //! (with a note); otherwise a missing PostgreSQL is a test failure.
+//! `TOOLPIN_PG_BINDIR` names the directory of initdb and pg_ctl when they
+//! are not where the Debian packages put them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -107,10 +109,15 @@ fn command(bin: &Path, program: &str, run_as: Option<(u32, u32)>) -> Command {
     }
 }
 
-/// Where initdb is: `pg_config --bindir`, the Debian packages' versioned
-/// directories (newest first), then PATH.
+/// Where initdb is: `TOOLPIN_PG_BINDIR` when set (and then only there),
+/// else `pg_config --bindir`, the Debian packages' versioned directories
+/// (newest first), then PATH.
 fn find_bin() -> Option<PathBuf> {
     let has_initdb = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    if let Some(dir) = std::env::var_os("TOOLPIN_PG_BINDIR") {
+        let dir = PathBuf::from(dir);
+        return has_initdb(&dir).then_some(dir);
+    }
     if let Ok(out) = Command::new("pg_config")
         .arg("--bindir")
         .stderr(Stdio::null())
@@ -182,7 +189,7 @@ fn run(mut c: Command, what: &str, log: Option<&Path>) -> Result<(), String> {
 fn start() -> Result<Cluster, String> {
     let started = Instant::now();
     let bin = find_bin().ok_or(
-        "not installed: no initdb in `pg_config --bindir`, /usr/lib/postgresql/*/bin or PATH",
+        "not installed: no initdb and pg_ctl in $TOOLPIN_PG_BINDIR, `pg_config --bindir`, /usr/lib/postgresql/*/bin or PATH",
     )?;
     let run_as = if is_root() {
         Some((id_of("-u", "postgres")?, id_of("-g", "postgres")?))
