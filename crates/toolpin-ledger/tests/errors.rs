@@ -296,7 +296,7 @@ fn a_malformed_url_is_an_error_in_one_line_without_the_password() {
 #[test]
 fn a_live_server_s_refusal_is_one_line_without_the_password() {
     if pg::skipped() {
-        eprintln!("note: PostgreSQL variant skipped (TOOLPIN_SKIP_POSTGRES=1)");
+        pg::note_skipped("a_live_server_s_refusal_is_one_line_without_the_password");
         return;
     }
     let cluster = pg::cluster();

@@ -52,7 +52,7 @@ impl Db {
     /// `None` (with a note) when PostgreSQL tests are skipped.
     pub fn postgres(name: &str) -> Option<Self> {
         if pg::skipped() {
-            eprintln!("note: {name}: PostgreSQL variant skipped (TOOLPIN_SKIP_POSTGRES=1)");
+            pg::note_skipped(name);
             return None;
         }
         let cluster = pg::cluster();

@@ -42,6 +42,17 @@ pub fn skipped() -> bool {
     std::env::var("TOOLPIN_SKIP_POSTGRES").is_ok_and(|v| v == "1")
 }
 
+/// Says that a PostgreSQL variant was skipped: straight to stderr, past the
+/// test harness's capture (a skipped variant passes, so its captured output
+/// would never be shown).
+pub fn note_skipped(name: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: {name}::postgres skipped (TOOLPIN_SKIP_POSTGRES=1)"
+    );
+}
+
 /// The shared cluster, started on first use. Panics (a test failure) with
 /// a one-line reason when PostgreSQL is missing or does not start.
 pub fn cluster() -> &'static Cluster {
