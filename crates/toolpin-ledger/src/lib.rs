@@ -1,9 +1,11 @@
 //! The drift ledger (issue 18, point 1): one store of every drift event
 //! toolpin sees, and the outbox of the notifications those events owe.
 //!
-//! - [`Ledger`]: the store, opened on a SQLite file ([`Ledger::open`]) with
-//!   its schema migrated ([`migrate`]). A PostgreSQL backend comes later
-//!   behind the same API (the backend is private, see `Backend`).
+//! - [`Ledger`]: the store, opened on a SQLite file ([`Ledger::open`]) or
+//!   connected to a PostgreSQL database ([`Ledger::connect`]; either by
+//!   [`Ledger::open_location`] with a [`Location`]), with its schema
+//!   migrated ([`migrate`]). The backend is private (see `Backend`): both
+//!   behave the same behind the same methods.
 //! - [`Sighting`]: what a caller saw (a failing check's tool, an approval,
 //!   a proxy refusal, …), recorded with [`Ledger::record_drift`]. An event is
 //!   keyed by what changed (environment, server, tool, pinned → live
@@ -22,10 +24,11 @@
 mod event;
 pub mod migrate;
 mod outbox;
+mod postgres;
 mod sqlite;
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use event::{
@@ -116,10 +119,56 @@ pub struct Event {
     pub resolved: Option<(i64, Resolution)>,
 }
 
+/// Where a ledger is: a SQLite file, or a PostgreSQL database by URL.
+///
+/// Its `Display` and `Debug` hide the URL's password
+/// (`postgres://toolpin:***@db/toolpin`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
+impl Location {
+    /// A PostgreSQL URL (by its scheme, `postgres://` or `postgresql://`),
+    /// or else the path of a SQLite file.
+    pub fn parse(text: &str) -> Self {
+        if postgres::is_url(text) {
+            Location::Postgres(text.to_string())
+        } else {
+            Location::Sqlite(PathBuf::from(text))
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => f.write_str(&postgres::redact(url)),
+        }
+    }
+}
+
+impl fmt::Debug for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+            Location::Postgres(url) => f
+                .debug_tuple("Postgres")
+                .field(&postgres::redact(url))
+                .finish(),
+        }
+    }
+}
+
 /// The storage behind a [`Ledger`]. Callers see only the ledger's methods,
 /// so a PostgreSQL variant can be added without changing them.
 enum Backend {
     Sqlite(sqlite::Store),
+    /// Boxed: the client is far larger than a SQLite connection.
+    Postgres(Box<postgres::Store>),
 }
 
 /// The drift ledger.
@@ -141,10 +190,32 @@ impl Ledger {
         })
     }
 
+    /// Connects to the PostgreSQL ledger at `url` (`postgres://` or
+    /// `postgresql://`, see docs/ledger.md: a host name, or a unix socket
+    /// directory as `?host=/run/postgresql`) and migrates its schema. Lock
+    /// waits are bounded by `options.busy_timeout`. No TLS: `sslmode` must
+    /// be `disable` or `prefer`. Errors are one line and name the database
+    /// by its URL with the password hidden.
+    pub fn connect(url: &str, options: &Options) -> Result<Self, Error> {
+        Ok(Self {
+            backend: Backend::Postgres(Box::new(postgres::Store::connect(url, options)?)),
+        })
+    }
+
+    /// Opens the ledger wherever `location` says: a SQLite file or a
+    /// PostgreSQL database.
+    pub fn open_location(location: &Location, options: &Options) -> Result<Self, Error> {
+        match location {
+            Location::Sqlite(path) => Self::open_with(path, options),
+            Location::Postgres(url) => Self::connect(url, options),
+        }
+    }
+
     /// The schema version the store is at after opening.
     pub fn schema_version(&mut self) -> Result<i64, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.schema_version(),
+            Backend::Postgres(s) => s.schema_version(),
         }
     }
 
@@ -165,6 +236,7 @@ impl Ledger {
     ) -> Result<Recorded, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.record(sighting, sinks),
+            Backend::Postgres(s) => s.record(sighting, sinks),
         }
     }
 
@@ -181,6 +253,7 @@ impl Ledger {
     {
         match &mut self.backend {
             Backend::Sqlite(s) => s.record_batch(sightings, &route),
+            Backend::Postgres(s) => s.record_batch(sightings, &route),
         }
     }
 
@@ -202,6 +275,7 @@ impl Ledger {
     ) -> Result<Vec<i64>, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.resolve(environment, server, tool, resolution, at),
+            Backend::Postgres(s) => s.resolve(environment, server, tool, resolution, at),
         }
     }
 
@@ -227,6 +301,7 @@ impl Ledger {
         }
         match &mut self.backend {
             Backend::Sqlite(s) => s.record_approval(&sighting, live),
+            Backend::Postgres(s) => s.record_approval(&sighting, live),
         }
     }
 
@@ -235,6 +310,7 @@ impl Ledger {
     pub fn open_events(&mut self, filter: &EventFilter) -> Result<Vec<Event>, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.events(filter, true),
+            Backend::Postgres(s) => s.events(filter, true),
         }
     }
 
@@ -243,6 +319,7 @@ impl Ledger {
     pub fn events(&mut self, filter: &EventFilter) -> Result<Vec<Event>, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.events(filter, false),
+            Backend::Postgres(s) => s.events(filter, false),
         }
     }
 
@@ -250,6 +327,7 @@ impl Ledger {
     pub fn event(&mut self, id: i64) -> Result<Option<Event>, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.event(id),
+            Backend::Postgres(s) => s.event(id),
         }
     }
 
@@ -264,6 +342,7 @@ impl Ledger {
     ) -> Result<bool, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.enqueue(sink, event, notice, at),
+            Backend::Postgres(s) => s.enqueue(sink, event, notice, at),
         }
     }
 
@@ -273,6 +352,7 @@ impl Ledger {
     pub fn take_due(&mut self, now: i64, limit: usize) -> Result<Vec<Delivery>, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.take_due(now, limit),
+            Backend::Postgres(s) => s.take_due(now, limit),
         }
     }
 
@@ -280,6 +360,7 @@ impl Ledger {
     pub fn mark_delivered(&mut self, delivery: i64, at: i64) -> Result<(), Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.mark_delivered(delivery, at),
+            Backend::Postgres(s) => s.mark_delivered(delivery, at),
         }
     }
 
@@ -295,6 +376,7 @@ impl Ledger {
     ) -> Result<DeliveryState, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.mark_failed(delivery, error, at),
+            Backend::Postgres(s) => s.mark_failed(delivery, error, at),
         }
     }
 
@@ -308,6 +390,7 @@ impl Ledger {
     ) -> Result<(), Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.record_clean(environment, servers, at),
+            Backend::Postgres(s) => s.record_clean(environment, servers, at),
         }
     }
 
@@ -315,6 +398,7 @@ impl Ledger {
     pub fn sink_ref(&mut self, sink: &str, event: i64) -> Result<Option<String>, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.sink_ref(sink, event),
+            Backend::Postgres(s) => s.sink_ref(sink, event),
         }
     }
 
@@ -322,6 +406,7 @@ impl Ledger {
     pub fn set_sink_ref(&mut self, sink: &str, event: i64, reference: &str) -> Result<(), Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.set_sink_ref(sink, event, reference),
+            Backend::Postgres(s) => s.set_sink_ref(sink, event, reference),
         }
     }
 
@@ -329,6 +414,7 @@ impl Ledger {
     pub fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.deliveries(event),
+            Backend::Postgres(s) => s.deliveries(event),
         }
     }
 }

@@ -90,14 +90,14 @@ impl Store {
                 migrate::CURRENT
             )));
         }
-        for (version, name, sql) in migrate::MIGRATIONS {
-            if *version <= found {
+        for m in migrate::MIGRATIONS {
+            if m.version <= found {
                 continue;
             }
-            tx.execute_batch(sql).map_err(fail)?;
+            tx.execute_batch(m.sqlite).map_err(fail)?;
             tx.execute(
                 "INSERT INTO migrations (version, name) VALUES (?1, ?2)",
-                params![version, name],
+                params![m.version, m.name],
             )
             .map_err(fail)?;
         }

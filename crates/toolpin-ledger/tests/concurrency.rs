@@ -1,12 +1,17 @@
-//! Several processes writing one ledger at once lose and duplicate nothing.
-//! Each thread opens its own connection, as a separate watcher would.
+//! Several processes writing one ledger at once lose and duplicate nothing,
+//! on one SQLite file and on one PostgreSQL database. Each thread opens its
+//! own connection, as a separate watcher would.
 
 mod common;
 
 use std::sync::{Arc, Barrier};
 
-use common::{finding, TempDir, LIVE, PINNED};
-use toolpin_ledger::{EventFilter, Ledger, RecordOutcome, Severity, Sighting};
+use common::{finding, Db, LIVE, PINNED};
+use toolpin_ledger::{EventFilter, Ledger, Location, Options, RecordOutcome, Severity, Sighting};
+
+fn open(location: &Location) -> Ledger {
+    Ledger::open_location(location, &Options::default()).unwrap()
+}
 
 const WRITERS: usize = 8;
 const SHARED_TOOLS: usize = 10;
@@ -19,10 +24,8 @@ fn sighting(tool: &str, at: i64) -> Sighting {
     ])
 }
 
-#[test]
-fn concurrent_writers_lose_and_duplicate_nothing() {
-    let dir = TempDir::new("concurrent");
-    let path = dir.db();
+fn concurrent_writers_lose_and_duplicate_nothing(db: &Db) {
+    let path = db.location();
     let barrier = Arc::new(Barrier::new(WRITERS));
     let handles: Vec<_> = (0..WRITERS)
         .map(|w| {
@@ -31,7 +34,7 @@ fn concurrent_writers_lose_and_duplicate_nothing() {
             std::thread::spawn(move || {
                 barrier.wait();
                 // Opening (and migrating a new file) races too.
-                let mut ledger = Ledger::open(&path).unwrap();
+                let mut ledger = open(&path);
                 let mut new = 0;
                 for round in 0..ROUNDS {
                     let at = (round * 100 + w) as i64;
@@ -65,7 +68,7 @@ fn concurrent_writers_lose_and_duplicate_nothing() {
     // Each shared drift was new to exactly one writer.
     assert_eq!(new_shared, SHARED_TOOLS);
 
-    let mut ledger = Ledger::open(&path).unwrap();
+    let mut ledger = open(&path);
     let events = ledger.events(&EventFilter::default()).unwrap();
     assert_eq!(events.len(), SHARED_TOOLS + WRITERS * OWN_TOOLS);
     for e in &events {
@@ -88,12 +91,10 @@ fn concurrent_writers_lose_and_duplicate_nothing() {
     assert_eq!(shared.last_seen, ((ROUNDS - 1) * 100 + WRITERS - 1) as i64);
 }
 
-#[test]
-fn concurrent_watchers_never_take_the_same_delivery() {
-    let dir = TempDir::new("take");
-    let path = dir.db();
+fn concurrent_watchers_never_take_the_same_delivery(db: &Db) {
+    let path = db.location();
     {
-        let mut ledger = Ledger::open(&path).unwrap();
+        let mut ledger = open(&path);
         for t in 0..50 {
             ledger
                 .record_and_enqueue(&sighting(&format!("tool_{t}"), 1), &["slack", "pd"])
@@ -106,7 +107,7 @@ fn concurrent_watchers_never_take_the_same_delivery() {
             let path = path.clone();
             let barrier = Arc::clone(&barrier);
             std::thread::spawn(move || {
-                let mut ledger = Ledger::open(&path).unwrap();
+                let mut ledger = open(&path);
                 barrier.wait();
                 let mut ids = Vec::new();
                 loop {
@@ -132,4 +133,51 @@ fn concurrent_watchers_never_take_the_same_delivery() {
     all.dedup();
     assert_eq!(taken, 100, "every delivery taken once");
     assert_eq!(all.len(), 100, "none taken twice");
+}
+
+/// Whole checks recorded at once by several watchers, the same tools in
+/// opposite orders (so their row locks cross): every sighting is counted,
+/// each tool is one event with one trigger.
+fn concurrent_batches_in_opposite_orders_lose_nothing(db: &Db) {
+    const TOOLS: usize = 20;
+    let path = db.location();
+    drop(open(&path));
+    let barrier = Arc::new(Barrier::new(WRITERS));
+    let handles: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let path = path.clone();
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let mut ledger = open(&path);
+                barrier.wait();
+                for round in 0..ROUNDS {
+                    let mut batch: Vec<Sighting> = (0..TOOLS)
+                        .map(|t| sighting(&format!("tool_{t}"), (round * 10 + w) as i64))
+                        .collect();
+                    if w % 2 == 1 {
+                        batch.reverse();
+                    }
+                    ledger
+                        .record_batch(&batch, |_| vec!["pd".to_string()])
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut ledger = open(&path);
+    let events = ledger.events(&EventFilter::default()).unwrap();
+    assert_eq!(events.len(), TOOLS);
+    for e in &events {
+        assert_eq!(e.count, (WRITERS * ROUNDS) as i64, "{}", e.tool);
+        assert_eq!(ledger.deliveries(e.id).unwrap().len(), 1, "{}", e.tool);
+    }
+}
+
+both! {
+    concurrent_batches_in_opposite_orders_lose_nothing,
+    concurrent_writers_lose_and_duplicate_nothing,
+    concurrent_watchers_never_take_the_same_delivery,
 }

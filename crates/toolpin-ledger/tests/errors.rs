@@ -1,12 +1,13 @@
 //! A ledger that cannot be used says why in one line: newer schema,
-//! corrupt file, locked database.
+//! corrupt file, locked database, unreachable server; and never with the
+//! password of its URL.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{refund, TempDir};
-use toolpin_ledger::{Ledger, Options, Severity};
+use common::{pg, refund, Db, TempDir};
+use toolpin_ledger::{Ledger, Location, Options, Severity};
 
 fn short() -> Options {
     Options {
@@ -14,36 +15,23 @@ fn short() -> Options {
     }
 }
 
-#[test]
-fn a_ledger_with_a_newer_schema_is_refused_in_one_line() {
-    let dir = TempDir::new("newer");
-    let path = dir.db();
-    drop(Ledger::open(&path).unwrap());
-    {
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute(
-            "INSERT INTO migrations (version, name) VALUES (98, 'later'), (99, 'later still')",
-            [],
-        )
-        .unwrap();
-    }
-    let err = Ledger::open(&path)
+fn a_ledger_with_a_newer_schema_is_refused_in_one_line(db: &Db) {
+    drop(db.open());
+    db.batch("INSERT INTO migrations (version, name) VALUES (98, 'later'), (99, 'later still')");
+    let err = db
+        .try_open_with(&Options::default())
         .err()
         .expect("a newer schema is refused");
     assert_eq!(
         err.to_string(),
         format!(
             "{}: schema version 99 is newer than this toolpin reads ({}); upgrade toolpin",
-            path.display(),
+            db.shown(),
             toolpin_ledger::migrate::CURRENT
         )
     );
     // Refusing changed nothing.
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    let max: i64 = conn
-        .query_row("SELECT MAX(version) FROM migrations", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(max, 99);
+    assert_eq!(db.int("SELECT MAX(version) FROM migrations"), 99);
 }
 
 #[test]
@@ -90,20 +78,56 @@ fn a_ledger_with_a_damaged_header_is_refused_in_one_line() {
     assert!(err.to_string().contains("not a toolpin ledger"), "{err}");
 }
 
-#[test]
-fn a_write_to_a_locked_ledger_waits_then_fails_in_one_line() {
-    let dir = TempDir::new("locked");
-    let path = dir.db();
-    let mut ledger = Ledger::open_with(&path, &short()).unwrap();
+/// Another connection holding the ledger's tables: an exclusive SQLite
+/// transaction, or PostgreSQL's exclusive table locks.
+enum Holder {
+    Sqlite(rusqlite::Connection),
+    Postgres(Box<postgres::Client>),
+}
 
-    let holder = rusqlite::Connection::open(&path).unwrap();
-    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    holder
-        .execute(
-            "INSERT INTO migrations (version, name) VALUES (0, 'held')",
-            [],
-        )
-        .unwrap();
+impl Holder {
+    fn hold(db: &Db) -> Self {
+        match db.location() {
+            Location::Sqlite(path) => {
+                let holder = rusqlite::Connection::open(&path).unwrap();
+                holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+                holder
+                    .execute(
+                        "INSERT INTO migrations (version, name) VALUES (0, 'held')",
+                        [],
+                    )
+                    .unwrap();
+                Holder::Sqlite(holder)
+            }
+            Location::Postgres(url) => {
+                let mut holder = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                holder
+                    .batch_execute(
+                        "BEGIN; LOCK TABLE events, outbox, migrations IN ACCESS EXCLUSIVE MODE",
+                    )
+                    .unwrap();
+                Holder::Postgres(Box::new(holder))
+            }
+        }
+    }
+
+    fn release(self, after: Duration) -> std::thread::JoinHandle<()> {
+        match self {
+            Holder::Sqlite(c) => std::thread::spawn(move || {
+                std::thread::sleep(after);
+                c.execute_batch("ROLLBACK").unwrap();
+            }),
+            Holder::Postgres(mut c) => std::thread::spawn(move || {
+                std::thread::sleep(after);
+                c.batch_execute("ROLLBACK").unwrap();
+            }),
+        }
+    }
+}
+
+fn a_write_to_a_locked_ledger_waits_then_fails_in_one_line(db: &Db) {
+    let mut ledger = db.open_with(&short());
+    let holder = Holder::hold(db);
 
     let started = Instant::now();
     let err = ledger
@@ -114,14 +138,15 @@ fn a_write_to_a_locked_ledger_waits_then_fails_in_one_line() {
         err.to_string(),
         format!(
             "{}: the ledger is locked by another process (waited 0.2 s); try again",
-            path.display()
+            db.shown()
         )
     );
     assert!(waited >= Duration::from_millis(150), "waited {waited:?}");
 
-    // Opening while it is held fails the same way (migrations take the
-    // write lock).
-    let err = Ledger::open_with(&path, &short())
+    // Opening while it is held fails the same way (migrations read the
+    // migrations table under the write lock).
+    let err = db
+        .try_open_with(&short())
         .err()
         .expect("opening a locked ledger is an error");
     assert!(
@@ -130,22 +155,16 @@ fn a_write_to_a_locked_ledger_waits_then_fails_in_one_line() {
     );
 
     // Once the lock is released the write goes through.
-    holder.execute_batch("ROLLBACK").unwrap();
+    holder.release(Duration::ZERO).join().unwrap();
     ledger.record_drift(&refund(2, Severity::High)).unwrap();
 }
 
-#[test]
-fn a_write_waits_for_a_lock_released_within_the_busy_timeout() {
-    let dir = TempDir::new("wait");
-    let path = dir.db();
-    let mut ledger = Ledger::open(&path).unwrap();
-    let holder = rusqlite::Connection::open(&path).unwrap();
-    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let release = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        holder.execute_batch("COMMIT").unwrap();
-    });
+fn a_write_waits_for_a_lock_released_within_the_busy_timeout(db: &Db) {
+    let mut ledger = db.open();
+    let release = Holder::hold(db).release(Duration::from_millis(300));
+    let started = Instant::now();
     ledger.record_drift(&refund(1, Severity::High)).unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(250));
     release.join().unwrap();
 }
 
@@ -169,4 +188,136 @@ fn a_ledger_in_a_missing_directory_is_an_error_in_one_line() {
     let text = err.to_string();
     assert!(text.starts_with(&path.display().to_string()), "{text}");
     assert!(!text.contains('\n'));
+}
+
+both! {
+    a_ledger_with_a_newer_schema_is_refused_in_one_line,
+    a_write_to_a_locked_ledger_waits_then_fails_in_one_line,
+    a_write_waits_for_a_lock_released_within_the_busy_timeout,
+}
+
+const PASSWORD: &str = "hunter2-Zq9";
+
+fn assert_one_line_without_password(text: &str) {
+    assert!(!text.contains('\n'), "{text}");
+    assert!(!text.contains(PASSWORD), "the password leaked: {text}");
+    assert!(!text.contains("hunter2"), "the password leaked: {text}");
+}
+
+#[test]
+fn an_unreachable_socket_is_an_error_in_one_line_without_the_password() {
+    let url =
+        format!("postgres://toolpin:{PASSWORD}@/toolpin?host=/nonexistent/toolpin-socket-dir");
+    let err = Ledger::connect(&url, &Options::default())
+        .err()
+        .expect("nothing listens there");
+    let text = err.to_string();
+    assert_one_line_without_password(&text);
+    assert!(
+        text.starts_with(
+            "postgres://toolpin:***@/toolpin?host=/nonexistent/toolpin-socket-dir: \
+             cannot connect to the ledger database at /nonexistent/toolpin-socket-dir: "
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_closed_port_is_an_error_in_one_line_without_the_password() {
+    // Port 1 on the loopback: nothing listens, the connection is refused.
+    let url = format!("postgresql://toolpin:{PASSWORD}@127.0.0.1:1/toolpin?connect_timeout=5");
+    let started = Instant::now();
+    let err = Ledger::connect(&url, &Options::default())
+        .err()
+        .expect("nothing listens there");
+    assert!(started.elapsed() < Duration::from_secs(6));
+    let text = err.to_string();
+    assert_one_line_without_password(&text);
+    assert!(
+        text.starts_with(
+            "postgresql://toolpin:***@127.0.0.1:1/toolpin?connect_timeout=5: \
+             cannot connect to the ledger database at 127.0.0.1: "
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_password_parameter_is_hidden_too() {
+    let url = format!("postgres://toolpin@/toolpin?host=/nonexistent&password={PASSWORD}");
+    let text = Ledger::connect(&url, &Options::default())
+        .err()
+        .expect("nothing listens there")
+        .to_string();
+    assert_one_line_without_password(&text);
+    assert!(text.contains("password=***"), "{text}");
+    // And in how a location is shown or debugged.
+    let location = Location::parse(&url);
+    assert!(matches!(location, Location::Postgres(_)));
+    assert!(!location.to_string().contains(PASSWORD));
+    assert!(!format!("{location:?}").contains(PASSWORD));
+}
+
+#[test]
+fn tls_modes_are_refused_in_one_line_before_connecting() {
+    for mode in ["require", "verify-ca", "verify-full"] {
+        let url = format!("postgres://toolpin:{PASSWORD}@db.invalid/toolpin?sslmode={mode}");
+        let text = Ledger::connect(&url, &Options::default())
+            .err()
+            .expect("TLS is not supported")
+            .to_string();
+        assert_one_line_without_password(&text);
+        assert_eq!(
+            text,
+            format!(
+                "postgres://toolpin:***@db.invalid/toolpin?sslmode={mode}: sslmode={mode} is not \
+                 supported: the ledger connects without TLS (plain TCP or a unix socket); use \
+                 sslmode=disable or prefer"
+            )
+        );
+    }
+}
+
+#[test]
+fn a_malformed_url_is_an_error_in_one_line_without_the_password() {
+    for url in [
+        format!("postgres://toolpin:{PASSWORD}@db/toolpin?port=notanumber"),
+        format!("postgres://toolpin:{PASSWORD}@db/toolpin?no_such_option=1"),
+        format!("mysql://toolpin:{PASSWORD}@db/toolpin"),
+    ] {
+        let text = Ledger::connect(&url, &Options::default())
+            .err()
+            .expect("malformed")
+            .to_string();
+        assert_one_line_without_password(&text);
+    }
+}
+
+#[test]
+fn a_live_server_s_refusal_is_one_line_without_the_password() {
+    if pg::skipped() {
+        pg::note_skipped("a_live_server_s_refusal_is_one_line_without_the_password");
+        return;
+    }
+    let cluster = pg::cluster();
+    let url = cluster.url_for("no_such_database", Some(PASSWORD));
+    let text = Ledger::connect(&url, &Options::default())
+        .err()
+        .expect("no such database")
+        .to_string();
+    assert_one_line_without_password(&text);
+    assert!(text.contains("toolpin:***@"), "{text}");
+    assert!(text.contains("no_such_database"), "{text}");
+    // The same URL with a database that exists works (trust
+    // authentication ignores the password).
+    let database = cluster.database("password");
+    let mut ledger = Ledger::connect(
+        &cluster.url_for(&database, Some(PASSWORD)),
+        &Options::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        ledger.schema_version().unwrap(),
+        toolpin_ledger::migrate::CURRENT
+    );
 }

@@ -2,53 +2,36 @@
 
 mod common;
 
-use common::{finding, refund, TempDir, LIVE, LIVE2, PINNED};
-use toolpin_ledger::{
-    EventFilter, EventKind, Ledger, RecordOutcome, Resolution, Severity, Sighting,
-};
+use common::{finding, refund, Db, LIVE, LIVE2, PINNED};
+use toolpin_ledger::{EventFilter, EventKind, RecordOutcome, Resolution, Severity, Sighting};
 
 fn tool_filter() -> EventFilter {
     EventFilter::tool("staging", "orders", "orders__lookup_order")
 }
 
-#[test]
-fn a_new_ledger_is_at_the_current_schema_version() {
-    let dir = TempDir::new("version");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn a_new_ledger_is_at_the_current_schema_version(db: &Db) {
+    let mut ledger = db.open();
     assert_eq!(
         ledger.schema_version().unwrap(),
         toolpin_ledger::migrate::CURRENT
     );
     drop(ledger);
     // Reopening applies nothing twice.
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let mut ledger = db.open();
     assert_eq!(ledger.schema_version().unwrap(), 2);
 }
 
-#[test]
-fn a_version_1_ledger_is_migrated_and_keeps_its_events() {
-    let dir = TempDir::new("migrate-1");
-    {
-        // A ledger as the first release wrote it: only migration 1.
-        let conn = rusqlite::Connection::open(dir.db()).unwrap();
-        conn.execute_batch(toolpin_ledger::migrate::MIGRATIONS_TABLE)
-            .unwrap();
-        conn.execute_batch(toolpin_ledger::migrate::MIGRATIONS[0].2)
-            .unwrap();
-        conn.execute(
-            "INSERT INTO migrations (version, name) VALUES (1, 'events and outbox')",
-            [],
-        )
-        .unwrap();
-        conn.execute(
-            "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
-             findings, first_seen, last_seen, count) VALUES ('staging', 'orders', 't', 'a', 'b', \
-             'drift', 'high', '[]', 10, 20, 3)",
-            [],
-        )
-        .unwrap();
-    }
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn a_version_1_ledger_is_migrated_and_keeps_its_events(db: &Db) {
+    // A ledger as the first release wrote it: only migration 1.
+    db.batch(toolpin_ledger::migrate::MIGRATIONS_TABLE);
+    db.batch(db.migration(0));
+    db.batch(
+        "INSERT INTO migrations (version, name) VALUES (1, 'events and outbox'); \
+         INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
+         findings, first_seen, last_seen, count) VALUES ('staging', 'orders', 't', 'a', 'b', \
+         'drift', 'high', '[]', 10, 20, 3)",
+    );
+    let mut ledger = db.open();
     assert_eq!(ledger.schema_version().unwrap(), 2);
     let events = ledger.events(&EventFilter::default()).unwrap();
     assert_eq!(events.len(), 1);
@@ -57,10 +40,8 @@ fn a_version_1_ledger_is_migrated_and_keeps_its_events() {
     assert_eq!(events[0].unchanged_at, None);
 }
 
-#[test]
-fn an_event_keeps_the_last_clean_check_before_it_and_the_review_cost() {
-    let dir = TempDir::new("unchanged-at");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn an_event_keeps_the_last_clean_check_before_it_and_the_review_cost(db: &Db) {
+    let mut ledger = db.open();
     ledger
         .record_clean("staging", &["orders", "billing"], 1_000)
         .unwrap();
@@ -96,10 +77,8 @@ fn an_event_keeps_the_last_clean_check_before_it_and_the_review_cost() {
     );
 }
 
-#[test]
-fn a_sink_reference_is_kept_per_sink_and_event() {
-    let dir = TempDir::new("sink-ref");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn a_sink_reference_is_kept_per_sink_and_event(db: &Db) {
+    let mut ledger = db.open();
     let r = ledger.record_drift(&refund(100, Severity::High)).unwrap();
     assert_eq!(ledger.sink_ref("github", r.event).unwrap(), None);
     ledger.set_sink_ref("github", r.event, "41").unwrap();
@@ -111,10 +90,8 @@ fn a_sink_reference_is_kept_per_sink_and_event() {
     assert_eq!(ledger.sink_ref("slack", r.event).unwrap(), None);
 }
 
-#[test]
-fn a_finding_detail_is_kept_and_capped() {
-    let dir = TempDir::new("detail");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn a_finding_detail_is_kept_and_capped(db: &Db) {
+    let mut ledger = db.open();
     let mut f = finding(
         "description-changed",
         Severity::High,
@@ -132,10 +109,8 @@ fn a_finding_detail_is_kept_and_capped() {
     assert!(kept.ends_with('…'));
 }
 
-#[test]
-fn the_same_drift_seen_by_fifty_runs_is_one_event_with_a_count() {
-    let dir = TempDir::new("dedup");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn the_same_drift_seen_by_fifty_runs_is_one_event_with_a_count(db: &Db) {
+    let mut ledger = db.open();
     let first = ledger.record_drift(&refund(1_000, Severity::High)).unwrap();
     assert_eq!(first.outcome, RecordOutcome::New);
     for run in 1..50 {
@@ -162,10 +137,8 @@ fn the_same_drift_seen_by_fifty_runs_is_one_event_with_a_count() {
     assert!(e.resolved.is_none());
 }
 
-#[test]
-fn an_out_of_order_sighting_widens_first_and_last_seen() {
-    let dir = TempDir::new("order");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn an_out_of_order_sighting_widens_first_and_last_seen(db: &Db) {
+    let mut ledger = db.open();
     ledger.record_drift(&refund(5_000, Severity::High)).unwrap();
     ledger.record_drift(&refund(4_000, Severity::High)).unwrap();
     ledger.record_drift(&refund(6_000, Severity::High)).unwrap();
@@ -173,10 +146,8 @@ fn an_out_of_order_sighting_widens_first_and_last_seen() {
     assert_eq!((e.first_seen, e.last_seen, e.count), (4_000, 6_000, 3));
 }
 
-#[test]
-fn a_different_live_fingerprint_or_environment_is_another_event() {
-    let dir = TempDir::new("keys");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn a_different_live_fingerprint_or_environment_is_another_event(db: &Db) {
+    let mut ledger = db.open();
     let a = ledger.record_drift(&refund(1, Severity::High)).unwrap();
     let mut other_live = refund(2, Severity::High);
     other_live.live = Some(LIVE2.to_string());
@@ -201,10 +172,8 @@ fn a_different_live_fingerprint_or_environment_is_another_event() {
     assert_eq!(gone.count, 2);
 }
 
-#[test]
-fn a_sighting_more_severe_than_the_event_is_reported_once() {
-    let dir = TempDir::new("severe");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn a_sighting_more_severe_than_the_event_is_reported_once(db: &Db) {
+    let mut ledger = db.open();
     let a = ledger.record_drift(&refund(1, Severity::Medium)).unwrap();
     assert_eq!(a.outcome, RecordOutcome::New);
     // Less or equally severe: seen.
@@ -249,10 +218,8 @@ fn a_sighting_more_severe_than_the_event_is_reported_once() {
     assert_eq!(e.findings[1].rule, "steering-text-added");
 }
 
-#[test]
-fn an_acceptance_resolves_the_event_of_the_accepted_fingerprint_only() {
-    let dir = TempDir::new("accept");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn an_acceptance_resolves_the_event_of_the_accepted_fingerprint_only(db: &Db) {
+    let mut ledger = db.open();
     let a = ledger.record_drift(&refund(1, Severity::High)).unwrap();
     let mut other = refund(2, Severity::High);
     other.live = Some(LIVE2.to_string());
@@ -289,10 +256,8 @@ fn an_acceptance_resolves_the_event_of_the_accepted_fingerprint_only() {
     assert_ne!(again.event, a.event);
 }
 
-#[test]
-fn upstream_going_back_resolves_every_open_drift_event_of_the_tool() {
-    let dir = TempDir::new("revert");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn upstream_going_back_resolves_every_open_drift_event_of_the_tool(db: &Db) {
+    let mut ledger = db.open();
     let a = ledger.record_drift(&refund(1, Severity::High)).unwrap();
     let mut other = refund(2, Severity::High);
     other.live = Some(LIVE2.to_string());
@@ -339,10 +304,8 @@ fn upstream_going_back_resolves_every_open_drift_event_of_the_tool() {
         .is_empty());
 }
 
-#[test]
-fn an_approval_is_recorded_and_resolves_the_drift_it_accepts() {
-    let dir = TempDir::new("approval");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn an_approval_is_recorded_and_resolves_the_drift_it_accepts(db: &Db) {
+    let mut ledger = db.open();
     let drift = ledger.record_drift(&refund(1, Severity::High)).unwrap();
     let (approval, resolved) = ledger
         .record_approval(
@@ -374,10 +337,8 @@ fn an_approval_is_recorded_and_resolves_the_drift_it_accepts() {
     assert_eq!(ledger.events(&EventFilter::default()).unwrap().len(), 2);
 }
 
-#[test]
-fn every_event_kind_is_stored_and_read_back() {
-    let dir = TempDir::new("kinds");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn every_event_kind_is_stored_and_read_back(db: &Db) {
+    let mut ledger = db.open();
     for (i, kind) in EventKind::ALL.into_iter().enumerate() {
         let mut s = refund(i as i64, Severity::Low);
         s.kind = kind;
@@ -396,4 +357,20 @@ fn every_event_kind_is_stored_and_read_back() {
         open,
         vec!["drift", "proxy-drift", "proxy-refusal", "contract-failed"]
     );
+}
+
+both! {
+    a_new_ledger_is_at_the_current_schema_version,
+    a_version_1_ledger_is_migrated_and_keeps_its_events,
+    an_event_keeps_the_last_clean_check_before_it_and_the_review_cost,
+    a_sink_reference_is_kept_per_sink_and_event,
+    a_finding_detail_is_kept_and_capped,
+    the_same_drift_seen_by_fifty_runs_is_one_event_with_a_count,
+    an_out_of_order_sighting_widens_first_and_last_seen,
+    a_different_live_fingerprint_or_environment_is_another_event,
+    a_sighting_more_severe_than_the_event_is_reported_once,
+    an_acceptance_resolves_the_event_of_the_accepted_fingerprint_only,
+    upstream_going_back_resolves_every_open_drift_event_of_the_tool,
+    an_approval_is_recorded_and_resolves_the_drift_it_accepts,
+    every_event_kind_is_stored_and_read_back,
 }

@@ -3,16 +3,13 @@
 
 mod common;
 
-use common::{finding, refund, TempDir, LIVE};
+use common::{finding, refund, Db, LIVE};
 use toolpin_ledger::{
-    backoff, DeliveryState, Ledger, Notice, RecordOutcome, Resolution, Severity, LEASE,
-    MAX_ATTEMPTS,
+    backoff, DeliveryState, Notice, RecordOutcome, Resolution, Severity, LEASE, MAX_ATTEMPTS,
 };
 
-#[test]
-fn a_new_event_enqueues_one_trigger_per_sink_and_a_retry_never_enqueues_twice() {
-    let dir = TempDir::new("enqueue");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn a_new_event_enqueues_one_trigger_per_sink_and_a_retry_never_enqueues_twice(db: &Db) {
+    let mut ledger = db.open();
     let sinks = ["orders-oncall", "audit"];
     let first = ledger
         .record_and_enqueue(&refund(100, Severity::High), &sinks)
@@ -50,10 +47,8 @@ fn a_new_event_enqueues_one_trigger_per_sink_and_a_retry_never_enqueues_twice() 
     assert_eq!(ledger.deliveries(first.event).unwrap().len(), 3);
 }
 
-#[test]
-fn an_escalation_is_enqueued_once_per_severity_and_a_resolution_follows_each_trigger() {
-    let dir = TempDir::new("escalate");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn an_escalation_is_enqueued_once_per_severity_and_a_resolution_follows_each_trigger(db: &Db) {
+    let mut ledger = db.open();
     let sinks = ["pd"];
     let e = ledger
         .record_and_enqueue(&refund(1, Severity::Medium), &sinks)
@@ -113,10 +108,8 @@ fn an_escalation_is_enqueued_once_per_severity_and_a_resolution_follows_each_tri
     );
 }
 
-#[test]
-fn due_deliveries_are_taken_leased_delivered_or_retried_with_backoff() {
-    let dir = TempDir::new("deliver");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn due_deliveries_are_taken_leased_delivered_or_retried_with_backoff(db: &Db) {
+    let mut ledger = db.open();
     let e = ledger
         .record_and_enqueue(&refund(1_000, Severity::High), &["slack", "pd"])
         .unwrap()
@@ -181,12 +174,10 @@ fn the_backoff_doubles_and_is_capped() {
     assert_eq!(backoff(0), 60);
 }
 
-#[test]
-fn an_event_s_notifications_are_committed_with_it() {
+fn an_event_s_notifications_are_committed_with_it(db: &Db) {
     // The event and its notifications are one transaction: once
     // record_and_enqueue returns, another connection sees both.
-    let dir = TempDir::new("atomic");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let mut ledger = db.open();
     let s = refund(1, Severity::High).findings(vec![finding(
         "description-changed",
         Severity::High,
@@ -195,14 +186,12 @@ fn an_event_s_notifications_are_committed_with_it() {
     let r = ledger.record_and_enqueue(&s, &["a", "b", "c"]).unwrap();
     drop(ledger);
     // A new connection (another process) sees the event and its outbox.
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+    let mut ledger = db.open();
     assert_eq!(ledger.deliveries(r.event).unwrap().len(), 3);
 }
 
-#[test]
-fn a_batch_is_recorded_and_routed_in_one_transaction() {
-    let dir = TempDir::new("batch");
-    let mut ledger = Ledger::open(&dir.db()).unwrap();
+fn a_batch_is_recorded_and_routed_in_one_transaction(db: &Db) {
+    let mut ledger = db.open();
     let mut other = refund(1, Severity::Low);
     other.server = "billing".to_string();
     other.tool = "billing__charge".to_string();
@@ -254,4 +243,12 @@ fn a_batch_is_recorded_and_routed_in_one_transaction() {
         .map(|d| d.sink)
         .collect();
     assert_eq!(billing, vec!["audit".to_string()]);
+}
+
+both! {
+    an_event_s_notifications_are_committed_with_it,
+    a_new_event_enqueues_one_trigger_per_sink_and_a_retry_never_enqueues_twice,
+    an_escalation_is_enqueued_once_per_severity_and_a_resolution_follows_each_trigger,
+    due_deliveries_are_taken_leased_delivered_or_retried_with_backoff,
+    a_batch_is_recorded_and_routed_in_one_transaction,
 }

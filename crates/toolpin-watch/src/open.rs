@@ -12,12 +12,7 @@ pub fn open(config: &LedgerConfig) -> Result<Option<Ledger>, String> {
     };
     let opened = match location {
         LedgerLocation::Sqlite(path) => Ledger::open(path),
-        LedgerLocation::Postgres(_) => {
-            return Err(format!(
-                "{}: this toolpin reads SQLite ledgers only",
-                config.shown
-            ))
-        }
+        LedgerLocation::Postgres(url) => Ledger::connect(url, &toolpin_ledger::Options::default()),
     };
     opened
         .map(Some)

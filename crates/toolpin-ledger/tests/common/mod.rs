@@ -1,12 +1,149 @@
-//! Helpers shared by the ledger tests: a unique temporary directory per
-//! test (removed on drop) and sightings.
+//! Helpers shared by the ledger tests: a fresh ledger per backend
+//! ([`Db`], and the [`both!`] macro that runs a test against SQLite and
+//! PostgreSQL), a unique temporary directory per test (removed on drop)
+//! and sightings.
 
 #![allow(dead_code)]
+
+pub mod pg;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use toolpin_ledger::{FindingRecord, Severity, Sighting};
+use toolpin_ledger::{migrate, FindingRecord, Ledger, Location, Options, Severity, Sighting};
+
+/// Runs each named test function (taking a `&Db`) twice: `NAME::sqlite`
+/// against a fresh SQLite file and `NAME::postgres` against a fresh
+/// database of the throwaway PostgreSQL cluster (skipped, with a note,
+/// under `TOOLPIN_SKIP_POSTGRES=1`).
+#[macro_export]
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn sqlite() {
+                    super::$name(&$crate::common::Db::sqlite(stringify!($name)));
+                }
+
+                #[test]
+                fn postgres() {
+                    if let Some(db) = $crate::common::Db::postgres(stringify!($name)) {
+                        super::$name(&db);
+                    }
+                }
+            }
+        )*
+    };
+}
+
+/// A fresh, empty ledger location of one backend, and raw access to the
+/// database below it (for what a test sets up or inspects by hand).
+pub enum Db {
+    Sqlite(TempDir),
+    Postgres { url: String },
+}
+
+impl Db {
+    pub fn sqlite(name: &str) -> Self {
+        Db::Sqlite(TempDir::new(name))
+    }
+
+    /// `None` (with a note) when PostgreSQL tests are skipped.
+    pub fn postgres(name: &str) -> Option<Self> {
+        if pg::skipped() {
+            pg::note_skipped(name);
+            return None;
+        }
+        let cluster = pg::cluster();
+        let database = cluster.database(name);
+        Some(Db::Postgres {
+            url: cluster.url_for(&database, None),
+        })
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Db::Postgres { .. })
+    }
+
+    pub fn location(&self) -> Location {
+        match self {
+            Db::Sqlite(dir) => Location::Sqlite(dir.db()),
+            Db::Postgres { url } => Location::Postgres(url.clone()),
+        }
+    }
+
+    /// How messages name this ledger.
+    pub fn shown(&self) -> String {
+        self.location().to_string()
+    }
+
+    pub fn open(&self) -> Ledger {
+        self.open_with(&Options::default())
+    }
+
+    pub fn open_with(&self, options: &Options) -> Ledger {
+        Ledger::open_location(&self.location(), options)
+            .unwrap_or_else(|e| panic!("cannot open the ledger: {e}"))
+    }
+
+    pub fn try_open_with(&self, options: &Options) -> Result<Ledger, toolpin_ledger::Error> {
+        Ledger::open_location(&self.location(), options)
+    }
+
+    /// Runs statements on the database directly.
+    pub fn batch(&self, sql: &str) {
+        match self {
+            Db::Sqlite(dir) => rusqlite::Connection::open(dir.db())
+                .unwrap()
+                .execute_batch(sql)
+                .unwrap(),
+            Db::Postgres { url } => postgres::Client::connect(url, postgres::NoTls)
+                .unwrap()
+                .batch_execute(sql)
+                .unwrap(),
+        }
+    }
+
+    /// The first column of the first row of `sql`, as text.
+    pub fn text(&self, sql: &str) -> String {
+        match self {
+            Db::Sqlite(dir) => rusqlite::Connection::open(dir.db())
+                .unwrap()
+                .query_row(sql, [], |r| r.get(0))
+                .unwrap(),
+            Db::Postgres { url } => postgres::Client::connect(url, postgres::NoTls)
+                .unwrap()
+                .query_one(sql, &[])
+                .unwrap()
+                .get(0),
+        }
+    }
+
+    /// The first column of the first row of `sql`, as a number.
+    pub fn int(&self, sql: &str) -> i64 {
+        match self {
+            Db::Sqlite(dir) => rusqlite::Connection::open(dir.db())
+                .unwrap()
+                .query_row(sql, [], |r| r.get(0))
+                .unwrap(),
+            Db::Postgres { url } => postgres::Client::connect(url, postgres::NoTls)
+                .unwrap()
+                .query_one(sql, &[])
+                .unwrap()
+                .get(0),
+        }
+    }
+
+    /// Migration `index`'s text for this backend.
+    pub fn migration(&self, index: usize) -> &'static str {
+        let m = &migrate::MIGRATIONS[index];
+        match self {
+            Db::Sqlite(_) => m.sqlite,
+            Db::Postgres { .. } => m.postgres,
+        }
+    }
+}
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
