@@ -273,9 +273,33 @@ impl Ledger {
         resolution: &Resolution,
         at: i64,
     ) -> Result<Vec<i64>, Error> {
+        let key = (environment, server, tool);
+        let kinds = EventKind::resolved_by_fingerprint;
         match &mut self.backend {
-            Backend::Sqlite(s) => s.resolve(environment, server, tool, resolution, at),
-            Backend::Postgres(s) => s.resolve(environment, server, tool, resolution, at),
+            Backend::Sqlite(s) => s.resolve(key, kinds, resolution, at),
+            Backend::Postgres(s) => s.resolve(key, kinds, resolution, at),
+        }
+    }
+
+    /// Resolves the open `contract-failed` events of a tool (a definition's
+    /// acceptance or revert never does, see [`Ledger::resolve`]):
+    /// [`Resolution::Reverted`] when a contract run saw the tool behave as
+    /// recorded again (every open one), [`Resolution::Accepted`] when the
+    /// behaviour was re-recorded (those whose live key is `live`). Resolve
+    /// notices are enqueued as by [`Ledger::resolve`].
+    pub fn resolve_contract(
+        &mut self,
+        environment: &str,
+        server: &str,
+        tool: &str,
+        resolution: &Resolution,
+        at: i64,
+    ) -> Result<Vec<i64>, Error> {
+        let key = (environment, server, tool);
+        let kinds = |k: EventKind| k == EventKind::ContractFailed;
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.resolve(key, kinds, resolution, at),
+            Backend::Postgres(s) => s.resolve(key, kinds, resolution, at),
         }
     }
 
@@ -375,9 +399,20 @@ impl Ledger {
         at: i64,
     ) -> Result<DeliveryState, Error> {
         match &mut self.backend {
-            Backend::Sqlite(s) => s.mark_failed(delivery, error, at),
-            Backend::Postgres(s) => s.mark_failed(delivery, error, at),
+            Backend::Sqlite(s) => s.mark_failed(delivery, error, at, false),
+            Backend::Postgres(s) => s.mark_failed(delivery, error, at, false),
         }
+    }
+
+    /// Marks a delivery failed for good, whatever its attempts: the sink
+    /// refused it in a way no retry changes (a revoked token, a malformed
+    /// routing key), so it is not sent again.
+    pub fn give_up(&mut self, delivery: i64, error: &str, at: i64) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.mark_failed(delivery, error, at, true),
+            Backend::Postgres(s) => s.mark_failed(delivery, error, at, true),
+        }
+        .map(|_| ())
     }
 
     /// Records that a check saw each of `servers` in `environment` match

@@ -271,20 +271,25 @@ impl Store {
         };
         self.transact(|tx| {
             let recorded = record_in(tx, s, &[])?;
-            let resolved = resolve_in(tx, &s.environment, &s.server, &s.tool, &resolution, s.at)?;
+            let resolved = resolve_in(
+                tx,
+                (&s.environment, &s.server, &s.tool),
+                EventKind::resolved_by_fingerprint,
+                &resolution,
+                s.at,
+            )?;
             Ok((recorded, resolved))
         })
     }
 
     pub(crate) fn resolve(
         &mut self,
-        environment: &str,
-        server: &str,
-        tool: &str,
+        tool: (&str, &str, &str),
+        kinds: fn(EventKind) -> bool,
         resolution: &Resolution,
         at: i64,
     ) -> Result<Vec<i64>, Error> {
-        self.transact(|tx| resolve_in(tx, environment, server, tool, resolution, at))
+        self.transact(|tx| resolve_in(tx, tool, kinds, resolution, at))
     }
 
     pub(crate) fn events(&mut self, filter: &EventFilter, open: bool) -> Result<Vec<Event>, Error> {
@@ -373,6 +378,7 @@ impl Store {
         delivery: i64,
         error: &str,
         at: i64,
+        give_up: bool,
     ) -> Result<DeliveryState, Error> {
         let state = self.transact(|tx| {
             let Some(row) = tx.query_opt(
@@ -383,7 +389,7 @@ impl Store {
                 return Ok(None);
             };
             let attempts: i64 = row.try_get(0)?;
-            let state = if attempts >= MAX_ATTEMPTS {
+            let state = if give_up || attempts >= MAX_ATTEMPTS {
                 DeliveryState::Failed
             } else {
                 DeliveryState::Pending
@@ -608,9 +614,8 @@ fn record_in(tx: &mut Transaction<'_>, s: &Sighting, sinks: &[&str]) -> Result<R
 
 fn resolve_in(
     tx: &mut Transaction<'_>,
-    environment: &str,
-    server: &str,
-    tool: &str,
+    (environment, server, tool): (&str, &str, &str),
+    kinds: fn(EventKind) -> bool,
     resolution: &Resolution,
     at: i64,
 ) -> Result<Vec<i64>> {
@@ -622,7 +627,7 @@ fn resolve_in(
         "SELECT id FROM events WHERE environment = $1 AND server = $2 AND tool = $3 \
          AND ($4::TEXT IS NULL OR live = $4) AND resolved_at IS NULL AND kind IN ({}) \
          ORDER BY id FOR UPDATE",
-        kind_list(EventKind::resolved_by_fingerprint)
+        kind_list(kinds)
     );
     let ids: Vec<i64> = tx
         .query(&sql, &[&environment, &server, &tool, &live])?

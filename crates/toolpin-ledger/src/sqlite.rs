@@ -156,17 +156,22 @@ impl Store {
         let resolution = Resolution::Accepted {
             live: live.to_string(),
         };
-        let resolved =
-            resolve_in(&tx, &s.environment, &s.server, &s.tool, &resolution, s.at).map_err(fail)?;
+        let resolved = resolve_in(
+            &tx,
+            (&s.environment, &s.server, &s.tool),
+            EventKind::resolved_by_fingerprint,
+            &resolution,
+            s.at,
+        )
+        .map_err(fail)?;
         tx.commit().map_err(fail)?;
         Ok((recorded, resolved))
     }
 
     pub(crate) fn resolve(
         &mut self,
-        environment: &str,
-        server: &str,
-        tool: &str,
+        tool: (&str, &str, &str),
+        kinds: fn(EventKind) -> bool,
         resolution: &Resolution,
         at: i64,
     ) -> Result<Vec<i64>, Error> {
@@ -174,7 +179,7 @@ impl Store {
         let busy = self.busy_seconds;
         let fail = |e| error_for(&shown, busy, e);
         let tx = self.begin()?;
-        let resolved = resolve_in(&tx, environment, server, tool, resolution, at).map_err(fail)?;
+        let resolved = resolve_in(&tx, tool, kinds, resolution, at).map_err(fail)?;
         tx.commit().map_err(fail)?;
         Ok(resolved)
     }
@@ -281,6 +286,7 @@ impl Store {
         delivery: i64,
         error: &str,
         at: i64,
+        give_up: bool,
     ) -> Result<DeliveryState, Error> {
         let shown = self.shown.clone();
         let busy = self.busy_seconds;
@@ -299,7 +305,7 @@ impl Store {
                 "{shown}: no pending delivery {delivery}"
             )));
         };
-        let state = if attempts >= MAX_ATTEMPTS {
+        let state = if give_up || attempts >= MAX_ATTEMPTS {
             DeliveryState::Failed
         } else {
             DeliveryState::Pending
@@ -508,15 +514,14 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
 
 fn resolve_in(
     tx: &Transaction<'_>,
-    environment: &str,
-    server: &str,
-    tool: &str,
+    (environment, server, tool): (&str, &str, &str),
+    kinds: fn(EventKind) -> bool,
     resolution: &Resolution,
     at: i64,
 ) -> rusqlite::Result<Vec<i64>> {
     let kinds: Vec<String> = EventKind::ALL
         .into_iter()
-        .filter(|k| k.resolved_by_fingerprint())
+        .filter(|k| kinds(*k))
         .map(|k| format!("'{}'", k.name()))
         .collect();
     let live = match resolution {

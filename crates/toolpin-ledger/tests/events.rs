@@ -3,7 +3,9 @@
 mod common;
 
 use common::{finding, refund, Db, LIVE, LIVE2, PINNED};
-use toolpin_ledger::{EventFilter, EventKind, RecordOutcome, Resolution, Severity, Sighting};
+use toolpin_ledger::{
+    EventFilter, EventKind, Notice, RecordOutcome, Resolution, Severity, Sighting,
+};
 
 fn tool_filter() -> EventFilter {
     EventFilter::tool("staging", "orders", "orders__lookup_order")
@@ -359,7 +361,74 @@ fn every_event_kind_is_stored_and_read_back(db: &Db) {
     );
 }
 
+fn a_contract_failure_is_resolved_by_a_passing_run_or_a_re_recording_only(db: &Db) {
+    let mut ledger = db.open();
+    let failed = |at, live: &str| {
+        Sighting::new(
+            EventKind::ContractFailed,
+            "staging",
+            "orders",
+            "orders__lookup_order",
+            at,
+        )
+        .fingerprints(Some(PINNED), Some(live))
+        .findings(vec![finding(
+            "result-shape-changed",
+            Severity::High,
+            "orders__lookup_order: the result lost `total`",
+        )])
+    };
+    let a = ledger
+        .record_and_enqueue(&failed(10, "aa"), &["pd"])
+        .unwrap();
+    assert_eq!(
+        ledger.record_drift(&failed(20, "aa")).unwrap().event,
+        a.event
+    );
+    let b = ledger.record_drift(&failed(30, "bb")).unwrap();
+    assert_ne!(a.event, b.event);
+    let drift = ledger.record_drift(&refund(30, Severity::High)).unwrap();
+
+    // A definition's revert or acceptance leaves behaviour failures open.
+    let tool = ("staging", "orders", "orders__lookup_order");
+    let reverted = ledger
+        .resolve(tool.0, tool.1, tool.2, &Resolution::Reverted, 40)
+        .unwrap();
+    assert_eq!(reverted, vec![drift.event]);
+    // Re-recording the behaviour that failed as `aa` resolves that one.
+    let accepted = ledger
+        .resolve_contract(
+            tool.0,
+            tool.1,
+            tool.2,
+            &Resolution::Accepted { live: "aa".into() },
+            50,
+        )
+        .unwrap();
+    assert_eq!(accepted, vec![a.event]);
+    // The sink sent the trigger gets a resolve.
+    let notices: Vec<_> = ledger
+        .deliveries(a.event)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.notice)
+        .collect();
+    assert_eq!(notices, vec![Notice::Trigger, Notice::Resolve]);
+    // A run that passes resolves every other open one.
+    let passed = ledger
+        .resolve_contract(tool.0, tool.1, tool.2, &Resolution::Reverted, 60)
+        .unwrap();
+    assert_eq!(passed, vec![b.event]);
+    let event = ledger.event(b.event).unwrap().unwrap();
+    assert_eq!(event.resolved, Some((60, Resolution::Reverted)));
+    assert!(ledger
+        .resolve_contract(tool.0, tool.1, tool.2, &Resolution::Reverted, 70)
+        .unwrap()
+        .is_empty());
+}
+
 both! {
+    a_contract_failure_is_resolved_by_a_passing_run_or_a_re_recording_only,
     a_new_ledger_is_at_the_current_schema_version,
     a_version_1_ledger_is_migrated_and_keeps_its_events,
     an_event_keeps_the_last_clean_check_before_it_and_the_review_cost,

@@ -164,6 +164,40 @@ fn due_deliveries_are_taken_leased_delivered_or_retried_with_backoff(db: &Db) {
     );
 }
 
+fn a_delivery_given_up_is_never_taken_again(db: &Db) {
+    let mut ledger = db.open();
+    let e = ledger
+        .record_and_enqueue(&refund(1_000, Severity::High), &["github", "pd"])
+        .unwrap()
+        .event;
+    let taken = ledger.take_due(1_000, 10).unwrap();
+    assert_eq!(taken.len(), 2);
+    // A 401 from GitHub: no retry changes it.
+    ledger
+        .give_up(
+            taken[0].id,
+            "notify.github: HTTP 401 Bad credentials",
+            1_001,
+        )
+        .unwrap();
+    ledger.mark_failed(taken[1].id, "HTTP 503", 1_001).unwrap();
+    let all = ledger.deliveries(e).unwrap();
+    assert_eq!(all[0].state, DeliveryState::Failed);
+    assert_eq!(all[0].attempts, 1);
+    assert_eq!(
+        all[0].last_error.as_deref(),
+        Some("notify.github: HTTP 401 Bad credentials")
+    );
+    assert_eq!(all[1].state, DeliveryState::Pending);
+    let later = ledger.take_due(1_001 + 1_000_000, 10).unwrap();
+    assert_eq!(
+        later.iter().map(|d| d.sink.as_str()).collect::<Vec<_>>(),
+        vec!["pd"]
+    );
+    // Only a pending delivery can be given up.
+    assert!(ledger.give_up(taken[0].id, "again", 1_002).is_err());
+}
+
 #[test]
 fn the_backoff_doubles_and_is_capped() {
     assert_eq!(
@@ -250,5 +284,6 @@ both! {
     a_new_event_enqueues_one_trigger_per_sink_and_a_retry_never_enqueues_twice,
     an_escalation_is_enqueued_once_per_severity_and_a_resolution_follows_each_trigger,
     due_deliveries_are_taken_leased_delivered_or_retried_with_backoff,
+    a_delivery_given_up_is_never_taken_again,
     a_batch_is_recorded_and_routed_in_one_transaction,
 }

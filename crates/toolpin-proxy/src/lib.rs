@@ -72,6 +72,7 @@ pub mod events;
 pub mod flags;
 pub mod http;
 pub mod metrics;
+pub mod record;
 pub mod scan;
 pub mod serve;
 pub mod served;
@@ -200,6 +201,9 @@ pub struct Settings {
     /// values, literal credentials): redacted from everything the proxy
     /// sends the agent, logs or exports.
     pub redactor: toolpin_manifest::Redactor,
+    /// Where run-time drift and refusals are written down (the drift
+    /// ledger, for `toolpin proxy`); `None`: only the event log has them.
+    pub record: Option<Arc<dyn record::Record>>,
 }
 
 /// Shared by every session: settings, the served catalog, the logs.
@@ -403,7 +407,22 @@ impl Proxy {
         let (Ok(old), Ok(new)) = (one(pinned), one(live)) else {
             return Vec::new();
         };
-        let comparison = toolpin_drift::compare(&old, &new);
+        let mut comparison = toolpin_drift::compare(&old, &new);
+        // What is recorded leaves the process: no upstream's secret in it.
+        for f in &mut comparison.findings {
+            f.message = self.settings.redactor.redact(&f.message);
+            for v in [&mut f.before, &mut f.after].into_iter().flatten() {
+                self.settings.redactor.redact_value(v);
+            }
+        }
+        if let Some(record) = &self.settings.record {
+            record_drift(
+                record.as_ref(),
+                &self.settings.catalog.environment,
+                (server, pinned, live),
+                &comparison,
+            );
+        }
         let mut worst: BTreeMap<String, Severity> = BTreeMap::new();
         let mut incompatible: BTreeMap<String, Blocked> = BTreeMap::new();
         for f in &comparison.findings {
@@ -433,6 +452,8 @@ impl Proxy {
                     Blocked {
                         rule: f.rule.to_string(),
                         message: f.message.clone(),
+                        severity: f.severity,
+                        live: live.tools.get(&f.tool).map(|t| t.fingerprint.to_string()),
                     },
                 );
             }
@@ -479,6 +500,52 @@ pub fn severity_index(s: Severity) -> usize {
         Severity::Medium => 2,
         Severity::Low => 3,
         Severity::Info => 4,
+    }
+}
+
+/// Hands `record` the run-time drift of one server, one call per tool.
+fn record_drift(
+    record: &dyn record::Record,
+    environment: &str,
+    (server, pinned, live): (&str, &ServerPin, &ServerPin),
+    comparison: &toolpin_drift::Comparison,
+) {
+    let version = |pin: &ServerPin| {
+        pin.session
+            .as_ref()
+            .and_then(|s| s.get("serverInfo")?.get("version")?.as_str())
+            .map(str::to_string)
+    };
+    let (server_version, pinned_version) = (version(live), version(pinned));
+    let mut by_tool: BTreeMap<&str, Vec<&toolpin_drift::Finding>> = BTreeMap::new();
+    for f in &comparison.findings {
+        by_tool.entry(f.tool.as_str()).or_default().push(f);
+    }
+    for (tool, findings) in by_tool {
+        let (before, after) = if tool.is_empty() {
+            (
+                Some(pinned.fingerprint.to_string()),
+                Some(live.fingerprint.to_string()),
+            )
+        } else {
+            match comparison.tools.iter().find(|c| c.tool == tool) {
+                Some(c) => (c.before.clone(), c.after.clone()),
+                None => (
+                    pinned.tools.get(tool).map(|t| t.fingerprint.to_string()),
+                    live.tools.get(tool).map(|t| t.fingerprint.to_string()),
+                ),
+            }
+        };
+        record.drift(&record::RuntimeDrift {
+            environment,
+            server,
+            tool,
+            pinned: before.as_deref(),
+            live: after.as_deref(),
+            findings,
+            server_version: server_version.as_deref(),
+            pinned_version: pinned_version.as_deref(),
+        });
     }
 }
 

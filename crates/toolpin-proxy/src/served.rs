@@ -31,6 +31,10 @@ pub struct FacadeEntry {
 pub struct Blocked {
     pub rule: String,
     pub message: String,
+    /// The change's severity, and its live fingerprint (what a refusal is
+    /// keyed by in the ledger).
+    pub severity: toolpin_drift::Severity,
+    pub live: Option<String>,
 }
 
 /// How a served tool reaches its upstream.

@@ -627,6 +627,18 @@ impl Session {
             self.proxy
                 .metrics
                 .refused(&route.server, name, &blocked.rule);
+            if let Some(record) = &self.proxy.settings.record {
+                record.refused(&crate::record::RuntimeRefusal {
+                    environment: &self.proxy.settings.catalog.environment,
+                    server: &route.server,
+                    tool: &route.pinned_name,
+                    pinned: &route.fingerprint.to_string(),
+                    live: blocked.live.as_deref(),
+                    rule: &blocked.rule,
+                    severity: blocked.severity,
+                    message: &blocked.message,
+                });
+            }
             self.send(error_response(
                 id,
                 INTERNAL_ERROR,

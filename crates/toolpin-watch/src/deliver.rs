@@ -10,8 +10,17 @@ pub enum Sent {
     /// Delivered; with what the sink calls the event, when it says (a
     /// GitHub issue's number), kept for later notices.
     Delivered(Option<String>),
-    /// Not delivered: a one-line reason (no secret in it).
-    Failed(String),
+    /// Not delivered: a one-line reason (no secret in it); whether a retry
+    /// may succeed (an outage, a rate limit) or never will (a revoked
+    /// token: the delivery is given up at once); and what the sink calls
+    /// the event, when it said before failing (a GitHub issue created,
+    /// then its comment refused), kept so that the retry does not create
+    /// it again.
+    Failed {
+        why: String,
+        retryable: bool,
+        reference: Option<String>,
+    },
 }
 
 /// Sends one notification. The watch command's implementation sends to
@@ -56,10 +65,22 @@ pub fn deliver_due(
                 ledger.mark_delivered(delivery.id, now())?;
                 done.delivered += 1;
             }
-            Sent::Failed(why) => {
-                match ledger.mark_failed(delivery.id, &why, now())? {
-                    DeliveryState::Failed => done.given_up += 1,
-                    _ => done.retrying += 1,
+            Sent::Failed {
+                why,
+                retryable,
+                reference,
+            } => {
+                if let Some(r) = reference {
+                    ledger.set_sink_ref(&delivery.sink, delivery.event.id, &r)?;
+                }
+                if !retryable {
+                    ledger.give_up(delivery.id, &why, now())?;
+                    done.given_up += 1;
+                } else {
+                    match ledger.mark_failed(delivery.id, &why, now())? {
+                        DeliveryState::Failed => done.given_up += 1,
+                        _ => done.retrying += 1,
+                    }
                 }
                 done.errors.push(why);
             }

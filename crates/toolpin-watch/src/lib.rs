@@ -11,8 +11,10 @@
 //! The ledger itself is `toolpin-ledger`; the sinks' payloads are
 //! `toolpin-notify`; the command is `toolpin watch` in the CLI.
 
+pub mod contract;
 pub mod deliver;
 pub mod open;
+pub mod proxy;
 pub mod record;
 pub mod schedule;
 

@@ -250,7 +250,12 @@ where
     })?;
     let mut resolved = Vec::new();
     for event in open {
-        if event.kind != EventKind::Drift
+        // The proxy's sightings of a change are resolved with the check's.
+        let by_definition = matches!(
+            event.kind,
+            EventKind::Drift | EventKind::ProxyDrift | EventKind::ProxyRefusal
+        );
+        if !by_definition
             || !live.servers.contains_key(&event.server)
             || drifting.contains(&(event.server.as_str(), event.tool.as_str()))
         {

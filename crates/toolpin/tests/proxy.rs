@@ -987,6 +987,73 @@ fn expected_drift() -> BTreeMap<String, String> {
 }
 
 #[test]
+fn run_time_drift_and_refusals_are_written_in_the_ledger() {
+    let (mut sc, _lock) = shop_scenario("vendor = \"Shopco\"\n");
+    sc.scripted("tools.json", &shop_b());
+    let mut c = sc.py_stdio(&[], &[]);
+    // Three refused calls to the removed tool: one event, counted three
+    // times; a call refused for another reason is not drift.
+    for _ in 0..3 {
+        c.call_err("delete_item", json!({"id": "7"}));
+    }
+    c.call_err("wipe_all", json!({}));
+    c.quit();
+
+    let mut ledger =
+        toolpin_ledger::Ledger::open(&sc.root.join("toolpin.ledger.db")).expect("ledger");
+    let events = ledger
+        .events(&toolpin_ledger::EventFilter::default())
+        .expect("events");
+    let drift: BTreeMap<String, (String, i64)> = events
+        .iter()
+        .filter(|e| e.kind == toolpin_ledger::EventKind::ProxyDrift)
+        .map(|e| {
+            assert_eq!(e.server, "shop");
+            assert_eq!(e.vendor.as_deref(), Some("Shopco"), "{e:?}");
+            assert!(e.resolved.is_none());
+            let severity = e.severity.map(|s| s.name()).unwrap_or("");
+            (e.tool.clone(), (severity.to_string(), e.count))
+        })
+        .collect();
+    let expected: BTreeMap<String, (String, i64)> = [
+        ("delete_item", "critical"),
+        ("search", "critical"),
+        ("wipe_all", "high"),
+    ]
+    .into_iter()
+    .map(|(t, s)| (t.to_string(), (s.to_string(), 1)))
+    .collect();
+    assert_eq!(drift, expected);
+    let removed = events
+        .iter()
+        .find(|e| e.kind == toolpin_ledger::EventKind::ProxyDrift && e.tool == "delete_item")
+        .expect("delete_item drift");
+    assert!(
+        removed.pinned.is_some() && removed.live.is_none(),
+        "{removed:?}"
+    );
+
+    let refusals: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == toolpin_ledger::EventKind::ProxyRefusal)
+        .collect();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    let r = refusals[0];
+    assert_eq!((r.tool.as_str(), r.count), ("delete_item", 3));
+    assert_eq!(r.pinned, removed.pinned);
+    assert_eq!(r.findings[0].rule, "tool-removed");
+    assert_eq!(r.severity, Some(toolpin_ledger::Severity::Critical));
+
+    // A check that sees upstream back at the pin resolves them all.
+    sc.scripted("tools.json", &shop_a());
+    sc.toolpin(&["check"]);
+    let open = ledger
+        .open_events(&toolpin_ledger::EventFilter::default())
+        .expect("open events");
+    assert!(open.is_empty(), "{open:?}");
+}
+
+#[test]
 fn drifted_upstream_is_served_the_pinned_catalog() {
     let (mut sc, lock) = shop_scenario("");
     sc.scripted("tools.json", &shop_b());

@@ -123,3 +123,87 @@ fn watch_needs_once_or_every() {
     let run = exits(&sb, &["watch", "--every", "5s"], 2);
     assert!(run.stderr.contains("at least 10 s"), "{run:#?}");
 }
+
+/// Several watchers at once on one SQLite ledger: every run's sighting is
+/// counted, in one event, and nothing is duplicated.
+#[test]
+fn watchers_running_at_once_lose_and_duplicate_nothing() {
+    let sb = locked();
+    sb.write("tools.json", STEERED);
+    const WATCHERS: usize = 6;
+    let children: Vec<_> = (0..WATCHERS)
+        .map(|_| {
+            std::process::Command::new(common::BIN)
+                .args(["watch", "--once"])
+                .current_dir(sb.path())
+                .env("NO_COLOR", "1")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(!stderr.contains("warning"), "{stderr}");
+    }
+    let all = events(&sb);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0].count, WATCHERS as i64);
+}
+
+/// A ledger that is corrupt or from a newer toolpin: `check` warns and
+/// still reports; `required = true` makes it exit 2 with one line, and
+/// the file is left as it was.
+#[test]
+fn a_corrupt_or_newer_ledger_is_one_line_and_left_alone() {
+    let sb = locked();
+    sb.write("tools.json", STEERED);
+    sb.write(
+        "toolpin.ledger.db",
+        "this is not a database, but it is mine\n",
+    );
+    let run = exits(&sb, &["check"], 1);
+    assert!(
+        run.stderr.contains("warning: ledger: ") && run.stderr.contains("not a toolpin ledger"),
+        "{}",
+        run.stderr
+    );
+    sb.write(
+        "toolpin.toml",
+        one_file_server(
+            "orders",
+            "tools.json",
+            "vendor = \"Acme\"\n[ledger]\nrequired = true\n",
+        ),
+    );
+    let line = sb
+        .run(&["watch", "--once"])
+        .error(&["ledger: ", "not a toolpin ledger"]);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert_eq!(
+        sb.read_string("toolpin.ledger.db"),
+        "this is not a database, but it is mine\n"
+    );
+
+    // A ledger a newer toolpin migrated.
+    std::fs::remove_file(sb.join("toolpin.ledger.db")).unwrap();
+    drop(Ledger::open(&sb.join("toolpin.ledger.db")).unwrap());
+    // As a newer toolpin would leave it: a migration this one does not know.
+    let bumped = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+             c.execute(\"INSERT INTO migrations (version, name) VALUES (99, 'later')\"); c.commit(); c.close()",
+        ])
+        .arg(sb.join("toolpin.ledger.db"))
+        .status()
+        .unwrap();
+    assert!(bumped.success(), "the schema version was bumped");
+    let before = std::fs::read(sb.join("toolpin.ledger.db")).unwrap();
+    sb.run(&["check"])
+        .error(&["is newer than this toolpin reads", "upgrade toolpin"]);
+    assert_eq!(std::fs::read(sb.join("toolpin.ledger.db")).unwrap(), before);
+}

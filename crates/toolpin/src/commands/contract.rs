@@ -13,7 +13,8 @@ use toolpin_contract::Contracts;
 use toolpin_report::text::Sides;
 use toolpin_report::Style;
 
-use super::report_target::{check_targets, report};
+use super::ledger::Recorder;
+use super::report_target::{check_targets, report_judged};
 use super::{lockfile_path, plural, print, repository_path, Outcome};
 use crate::cli::{ConfigArgs, ContractCommand, ReportArgs};
 use crate::error::CliError;
@@ -286,7 +287,20 @@ fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     report_unavailable(&observed.unavailable)?;
     let path = behaviour::path_for(&lockfile);
     let (snapshot, notes) = toolpin_contract::run::snapshot(&planned, &observed.seen);
+    let mut recorder = Recorder::open(&cfg, quiet)?;
     snapshot.write(&path)?;
+    // The behaviour is the reference now: its recorded failures are
+    // accepted.
+    let recorded: std::collections::BTreeSet<String> =
+        planned.iter().map(|p| p.tool_key.clone()).collect();
+    recorder.write(|ledger| {
+        toolpin_watch::contract::record_rerecorded(
+            ledger,
+            &cfg.environment,
+            &recorded,
+            toolpin_watch::now(),
+        )
+    })?;
     if !quiet {
         for note in &notes {
             eprintln!("note: default probe {note}; recorded as not holding");
@@ -371,14 +385,37 @@ fn run_calls(
         // Nothing was observed: no report to give, only the reason.
         Outcome::Clean
     } else {
-        report(
+        // Opened first: a required ledger that cannot be written is an
+        // error before any report is printed.
+        let mut recorder = Recorder::open(&cfg, quiet)?;
+        let reported = report_judged(
             Sides::SnapshotAndLive,
             comparison,
             (&policy, &cfg.evals),
             &context,
             args,
             style,
-        )?
+        )?;
+        let at = toolpin_watch::now();
+        let failed = toolpin_watch::contract::contract_sightings(
+            &cfg.environment,
+            &catalog,
+            &reported.comparison,
+            &reported.verdict,
+            &cfg.vendors,
+            at,
+        );
+        recorder.write(|ledger| {
+            toolpin_watch::contract::record_contract_run(
+                ledger,
+                &cfg.environment,
+                failed,
+                &judged.called,
+                |_| Vec::new(),
+                at,
+            )
+        })?;
+        reported.outcome
     };
     report_unavailable(&observed.unavailable)?;
     Ok(outcome)

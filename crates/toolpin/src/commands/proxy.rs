@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use toolpin_capture::Source;
 use toolpin_manifest::Catalog;
 use toolpin_proxy::flags;
 use toolpin_proxy::serve::{Front, Serve};
 use toolpin_proxy::{Settings, UpstreamSpec};
+use toolpin_watch::proxy::ProxyRecorder;
 
 use super::Outcome;
 use crate::cli::ProxyArgs;
@@ -138,6 +140,7 @@ fn serve(args: ProxyRun) -> Result<(), CliError> {
         })?,
         None => toolpin_proxy::events::Sink::Stderr,
     };
+    let record = ledger_recorder(args.config, &catalog)?;
     let settings = Settings {
         catalog,
         upstreams,
@@ -154,6 +157,9 @@ fn serve(args: ProxyRun) -> Result<(), CliError> {
         // Every server's secrets, not only its own: no upstream's text may
         // carry another's credentials either.
         redactor: toolpin_manifest::Redactor::new(servers.iter().flat_map(|s| s.secrets.iter())),
+        record: record
+            .clone()
+            .map(|r| r as Arc<dyn toolpin_proxy::record::Record>),
     };
     let front = match &args.listen {
         Some(addr) => Front::Http {
@@ -209,8 +215,39 @@ fn serve(args: ProxyRun) -> Result<(), CliError> {
         }
         Ok(())
     });
+    if let Some(record) = &record {
+        // What the last refusals queued is written before the exit.
+        record.finish();
+    }
     match (served, start_error) {
         (Err(_), Some(e)) => Err(e),
         (served, _) => served.map_err(CliError::new),
+    }
+}
+
+/// The drift ledger's writer for the proxy's run-time drift and refusals;
+/// `None` when `[ledger]` is off, or unavailable and not required (then a
+/// warning says so).
+fn ledger_recorder(cfg: &Config, pinned: &Catalog) -> Result<Option<Arc<ProxyRecorder>>, CliError> {
+    let warn = |why: &str| {
+        // Standard error: standard output carries the protocol.
+        eprintln!("warning: {why}");
+    };
+    match toolpin_watch::open::open(&cfg.ledger) {
+        Ok(None) => Ok(None),
+        Ok(Some(ledger)) => Ok(Some(Arc::new(ProxyRecorder::start(
+            ledger,
+            pinned,
+            &cfg.vendors,
+            cfg.ledger.secrets.clone(),
+            Arc::new(warn),
+        )))),
+        Err(e) if cfg.ledger.required => Err(CliError::new(format!("ledger: {e}"))),
+        Err(e) => {
+            warn(&format!(
+                "ledger: {e}; run-time drift is not recorded ([ledger] required = true makes this an error)"
+            ));
+            Ok(None)
+        }
     }
 }

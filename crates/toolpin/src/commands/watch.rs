@@ -201,11 +201,19 @@ impl Sinks {
 impl Sender for Sinks {
     fn send(&self, delivery: &Delivery, _reference: Option<&str>) -> Sent {
         if !self.names.contains(&delivery.sink) {
-            return Sent::Failed(format!(
-                "notify.{}: no such sink in the configuration (removed?)",
-                delivery.sink
-            ));
+            return Sent::Failed {
+                why: format!(
+                    "notify.{}: no such sink in the configuration (removed?)",
+                    delivery.sink
+                ),
+                retryable: true,
+                reference: None,
+            };
         }
-        Sent::Failed(format!("notify.{}: not sent", delivery.sink))
+        Sent::Failed {
+            why: format!("notify.{}: not sent", delivery.sink),
+            retryable: true,
+            reference: None,
+        }
     }
 }
