@@ -551,3 +551,43 @@ fn debug_of_sinks_holds_no_secret() {
         }
     }
 }
+
+/// The webhook bodies scripts/check-schemas validates against
+/// docs/notify-webhook.schema.json, kept in tests/fixtures and compared
+/// here; `TOOLPIN_BLESS=1 cargo test -p toolpin-notify --test sinks`
+/// rewrites them.
+#[test]
+fn webhook_fixtures_are_current() {
+    let mut server_level = delivery(Notice::Resolve);
+    server_level.event.tool.clear();
+    server_level.event.severity = None;
+    server_level.event.findings.clear();
+    server_level.event.live = None;
+    server_level.event.vendor = None;
+    server_level.event.unchanged_at = None;
+    server_level.event.resolved = Some((1_764_780_000, toolpin_ledger::Resolution::Reverted));
+    let cases = [
+        ("webhook-trigger.json", delivery(Notice::Trigger)),
+        ("webhook-escalate.json", delivery(Notice::Escalate(Severity::Critical))),
+        ("webhook-resolve.json", delivery(Notice::Resolve)),
+        ("webhook-server-reverted.json", server_level),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let bless = std::env::var_os("TOOLPIN_BLESS").is_some();
+    for (name, d) in cases {
+        let text = serde_json::to_string_pretty(&toolpin_notify::webhook_payload(&d))
+            .expect("json")
+            + "\n";
+        let path = dir.join(name);
+        if bless {
+            std::fs::create_dir_all(&dir).expect("fixtures dir");
+            std::fs::write(&path, &text).expect("write fixture");
+        } else {
+            let kept = std::fs::read_to_string(&path).unwrap_or_default();
+            assert_eq!(
+                kept, text,
+                "{name} is stale: run `TOOLPIN_BLESS=1 cargo test -p toolpin-notify --test sinks`"
+            );
+        }
+    }
+}
