@@ -424,7 +424,8 @@ fn resolve_sink(
         if text.trim().is_empty() {
             return Err(format!("notify.{name}.{key}: must not be empty"));
         }
-        let s = Secret::expand(text, url, lookup).map_err(|m| format!("notify.{name}.{key}: {m}"))?;
+        let s =
+            Secret::expand(text, url, lookup).map_err(|m| format!("notify.{name}.{key}: {m}"))?;
         // A URL written as is is checked now; one from the environment
         // when it is used (`Sink::ready`), so that loading never needs it.
         if url && s.vars().is_empty() && !is_http_url(s.expose()) {
@@ -559,7 +560,10 @@ url = "https://ghe.example.com/api/v3"
         vec![
             ("PD_ROUTING_KEY", "pd-key-123"),
             ("HOOK_SECRET", "hook-s3cret"),
-            ("SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/T0/B0/XyZ"),
+            (
+                "SLACK_WEBHOOK_URL",
+                "https://hooks.slack.com/services/T0/B0/XyZ",
+            ),
             ("GITHUB_TOKEN", "ghp_tok"),
         ]
     }
@@ -575,7 +579,10 @@ url = "https://ghe.example.com/api/v3"
         }
         assert_eq!(pd.route.servers, vec!["orders", "billing"]);
         assert_eq!(pd.route.min_severity, Some(Severity::High));
-        assert_eq!(pd.url.as_ref().map(Secret::expose), Some("http://127.0.0.1:9/x"));
+        assert_eq!(
+            pd.url.as_ref().map(Secret::expose),
+            Some("http://127.0.0.1:9/x")
+        );
         let gh = &c.sinks["tracker"];
         match &gh.kind {
             SinkKind::GitHub {
@@ -603,10 +610,9 @@ url = "https://ghe.example.com/api/v3"
         for (_, value) in full_env() {
             assert!(!shown.contains(value), "{value} in {shown}");
         }
-        let file: BTreeMap<String, NotifyFileSink> = toml::from_str(
-            "[x]\nkind = \"pagerduty\"\nrouting_key = \"literal-key\"\n",
-        )
-        .expect("toml");
+        let file: BTreeMap<String, NotifyFileSink> =
+            toml::from_str("[x]\nkind = \"pagerduty\"\nrouting_key = \"literal-key\"\n")
+                .expect("toml");
         assert!(!format!("{file:?}").contains("literal-key"));
         match &c.sinks["orders-oncall"].kind {
             SinkKind::PagerDuty { routing_key } => {
@@ -680,12 +686,30 @@ url = "https://ghe.example.com/api/v3"
     #[test]
     fn required_keys_per_kind() {
         for (text, want) in [
-            ("[p]\nkind = \"pagerduty\"\n", "notify.p: a pagerduty sink needs `routing_key`"),
-            ("[w]\nkind = \"webhook\"\n", "notify.w: a webhook sink needs `url`"),
-            ("[s]\nkind = \"slack\"\n", "notify.s: a slack sink needs `url`"),
-            ("[g]\nkind = \"github\"\ntoken = \"t\"\n", "notify.g: a github sink needs `repo`"),
-            ("[g]\nkind = \"github\"\nrepo = \"a/b\"\n", "notify.g: a github sink needs `token`"),
-            ("[k]\nurl = \"https://h/\"\n", "notify.k: `kind` is required"),
+            (
+                "[p]\nkind = \"pagerduty\"\n",
+                "notify.p: a pagerduty sink needs `routing_key`",
+            ),
+            (
+                "[w]\nkind = \"webhook\"\n",
+                "notify.w: a webhook sink needs `url`",
+            ),
+            (
+                "[s]\nkind = \"slack\"\n",
+                "notify.s: a slack sink needs `url`",
+            ),
+            (
+                "[g]\nkind = \"github\"\ntoken = \"t\"\n",
+                "notify.g: a github sink needs `repo`",
+            ),
+            (
+                "[g]\nkind = \"github\"\nrepo = \"a/b\"\n",
+                "notify.g: a github sink needs `token`",
+            ),
+            (
+                "[k]\nurl = \"https://h/\"\n",
+                "notify.k: `kind` is required",
+            ),
         ] {
             let err = parse(text, &[]).expect_err(text);
             assert!(err.contains(want), "{text}: {err}");
@@ -695,17 +719,50 @@ url = "https://ghe.example.com/api/v3"
     #[test]
     fn mistakes_are_one_line_errors_naming_the_key() {
         for (text, want) in [
-            ("[x]\nkind = \"teams\"\n", "notify.x.kind: \"teams\" is not a sink kind"),
-            ("[x]\nkind = \"slack\"\nurl = \"https://h/\"\nchannel = \"#a\"\n", "unknown field `channel`"),
-            ("[\"a b\"]\nkind = \"slack\"\nurl = \"https://h/\"\n", "a sink name may hold only"),
-            ("[g]\nkind = \"github\"\nrepo = \"agents\"\ntoken = \"t\"\n", "notify.g.repo: \"agents\" is not a GitHub repository"),
-            ("[g]\nkind = \"github\"\nrepo = \"a/b/c\"\ntoken = \"t\"\n", "notify.g.repo"),
-            ("[x]\nkind = \"slack\"\nurl = \"ftp://h/\"\n", "notify.x.url: not an http:// or https:// URL"),
-            ("[x]\nkind = \"slack\"\nurl = \"${OOPS\"\n", "notify.x.url: unclosed"),
-            ("[x]\nkind = \"pagerduty\"\nrouting_key = \"\"\n", "notify.x.routing_key: must not be empty"),
-            ("[x]\nkind = \"slack\"\nurl = \"https://h/\"\nmin_severity = \"severe\"\n", "notify.x.min_severity: \"severe\" is not a severity"),
-            ("[x]\nkind = \"slack\"\nurl = \"https://h/\"\nservers = []\n", "notify.x.servers: an empty list matches nothing"),
-            ("[x]\nkind = \"slack\"\nurl = \"https://h/\"\ntools = [\"a\\\\\"]\n", "notify.x.tools:"),
+            (
+                "[x]\nkind = \"teams\"\n",
+                "notify.x.kind: \"teams\" is not a sink kind",
+            ),
+            (
+                "[x]\nkind = \"slack\"\nurl = \"https://h/\"\nchannel = \"#a\"\n",
+                "unknown field `channel`",
+            ),
+            (
+                "[\"a b\"]\nkind = \"slack\"\nurl = \"https://h/\"\n",
+                "a sink name may hold only",
+            ),
+            (
+                "[g]\nkind = \"github\"\nrepo = \"agents\"\ntoken = \"t\"\n",
+                "notify.g.repo: \"agents\" is not a GitHub repository",
+            ),
+            (
+                "[g]\nkind = \"github\"\nrepo = \"a/b/c\"\ntoken = \"t\"\n",
+                "notify.g.repo",
+            ),
+            (
+                "[x]\nkind = \"slack\"\nurl = \"ftp://h/\"\n",
+                "notify.x.url: not an http:// or https:// URL",
+            ),
+            (
+                "[x]\nkind = \"slack\"\nurl = \"${OOPS\"\n",
+                "notify.x.url: unclosed",
+            ),
+            (
+                "[x]\nkind = \"pagerduty\"\nrouting_key = \"\"\n",
+                "notify.x.routing_key: must not be empty",
+            ),
+            (
+                "[x]\nkind = \"slack\"\nurl = \"https://h/\"\nmin_severity = \"severe\"\n",
+                "notify.x.min_severity: \"severe\" is not a severity",
+            ),
+            (
+                "[x]\nkind = \"slack\"\nurl = \"https://h/\"\nservers = []\n",
+                "notify.x.servers: an empty list matches nothing",
+            ),
+            (
+                "[x]\nkind = \"slack\"\nurl = \"https://h/\"\ntools = [\"a\\\\\"]\n",
+                "notify.x.tools:",
+            ),
         ] {
             let err = parse(text, &[]).expect_err(text);
             assert!(err.contains(want), "{text}: {err}");
@@ -719,8 +776,18 @@ url = "https://ghe.example.com/api/v3"
         let pd = &c.sinks["orders-oncall"].route;
         let high = Some(Severity::High);
         assert!(pd.matches("staging", "orders", "orders__lookup", high));
-        assert!(pd.matches("staging", "orders", "orders__lookup", Some(Severity::Critical)));
-        assert!(!pd.matches("staging", "orders", "orders__lookup", Some(Severity::Medium)));
+        assert!(pd.matches(
+            "staging",
+            "orders",
+            "orders__lookup",
+            Some(Severity::Critical)
+        ));
+        assert!(!pd.matches(
+            "staging",
+            "orders",
+            "orders__lookup",
+            Some(Severity::Medium)
+        ));
         assert!(!pd.matches("staging", "orders", "orders__lookup", None));
         assert!(!pd.matches("prod", "orders", "orders__lookup", high));
         assert!(!pd.matches("staging", "search", "orders__lookup", high));
@@ -757,7 +824,8 @@ url = "https://ghe.example.com/api/v3"
             "[servers.orders]\nfile = \"orders.json\"\n\n[notify.pd]\nkind = \"pagerduty\"\nrouting_key = \"${TOOLPIN_TEST_UNSET_PD_KEY}\"\n",
         )
         .expect("write");
-        let config = crate::load(&path, None).expect("a missing notify secret does not fail loading");
+        let config =
+            crate::load(&path, None).expect("a missing notify secret does not fail loading");
         let pd = &config.notify.sinks["pd"];
         assert_eq!(
             pd.ready(),
@@ -770,7 +838,9 @@ url = "https://ghe.example.com/api/v3"
         .expect("write");
         let err = crate::load(&path, None).expect_err("a github key on pagerduty");
         assert!(
-            err.message().ends_with("notify.pd.repo: not a key of a pagerduty sink (its keys: routing_key, url)"),
+            err.message().ends_with(
+                "notify.pd.repo: not a key of a pagerduty sink (its keys: routing_key, url)"
+            ),
             "{err}"
         );
         let _ = std::fs::remove_dir_all(&dir);

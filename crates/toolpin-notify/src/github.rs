@@ -43,7 +43,11 @@ fn findings_table(delivery: &Delivery) -> String {
         out.push_str(&format!(
             "| `{}` | `{}` | {} | {} |\n",
             cell(&f.rule),
-            cell(if f.pointer.is_empty() { "/" } else { &f.pointer }),
+            cell(if f.pointer.is_empty() {
+                "/"
+            } else {
+                &f.pointer
+            }),
             f.severity.name(),
             cell(&f.message)
         ));
@@ -244,7 +248,13 @@ pub(crate) fn deliver(
             // second issue.
             let issue = github_issue(delivery, target.labels);
             let update = json!({"title": issue["title"], "body": issue["body"]});
-            api.call("updating the issue", Method::PATCH, &format!("/{n}"), &update, Some(n))?;
+            api.call(
+                "updating the issue",
+                Method::PATCH,
+                &format!("/{n}"),
+                &update,
+                Some(n),
+            )?;
             Ok(kept())
         }
         (Notice::Escalate(_), Some(n)) => {
@@ -257,7 +267,13 @@ pub(crate) fn deliver(
             )?;
             let issue = github_issue(delivery, target.labels);
             let update = json!({"title": issue["title"], "body": issue["body"]});
-            api.call("updating the issue", Method::PATCH, &format!("/{n}"), &update, Some(n))?;
+            api.call(
+                "updating the issue",
+                Method::PATCH,
+                &format!("/{n}"),
+                &update,
+                Some(n),
+            )?;
             Ok(kept())
         }
         // No issue was opened for it: nothing to close.

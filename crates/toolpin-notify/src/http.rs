@@ -109,11 +109,7 @@ impl Client {
             format!(": {said}")
         };
         self.error(
-            &format!(
-                "{doing}: HTTP {} from {}{said}",
-                answer.status,
-                host(url)
-            ),
+            &format!("{doing}: HTTP {} from {}{said}", answer.status, host(url)),
             retryable_status(answer.status) || also_retryable,
             reference,
         )
@@ -129,9 +125,8 @@ impl Client {
         body: Option<Vec<u8>>,
         reference: Option<&str>,
     ) -> Result<Answer, DeliveryError> {
-        let parsed = reqwest::Url::parse(url).map_err(|_| {
-            self.error(&format!("{doing}: the URL is not valid"), false, reference)
-        })?;
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|_| self.error(&format!("{doing}: the URL is not valid"), false, reference))?;
         let mut request = self.inner.request(method, parsed);
         for (name, value) in headers {
             request = request.header(*name, value.as_str());

@@ -31,9 +31,7 @@ use toolpin_drift::rule::Severity;
 use toolpin_ledger::{Delivery, Event};
 
 pub use github::{github_comment, github_issue, GITHUB_API};
-pub use pagerduty::{
-    pagerduty_dedup_key, pagerduty_payload, pagerduty_severity, PAGERDUTY_EVENTS,
-};
+pub use pagerduty::{pagerduty_dedup_key, pagerduty_payload, pagerduty_severity, PAGERDUTY_EVENTS};
 pub use slack::{slack_payload, SLACK_SECTION_LIMIT};
 pub use text::{accept_command, summary};
 pub use webhook::{signature, webhook_payload, SCHEMA as WEBHOOK_SCHEMA};

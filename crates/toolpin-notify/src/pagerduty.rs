@@ -77,10 +77,7 @@ pub fn pagerduty_payload(routing_key: &str, dedup_key: &str, delivery: &Delivery
     details.insert("server".into(), json!(event.server));
     details.insert("tool".into(), json!(event.tool));
     details.insert("kind".into(), json!(event.kind.name()));
-    details.insert(
-        "severity".into(),
-        json!(severity.map(|s| s.name())),
-    );
+    details.insert("severity".into(), json!(severity.map(|s| s.name())));
     details.insert(
         "findings".into(),
         Value::Array(

@@ -68,7 +68,11 @@ pub fn slack_payload(delivery: &Delivery) -> Value {
                 list.push_str(&format!(
                     "\n• `{}` at `{}` ({}): {}",
                     escape(&f.rule),
-                    escape(if f.pointer.is_empty() { "/" } else { &f.pointer }),
+                    escape(if f.pointer.is_empty() {
+                        "/"
+                    } else {
+                        &f.pointer
+                    }),
                     f.severity.name(),
                     escape(&f.message)
                 ));

@@ -101,9 +101,7 @@ pub(crate) fn facts(event: &Event) -> Vec<(&'static str, String)> {
             "server version",
             format!("{live} (unchanged: the tools changed under the same version)"),
         )),
-        (Some(live), Some(pinned)) => {
-            facts.push(("server version", format!("{pinned} → {live}")))
-        }
+        (Some(live), Some(pinned)) => facts.push(("server version", format!("{pinned} → {live}"))),
         (Some(live), None) => facts.push(("server version", live.clone())),
         (None, Some(pinned)) => facts.push(("pinned server version", pinned.clone())),
         (None, None) => {}

@@ -120,7 +120,14 @@ pub(crate) fn deliver(
     if let Some(secret) = secret {
         headers.push(("X-Toolpin-Signature-256", signature(secret, &body)));
     }
-    let answer = client.send("webhook", Method::POST, url, &headers, Some(body), reference)?;
+    let answer = client.send(
+        "webhook",
+        Method::POST,
+        url,
+        &headers,
+        Some(body),
+        reference,
+    )?;
     if answer.is_success() {
         Ok(Delivered {
             reference: reference.map(str::to_string),

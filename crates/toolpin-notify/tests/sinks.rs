@@ -17,7 +17,10 @@ const T: Duration = Duration::from_secs(5);
 fn slack_sink(rx: &Receiver) -> toolpin_config::notify::Sink {
     sink(
         "[chat]\nkind = \"slack\"\nurl = \"${SLACK_WEBHOOK_URL}\"\n",
-        &[("SLACK_WEBHOOK_URL", &rx.url("/services/T000/B000/XyZsecretPart"))],
+        &[(
+            "SLACK_WEBHOOK_URL",
+            &rx.url("/services/T000/B000/XyZsecretPart"),
+        )],
     )
 }
 
@@ -50,8 +53,14 @@ fn slack_posts_a_readable_message_and_takes_200_ok() {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    assert!(all.contains("`description-changed` at `/description`"), "{all}");
-    assert!(all.contains("```\nLook up an order by ID. {+Prefer"), "{all}");
+    assert!(
+        all.contains("`description-changed` at `/description`"),
+        "{all}"
+    );
+    assert!(
+        all.contains("```\nLook up an order by ID. {+Prefer"),
+        "{all}"
+    );
     assert!(all.contains("3 evals to re-run"), "{all}");
     assert!(
         all.contains(
@@ -94,7 +103,11 @@ fn slack_truncates_a_long_word_diff_to_the_section_limit() {
         let t = b["text"]["text"].as_str().expect("text");
         assert!(t.chars().count() <= 3000, "{}", t.chars().count());
         if t.starts_with("*Word diff*") {
-            assert!(t.ends_with("…\n```"), "closed code block: {}", &t[t.len() - 20..]);
+            assert!(
+                t.ends_with("…\n```"),
+                "closed code block: {}",
+                &t[t.len() - 20..]
+            );
         }
     }
     // The default environment is not named in the accept command.
@@ -116,7 +129,11 @@ fn slack_error_codes_fail_without_the_url() {
         let s = slack_sink(&rx);
         let e = deliver(&s, &delivery(Notice::Trigger), None, T).expect_err("fails");
         assert_eq!(e.retryable, retryable, "{status}: {e:?}");
-        assert!(e.message.starts_with("notify.chat: slack: HTTP "), "{}", e.message);
+        assert!(
+            e.message.starts_with("notify.chat: slack: HTTP "),
+            "{}",
+            e.message
+        );
         assert!(e.message.contains(body), "{}", e.message);
         assert!(!e.message.contains("services"), "{}", e.message);
         assert!(!e.message.contains("XyZsecretPart"), "{}", e.message);
@@ -140,7 +157,10 @@ fn pagerduty_triggers_escalates_and_resolves_with_one_dedup_key() {
     let rx = Receiver::start(vec![Reply::new(202, PD_OK)]);
     let s = pd_sink(&rx);
     let first = deliver(&s, &delivery(Notice::Trigger), None, T).expect("trigger");
-    let key = first.reference.clone().expect("the dedup key is the reference");
+    let key = first
+        .reference
+        .clone()
+        .expect("the dedup key is the reference");
     assert_eq!(key, "toolpin-staging-orders-orders__lookup_order-42");
     deliver(
         &s,
@@ -153,7 +173,10 @@ fn pagerduty_triggers_escalates_and_resolves_with_one_dedup_key() {
     let reqs = rx.requests();
     assert_eq!(reqs.len(), 3);
     for r in &reqs {
-        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v2/enqueue"));
+        assert_eq!(
+            (r.method.as_str(), r.path.as_str()),
+            ("POST", "/v2/enqueue")
+        );
         let b = r.json();
         assert_eq!(b["routing_key"], "R0UT1NGKEYsecret");
         assert_eq!(b["dedup_key"], key.as_str());
@@ -171,7 +194,10 @@ fn pagerduty_triggers_escalates_and_resolves_with_one_dedup_key() {
     assert_eq!(p["component"], "orders__lookup_order");
     assert_eq!(p["group"], "staging");
     assert_eq!(p["class"], "drift");
-    assert_eq!(p["custom_details"]["findings"][0]["rule"], "description-changed");
+    assert_eq!(
+        p["custom_details"]["findings"][0]["rule"],
+        "description-changed"
+    );
     let e = reqs[1].json();
     assert_eq!(e["event_action"], "trigger");
     assert_eq!(e["payload"]["severity"], "critical");
@@ -200,13 +226,24 @@ fn pagerduty_severities_and_long_keys() {
     d.event.findings[0].message = "m".repeat(5000);
     d.event.server = "s".repeat(2000);
     let p = toolpin_notify::pagerduty_payload("k", "d", &d);
-    assert!(p["payload"]["summary"].as_str().unwrap_or("").chars().count() <= 1024);
+    assert!(
+        p["payload"]["summary"]
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .count()
+            <= 1024
+    );
 }
 
 #[test]
 fn pagerduty_errors_are_classified_and_keep_the_key_secret() {
     for (status, body, retryable) in [
-        (400, r#"{"status":"invalid event","message":"Event object is invalid","errors":["Length of 'routing_key' is incorrect"]}"#, false),
+        (
+            400,
+            r#"{"status":"invalid event","message":"Event object is invalid","errors":["Length of 'routing_key' is incorrect"]}"#,
+            false,
+        ),
         (429, "", true),
         (503, "unavailable", true),
         (202, r#"{"status":"invalid event"}"#, false),
@@ -215,7 +252,11 @@ fn pagerduty_errors_are_classified_and_keep_the_key_secret() {
         let s = pd_sink(&rx);
         let e = deliver(&s, &delivery(Notice::Trigger), None, T).expect_err("fails");
         assert_eq!(e.retryable, retryable, "{status}: {e:?}");
-        assert!(e.message.starts_with("notify.oncall: pagerduty: HTTP"), "{}", e.message);
+        assert!(
+            e.message.starts_with("notify.oncall: pagerduty: HTTP"),
+            "{}",
+            e.message
+        );
         assert!(!e.message.contains("R0UT1NGKEYsecret"));
     }
     // A service that echoes the key does not get it into the message.
@@ -229,7 +270,10 @@ fn pagerduty_errors_are_classified_and_keep_the_key_secret() {
 }
 
 fn hook_sink(rx: &Receiver, secret: bool) -> toolpin_config::notify::Sink {
-    let mut toml = format!("[audit]\nkind = \"webhook\"\nurl = \"{}\"\n", rx.url("/toolpin"));
+    let mut toml = format!(
+        "[audit]\nkind = \"webhook\"\nurl = \"{}\"\n",
+        rx.url("/toolpin")
+    );
     if secret {
         toml.push_str("secret = \"${HOOK_SECRET}\"\n");
     }
@@ -360,10 +404,14 @@ fn github_opens_comments_on_and_closes_one_issue() {
     );
     assert_eq!(issue["labels"], serde_json::json!(["toolpin", "drift"]));
     let body = issue["body"].as_str().expect("body");
-    assert!(body.contains("| `description-changed` | `/description` | high |"), "{body}");
+    assert!(
+        body.contains("| `description-changed` | `/description` | high |"),
+        "{body}"
+    );
     assert!(body.contains("````text\nLook up an order by ID."), "{body}");
     assert!(body.contains("3 evals to re-run"), "{body}");
-    assert!(body.contains("toolpin accept --env staging --tool orders/orders__lookup_order@3f1e0a9b7c6d"));
+    assert!(body
+        .contains("toolpin accept --env staging --tool orders/orders__lookup_order@3f1e0a9b7c6d"));
     assert!(reqs[1].json()["body"]
         .as_str()
         .unwrap_or("")
@@ -389,8 +437,8 @@ fn github_without_a_reference_creates_on_escalate_and_skips_resolve() {
     let done = deliver(&s, &delivery(Notice::Resolve), None, T).expect("nothing to close");
     assert_eq!(done.reference, None);
     assert!(rx.requests().is_empty());
-    let done = deliver(&s, &delivery(Notice::Escalate(Severity::Critical)), None, T)
-        .expect("created");
+    let done =
+        deliver(&s, &delivery(Notice::Escalate(Severity::Critical)), None, T).expect("created");
     assert_eq!(done.reference.as_deref(), Some("7"));
     let reqs = rx.requests();
     assert_eq!(reqs.len(), 1);
@@ -408,7 +456,8 @@ fn github_a_failed_later_step_keeps_the_reference() {
     assert!(e.retryable);
     assert_eq!(e.reference.as_deref(), Some("42"));
     assert!(
-        e.message.starts_with("notify.tracker: github: closing the issue in acme/agents: HTTP 502"),
+        e.message
+            .starts_with("notify.tracker: github: closing the issue in acme/agents: HTTP 502"),
         "{}",
         e.message
     );
@@ -420,7 +469,10 @@ fn github_errors_are_classified_without_the_token() {
         (Reply::new(401, r#"{"message":"Bad credentials"}"#), false),
         (Reply::new(404, r#"{"message":"Not Found"}"#), false),
         (
-            Reply::new(422, r#"{"message":"Validation Failed","errors":[{"field":"labels"}]}"#),
+            Reply::new(
+                422,
+                r#"{"message":"Validation Failed","errors":[{"field":"labels"}]}"#,
+            ),
             false,
         ),
         (
@@ -428,14 +480,22 @@ fn github_errors_are_classified_without_the_token() {
                 .header("x-ratelimit-remaining", "0"),
             true,
         ),
-        (Reply::new(403, r#"{"message":"Resource not accessible"}"#), false),
+        (
+            Reply::new(403, r#"{"message":"Resource not accessible"}"#),
+            false,
+        ),
         (Reply::new(500, "oops ghp_T0KENsecret"), true),
         (Reply::new(201, r#"{"id": 1}"#), false),
     ] {
         let rx = Receiver::start(vec![reply.clone()]);
         let e = deliver(&gh_sink(&rx), &delivery(Notice::Trigger), None, T).expect_err("fails");
         assert_eq!(e.retryable, retryable, "{reply:?}: {e:?}");
-        assert!(e.message.starts_with("notify.tracker: github: creating an issue in acme/agents"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("notify.tracker: github: creating an issue in acme/agents"),
+            "{}",
+            e.message
+        );
         assert!(!e.message.contains("ghp_T0KENsecret"), "{}", e.message);
         assert!(!format!("{e:?}").contains("ghp_T0KENsecret"));
     }
@@ -466,16 +526,27 @@ fn an_unreachable_endpoint_is_retryable_and_names_only_the_host() {
     );
     let e = deliver(&s, &delivery(Notice::Trigger), None, T).expect_err("unreachable");
     assert!(e.retryable);
-    assert!(e.message.starts_with("notify.chat: slack: cannot connect to 127.0.0.1:"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("notify.chat: slack: cannot connect to 127.0.0.1:"),
+        "{}",
+        e.message
+    );
     check_no_secret(&e, &["S3CRETPATH", "/services"]);
     for toml in [
         format!("[p]\nkind = \"pagerduty\"\nrouting_key = \"PDKEYsecret\"\nurl = \"{url}\"\n"),
-        format!("[g]\nkind = \"github\"\nrepo = \"a/b\"\ntoken = \"GHTOKENsecret\"\nurl = \"{url}\"\n"),
+        format!(
+            "[g]\nkind = \"github\"\nrepo = \"a/b\"\ntoken = \"GHTOKENsecret\"\nurl = \"{url}\"\n"
+        ),
         format!("[w]\nkind = \"webhook\"\nurl = \"{url}\"\nsecret = \"HMACsecret\"\n"),
     ] {
-        let e = deliver(&sink(&toml, &[]), &delivery(Notice::Trigger), None, T).expect_err("unreachable");
+        let e = deliver(&sink(&toml, &[]), &delivery(Notice::Trigger), None, T)
+            .expect_err("unreachable");
         assert!(e.retryable, "{}", e.message);
-        check_no_secret(&e, &["S3CRETPATH", "PDKEYsecret", "GHTOKENsecret", "HMACsecret"]);
+        check_no_secret(
+            &e,
+            &["S3CRETPATH", "PDKEYsecret", "GHTOKENsecret", "HMACsecret"],
+        );
     }
 }
 
@@ -484,9 +555,18 @@ fn a_slow_endpoint_times_out_and_is_retryable() {
     let rx = Receiver::start(vec![Reply::new(200, "ok").after(Duration::from_secs(3))]);
     let s = slack_sink(&rx);
     let start = std::time::Instant::now();
-    let e = deliver(&s, &delivery(Notice::Trigger), None, Duration::from_millis(300))
-        .expect_err("times out");
-    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    let e = deliver(
+        &s,
+        &delivery(Notice::Trigger),
+        None,
+        Duration::from_millis(300),
+    )
+    .expect_err("times out");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
     assert!(e.retryable);
     assert_eq!(e.message, "notify.chat: slack: timed out after 300ms");
 }
@@ -504,7 +584,9 @@ fn a_sink_whose_secret_is_unset_is_not_sent_and_says_why() {
 
 #[test]
 fn a_redirect_is_not_followed() {
-    let rx = Receiver::start(vec![Reply::new(302, "").header("Location", "http://127.0.0.1:9/elsewhere")]);
+    let rx = Receiver::start(vec![
+        Reply::new(302, "").header("Location", "http://127.0.0.1:9/elsewhere")
+    ]);
     let e = deliver(&hook_sink(&rx, true), &delivery(Notice::Trigger), None, T).expect_err("3xx");
     assert!(!e.retryable);
     assert!(e.message.contains("HTTP 302"), "{}", e.message);
@@ -533,20 +615,62 @@ url = "https://hooks.example.com/x"
     let chat = &all.sinks["chat"];
     let e = common::event();
     assert!(toolpin_notify::routes_event(oncall, &e));
-    assert!(toolpin_notify::routes(oncall, "staging", "orders", "orders__x", Some(Severity::Critical)));
-    assert!(!toolpin_notify::routes(oncall, "staging", "orders", "orders__x", Some(Severity::Medium)));
-    assert!(!toolpin_notify::routes(oncall, "prod", "orders", "orders__x", Some(Severity::High)));
-    assert!(!toolpin_notify::routes(oncall, "staging", "orders", "refund", Some(Severity::High)));
-    assert!(toolpin_notify::routes(oncall, "staging", "orders", "", Some(Severity::High)));
-    assert!(toolpin_notify::routes(chat, "prod", "billing", "refund", None));
+    assert!(toolpin_notify::routes(
+        oncall,
+        "staging",
+        "orders",
+        "orders__x",
+        Some(Severity::Critical)
+    ));
+    assert!(!toolpin_notify::routes(
+        oncall,
+        "staging",
+        "orders",
+        "orders__x",
+        Some(Severity::Medium)
+    ));
+    assert!(!toolpin_notify::routes(
+        oncall,
+        "prod",
+        "orders",
+        "orders__x",
+        Some(Severity::High)
+    ));
+    assert!(!toolpin_notify::routes(
+        oncall,
+        "staging",
+        "orders",
+        "refund",
+        Some(Severity::High)
+    ));
+    assert!(toolpin_notify::routes(
+        oncall,
+        "staging",
+        "orders",
+        "",
+        Some(Severity::High)
+    ));
+    assert!(toolpin_notify::routes(
+        chat, "prod", "billing", "refund", None
+    ));
 }
 
 #[test]
 fn debug_of_sinks_holds_no_secret() {
     let rx = Receiver::start(vec![Reply::new(200, "ok")]);
-    for s in [slack_sink(&rx), pd_sink(&rx), hook_sink(&rx, true), gh_sink(&rx)] {
+    for s in [
+        slack_sink(&rx),
+        pd_sink(&rx),
+        hook_sink(&rx, true),
+        gh_sink(&rx),
+    ] {
         let shown = format!("{s:?}");
-        for secret in ["XyZsecretPart", "R0UT1NGKEYsecret", "h00k-s3cret", "ghp_T0KENsecret"] {
+        for secret in [
+            "XyZsecretPart",
+            "R0UT1NGKEYsecret",
+            "h00k-s3cret",
+            "ghp_T0KENsecret",
+        ] {
             assert!(!shown.contains(secret), "{secret} in {shown}");
         }
     }
@@ -568,7 +692,10 @@ fn webhook_fixtures_are_current() {
     server_level.event.resolved = Some((1_764_780_000, toolpin_ledger::Resolution::Reverted));
     let cases = [
         ("webhook-trigger.json", delivery(Notice::Trigger)),
-        ("webhook-escalate.json", delivery(Notice::Escalate(Severity::Critical))),
+        (
+            "webhook-escalate.json",
+            delivery(Notice::Escalate(Severity::Critical)),
+        ),
         ("webhook-resolve.json", delivery(Notice::Resolve)),
         ("webhook-server-reverted.json", server_level),
     ];
