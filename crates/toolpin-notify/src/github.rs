@@ -28,9 +28,12 @@ pub(crate) struct Target<'a> {
     pub labels: &'a [String],
 }
 
-/// A table cell: no pipe, no line break.
+/// A table cell: no pipe, no line break, and no `@mention` (upstream
+/// text must not notify people or teams).
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    text.replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+        .replace('@', "@\u{200b}")
 }
 
 fn findings_table(delivery: &Delivery) -> String {
@@ -82,7 +85,7 @@ pub fn github_issue(delivery: &Delivery, labels: &[String]) -> Value {
         e.environment
     );
     for (name, value) in text::facts(e) {
-        body.push_str(&format!("- {name}: {value}\n"));
+        body.push_str(&format!("- {name}: {}\n", cell(&value)));
     }
     if let (Some(pinned), Some(live)) = (&e.pinned, &e.live) {
         body.push_str(&format!("- pinned `{pinned}`, live `{live}`\n"));

@@ -104,7 +104,9 @@ pub fn slack_payload(delivery: &Delivery) -> Value {
             )));
         }
     }
-    json!({"text": headline, "blocks": blocks})
+    // The fallback text is mrkdwn too: escaped, so that a tool name cannot
+    // become `<!channel>`.
+    json!({"text": escape(&headline), "blocks": blocks})
 }
 
 pub(crate) fn deliver(

@@ -718,3 +718,47 @@ fn webhook_fixtures_are_current() {
         }
     }
 }
+
+#[test]
+fn summaries_and_accept_commands() {
+    use toolpin_notify::{accept_command, summary};
+    let mut d = delivery(Notice::Trigger);
+    d.event.severity = None;
+    d.event.kind = toolpin_ledger::EventKind::ProxyRefusal;
+    assert_eq!(
+        summary(&d),
+        "[toolpin] proxy-refusal in orders/orders__lookup_order (staging)"
+    );
+    d.event.tool.clear();
+    assert_eq!(summary(&d), "[toolpin] proxy-refusal in orders (staging)");
+    // Nothing to accept: a server-level event, a tool gone, a failed contract.
+    assert_eq!(accept_command(&d.event), None);
+    let mut e = common::event();
+    e.live = None;
+    assert_eq!(accept_command(&e), None);
+    let mut e = common::event();
+    e.kind = toolpin_ledger::EventKind::ContractFailed;
+    assert_eq!(accept_command(&e), None);
+    let mut e = common::event();
+    e.live = Some(format!("sha256:{LIVE}"));
+    assert_eq!(
+        accept_command(&e).as_deref(),
+        Some("toolpin accept --env staging --tool orders/orders__lookup_order@3f1e0a9b7c6d --reason \"…\"")
+    );
+}
+
+#[test]
+fn upstream_text_cannot_ping_people() {
+    let mut d = delivery(Notice::Trigger);
+    d.event.findings[0].message = "<!channel> ask @acme/oncall".into();
+    d.event.tool = "<!here>".into();
+    let slack = toolpin_notify::slack_payload(&d).to_string();
+    assert!(
+        !slack.contains("<!channel>") && !slack.contains("<!here>"),
+        "{slack}"
+    );
+    assert!(slack.contains("&lt;!channel&gt;"), "{slack}");
+    let issue = toolpin_notify::github_issue(&d, &[]);
+    let body = issue["body"].as_str().unwrap_or("");
+    assert!(!body.contains("@acme"), "{body}");
+}
