@@ -6,6 +6,7 @@
 
 pub mod expand;
 pub mod ledger;
+pub mod notify;
 pub mod proxy;
 
 use std::collections::BTreeMap;
@@ -74,6 +75,8 @@ struct ConfigFile {
     facade: BTreeMap<String, proxy::FacadeFileConfig>,
     #[serde(default)]
     ledger: ledger::LedgerFileConfig,
+    #[serde(default)]
+    notify: BTreeMap<String, notify::NotifyFileSink>,
 }
 
 /// `[release]`: the other two legs of (model, prompt, tools), for the
@@ -681,6 +684,8 @@ pub struct Config {
     pub proxy: proxy::ProxyConfig,
     /// `[ledger]`: where drift events are recorded.
     pub ledger: ledger::LedgerConfig,
+    /// `[notify.NAME]`: where drift events are delivered.
+    pub notify: notify::NotifyConfig,
     /// Each server's `vendor` key, where one is set (history groups by it;
     /// a server without one is its serverInfo.name's).
     pub vendors: BTreeMap<String, String>,
@@ -745,6 +750,8 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, Error> {
     let lookup = |k: &str| std::env::var(k).ok();
     let ledger = ledger::LedgerConfig::resolve(std::mem::take(&mut file.ledger), &dir, &lookup)
         .map_err(|e| Error::new(format!("{origin}: {e}")))?;
+    let notify = notify::NotifyConfig::resolve(std::mem::take(&mut file.notify), &lookup)
+        .map_err(|e| Error::new(format!("{origin}: {e}")))?;
     resolve(file, env, &origin, &dir, &lookup).map(|(environment, servers, vendors)| Config {
         path: path.to_path_buf(),
         environment,
@@ -754,6 +761,7 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, Error> {
         evals,
         proxy,
         ledger,
+        notify,
         vendors,
     })
 }
