@@ -374,9 +374,21 @@ impl Ledger {
     /// and leases them for [`LEASE`] seconds (another watcher does
     /// not take them meanwhile); each take counts as an attempt.
     pub fn take_due(&mut self, now: i64, limit: usize) -> Result<Vec<Delivery>, Error> {
+        self.take_due_for(now, limit, None)
+    }
+
+    /// [`Ledger::take_due`], of the deliveries to `sinks` only (`None`:
+    /// every sink): a watcher takes only what it can send, and leaves the
+    /// rest to the watchers whose configuration names those sinks.
+    pub fn take_due_for(
+        &mut self,
+        now: i64,
+        limit: usize,
+        sinks: Option<&[String]>,
+    ) -> Result<Vec<Delivery>, Error> {
         match &mut self.backend {
-            Backend::Sqlite(s) => s.take_due(now, limit),
-            Backend::Postgres(s) => s.take_due(now, limit),
+            Backend::Sqlite(s) => s.take_due(now, limit, sinks),
+            Backend::Postgres(s) => s.take_due(now, limit, sinks),
         }
     }
 

@@ -328,16 +328,23 @@ impl Store {
         self.transact(|tx| enqueue_in(tx, sink, event, notice, at))
     }
 
-    pub(crate) fn take_due(&mut self, now: i64, limit: usize) -> Result<Vec<Delivery>, Error> {
+    pub(crate) fn take_due(
+        &mut self,
+        now: i64,
+        limit: usize,
+        sinks: Option<&[String]>,
+    ) -> Result<Vec<Delivery>, Error> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let sinks: Option<Vec<String>> = sinks.map(<[String]>::to_vec);
         self.transact(|tx| {
             // Rows another watcher is taking right now are skipped, not
             // waited for: it leases them.
             let ids: Vec<i64> = tx
                 .query(
                     "SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= $1 \
+                     AND ($3::TEXT[] IS NULL OR sink = ANY($3)) \
                      ORDER BY next_attempt_at, id LIMIT $2 FOR UPDATE SKIP LOCKED",
-                    &[&now, &limit],
+                    &[&now, &limit, &sinks],
                 )?
                 .iter()
                 .map(|r| r.try_get(0))

@@ -232,18 +232,27 @@ impl Store {
         Ok(added)
     }
 
-    pub(crate) fn take_due(&mut self, now: i64, limit: usize) -> Result<Vec<Delivery>, Error> {
+    pub(crate) fn take_due(
+        &mut self,
+        now: i64,
+        limit: usize,
+        sinks: Option<&[String]>,
+    ) -> Result<Vec<Delivery>, Error> {
         let shown = self.shown.clone();
         let busy = self.busy_seconds;
         let fail = |e| error_for(&shown, busy, e);
+        // The sinks as a JSON array, read back by json_each: one statement
+        // whatever their number.
+        let sinks = sinks.map(|s| serde_json::Value::from(s.to_vec()).to_string());
         let tx = self.begin()?;
         let ids: Vec<i64> = (|| {
             let mut stmt = tx.prepare(
                 "SELECT id FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 \
+                 AND (?3 IS NULL OR sink IN (SELECT value FROM json_each(?3))) \
                  ORDER BY next_attempt_at, id LIMIT ?2",
             )?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let rows = stmt.query_map(params![now, limit], |r| r.get(0))?;
+            let rows = stmt.query_map(params![now, limit, sinks], |r| r.get(0))?;
             rows.collect::<Result<Vec<i64>, _>>()
         })()
         .map_err(fail)?;

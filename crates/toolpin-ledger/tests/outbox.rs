@@ -198,6 +198,31 @@ fn a_delivery_given_up_is_never_taken_again(db: &Db) {
     assert!(ledger.give_up(taken[0].id, "again", 1_002).is_err());
 }
 
+fn a_watcher_takes_only_the_deliveries_of_its_own_sinks(db: &Db) {
+    let mut ledger = db.open();
+    ledger
+        .record_and_enqueue(
+            &refund(1_000, Severity::High),
+            &["orders-oncall", "audit", "chat"],
+        )
+        .unwrap();
+    let mine = ["audit".to_string(), "chat".to_string()];
+    let taken = ledger.take_due_for(1_000, 10, Some(&mine)).unwrap();
+    assert_eq!(
+        taken.iter().map(|d| d.sink.as_str()).collect::<Vec<_>>(),
+        vec!["audit", "chat"]
+    );
+    assert!(ledger
+        .take_due_for(1_000, 10, Some(&[]))
+        .unwrap()
+        .is_empty());
+    let rest = ledger.take_due(1_000, 10).unwrap();
+    assert_eq!(
+        rest.iter().map(|d| d.sink.as_str()).collect::<Vec<_>>(),
+        vec!["orders-oncall"]
+    );
+}
+
 #[test]
 fn the_backoff_doubles_and_is_capped() {
     assert_eq!(
@@ -285,5 +310,6 @@ both! {
     an_escalation_is_enqueued_once_per_severity_and_a_resolution_follows_each_trigger,
     due_deliveries_are_taken_leased_delivered_or_retried_with_backoff,
     a_delivery_given_up_is_never_taken_again,
+    a_watcher_takes_only_the_deliveries_of_its_own_sinks,
     a_batch_is_recorded_and_routed_in_one_transaction,
 }

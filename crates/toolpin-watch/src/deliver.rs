@@ -2,7 +2,11 @@
 //! state recorded in the ledger whatever happens, so that a sink's outage
 //! loses nothing and a retry never sends twice what was delivered.
 
-use toolpin_ledger::{Delivery, DeliveryState, Ledger};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use toolpin_config::notify::{NotifyConfig, Sink};
+use toolpin_ledger::{Delivery, DeliveryState, Ledger, Sighting};
 
 /// What a sink said to one delivery.
 #[derive(Debug)]
@@ -47,15 +51,17 @@ pub struct Delivered {
 /// instead of stalling one.
 pub const BATCH: usize = 200;
 
-/// Delivers every notification due at `now` (taken under a lease, so that
-/// another watcher does not send them too), recording each outcome.
+/// Delivers every notification due at `now` to the sinks `sinks` names
+/// (`None`: all), each taken under a lease so that another watcher does
+/// not send it too, recording each outcome.
 pub fn deliver_due(
     ledger: &mut Ledger,
     sender: &dyn Sender,
+    sinks: Option<&[String]>,
     now: &dyn Fn() -> i64,
 ) -> Result<Delivered, toolpin_ledger::Error> {
     let mut done = Delivered::default();
-    for delivery in ledger.take_due(now(), BATCH)? {
+    for delivery in ledger.take_due_for(now(), BATCH, sinks)? {
         let reference = ledger.sink_ref(&delivery.sink, delivery.event.id)?;
         match sender.send(&delivery, reference.as_deref()) {
             Sent::Delivered(reference) => {
@@ -87,4 +93,57 @@ pub fn deliver_due(
         }
     }
     Ok(done)
+}
+
+/// How long one request to a sink may take.
+pub const SINK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The `[notify.NAME]` sinks, sending with `toolpin-notify`.
+pub struct NotifySender {
+    sinks: BTreeMap<String, Sink>,
+    timeout: Duration,
+}
+
+impl NotifySender {
+    pub fn new(config: &NotifyConfig) -> Self {
+        Self {
+            sinks: config.sinks.clone(),
+            timeout: SINK_TIMEOUT,
+        }
+    }
+
+    /// The sinks' names: the deliveries this watcher takes.
+    pub fn names(&self) -> Vec<String> {
+        self.sinks.keys().cloned().collect()
+    }
+}
+
+impl Sender for NotifySender {
+    fn send(&self, delivery: &Delivery, reference: Option<&str>) -> Sent {
+        let Some(sink) = self.sinks.get(&delivery.sink) else {
+            // Not taken unless named (see `deliver_due`'s `sinks`).
+            return Sent::Failed {
+                why: format!(
+                    "notify.{}: no such sink in the configuration",
+                    delivery.sink
+                ),
+                retryable: true,
+                reference: None,
+            };
+        };
+        match toolpin_notify::deliver(sink, delivery, reference, self.timeout) {
+            Ok(sent) => Sent::Delivered(sent.reference),
+            Err(e) => Sent::Failed {
+                why: e.message,
+                retryable: e.retryable,
+                reference: e.reference,
+            },
+        }
+    }
+}
+
+/// The sinks a sighting goes to, by `[notify.NAME]` routing: the sinks
+/// whose servers, tools, environments and severity floor admit it.
+pub fn route(config: &NotifyConfig) -> impl Fn(&Sighting) -> Vec<String> + '_ {
+    move |s: &Sighting| config.route(&s.environment, &s.server, &s.tool, s.severity())
 }

@@ -264,7 +264,9 @@ where
         let now_live = current(live, &event.server, &event.tool);
         let now_pinned = current(pinned, &event.server, &event.tool);
         // The tool matches its pin now (it is not drifting): decide how.
-        let resolution = if now_live.is_some() && now_live == event.pinned {
+        // Back at the pin, including a tool added upstream that is gone
+        // again (absent at the pin and now).
+        let resolution = if now_live == event.pinned {
             Resolution::Reverted
         } else if let (Some(p), Some(l)) = (&now_pinned, &event.live) {
             if p == l {

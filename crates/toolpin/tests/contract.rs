@@ -1140,3 +1140,56 @@ fn record_then_run_against_mcp_server_time_over_both_revisions_finds_nothing() {
         );
     }
 }
+
+/// A contract failure in the ledger: one event however many runs see it,
+/// resolved as reverted when the tool behaves as recorded again, and as
+/// accepted when the new behaviour is recorded.
+#[test]
+fn a_contract_failure_is_one_ledger_event_until_behaviour_returns_or_is_re_recorded() {
+    use toolpin_ledger::{EventFilter, EventKind, Ledger, Resolution, Severity};
+    let sb = behaviour_sandbox();
+    let status = [("TOOLPIN_TEST_DRIFT", "status")];
+    let failures = |sb: &Sandbox| {
+        let mut ledger = Ledger::open(&sb.join("toolpin.ledger.db")).unwrap();
+        ledger
+            .events(&EventFilter::default())
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == EventKind::ContractFailed)
+            .collect::<Vec<_>>()
+    };
+    for _ in 0..2 {
+        let run = sb.run_env(&["contract", "run"], &status);
+        assert_eq!(run.code, 1, "{run:#?}");
+    }
+    let seen = failures(&sb);
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    let e = &seen[0];
+    assert_eq!(
+        (e.server.as_str(), e.tool.as_str()),
+        ("orders", "search_orders")
+    );
+    assert_eq!((e.count, e.severity), (2, Some(Severity::High)));
+    assert_eq!(e.findings[0].rule, "result-value-set-changed");
+    assert!(e.pinned.is_some() && e.live.is_some(), "{e:?}");
+    assert!(e.resolved.is_none());
+
+    // Behaving as recorded again resolves it.
+    let run = sb.run(&["contract", "run"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let seen = failures(&sb);
+    assert_eq!(
+        seen[0].resolved.as_ref().map(|r| &r.1),
+        Some(&Resolution::Reverted)
+    );
+
+    // Failing again is a new event; recording the new behaviour accepts it.
+    assert_eq!(sb.run_env(&["contract", "run"], &status).code, 1);
+    sb.run_env(&["contract", "record"], &status).ok();
+    let seen = failures(&sb);
+    assert_eq!(seen.len(), 2, "{seen:#?}");
+    assert!(
+        matches!(seen[1].resolved, Some((_, Resolution::Accepted { .. }))),
+        "{seen:#?}"
+    );
+}

@@ -59,7 +59,8 @@ pub fn run(
             &pinned,
             &live,
             seen,
-            |_| Vec::new(),
+            // Enqueued, not sent: `toolpin watch` delivers the outbox.
+            toolpin_watch::deliver::route(&cfg.notify),
             at,
         )
     })?;

@@ -411,7 +411,7 @@ fn run_calls(
                 &cfg.environment,
                 failed,
                 &judged.called,
-                |_| Vec::new(),
+                toolpin_watch::deliver::route(&cfg.notify),
                 at,
             )
         })?;

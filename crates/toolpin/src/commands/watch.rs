@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use toolpin_ledger::{Delivery, RecordOutcome};
-use toolpin_watch::deliver::{deliver_due, Sender, Sent};
+use toolpin_ledger::RecordOutcome;
+use toolpin_watch::deliver::{deliver_due, NotifySender};
 use toolpin_watch::schedule;
 
 use super::ledger::Recorder;
@@ -53,14 +53,17 @@ fn run_once(args: &WatchArgs, quiet: bool) -> Result<Outcome, CliError> {
         args.envs.iter().map(|e| Some(e.as_str())).collect()
     };
     let mut recorder: Option<Recorder> = None;
-    let mut sinks = Sinks::default();
+    // `[notify]` is not per environment: the first configuration's.
+    let mut sender: Option<NotifySender> = None;
     let mut drift = false;
     let mut failed: Option<CliError> = None;
     for env in envs {
         match check_environment(&args.config, env, args.jobs, quiet, &mut recorder) {
             Ok((fails, cfg)) => {
                 drift |= fails;
-                sinks.learn(&cfg);
+                if sender.is_none() {
+                    sender = Some(NotifySender::new(&cfg.notify));
+                }
             }
             Err(e) => {
                 if let Some(previous) = failed.replace(e) {
@@ -69,8 +72,10 @@ fn run_once(args: &WatchArgs, quiet: bool) -> Result<Outcome, CliError> {
             }
         }
     }
-    if let Some(recorder) = recorder.as_mut() {
-        let done = recorder.write(|ledger| deliver_due(ledger, &sinks, &toolpin_watch::now))?;
+    if let (Some(recorder), Some(sender)) = (recorder.as_mut(), sender.as_ref()) {
+        let names = sender.names();
+        let done = recorder
+            .write(|ledger| deliver_due(ledger, sender, Some(&names), &toolpin_watch::now))?;
         if let Some(done) = done {
             for e in &done.errors {
                 eprintln!("warning: {e}");
@@ -132,7 +137,6 @@ fn check_environment(
         // One ledger for every environment: [ledger] is not per environment.
         *recorder = Some(Recorder::open(&cfg, quiet)?);
     }
-    let route = |_: &toolpin_ledger::Sighting| Vec::new();
     let recorded = match recorder.as_mut() {
         Some(r) => r.write(|ledger| {
             toolpin_watch::record::record_check(
@@ -141,7 +145,7 @@ fn check_environment(
                 &pinned,
                 &live,
                 seen,
-                route,
+                toolpin_watch::deliver::route(&cfg.notify),
                 at,
             )
         })?,
@@ -186,34 +190,4 @@ fn summary(
         }
     }
     line
-}
-
-/// The `[notify.NAME]` sinks of the environments checked.
-#[derive(Default)]
-struct Sinks {
-    names: Vec<String>,
-}
-
-impl Sinks {
-    fn learn(&mut self, _cfg: &config::Config) {}
-}
-
-impl Sender for Sinks {
-    fn send(&self, delivery: &Delivery, _reference: Option<&str>) -> Sent {
-        if !self.names.contains(&delivery.sink) {
-            return Sent::Failed {
-                why: format!(
-                    "notify.{}: no such sink in the configuration (removed?)",
-                    delivery.sink
-                ),
-                retryable: true,
-                reference: None,
-            };
-        }
-        Sent::Failed {
-            why: format!("notify.{}: not sent", delivery.sink),
-            retryable: true,
-            reference: None,
-        }
-    }
 }
