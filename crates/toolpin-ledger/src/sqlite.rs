@@ -8,7 +8,8 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction};
 
-use crate::event::{findings_json, more_severe, parse_findings, severity_from_name};
+use crate::event::{findings_json, kind_bits, more_severe, parse_findings, severity_from_name};
+use crate::history::{self, CountRow, Dialect, DurationRow, HistoryQuery, HistoryRow, Param};
 use crate::migrate;
 use crate::outbox::{backoff, Delivery, DeliveryState, Notice, LEASE, MAX_ATTEMPTS};
 use crate::{
@@ -362,6 +363,104 @@ impl Store {
             .map_err(|e| self.error(e))
     }
 
+    pub(crate) fn history(&mut self, q: &HistoryQuery) -> Result<Vec<HistoryRow>, Error> {
+        let st = history::statements(q, Dialect::Sqlite);
+        let params: Vec<rusqlite::types::Value> = st
+            .params
+            .iter()
+            .map(|p| match p {
+                Param::Text(t) => rusqlite::types::Value::Text(t.clone()),
+                Param::Int(i) => rusqlite::types::Value::Integer(*i),
+            })
+            .collect();
+        // One read transaction: both statements see the same events.
+        let result = (|| {
+            let tx = self.conn.transaction()?;
+            let counts = {
+                let mut stmt = tx.prepare(&st.counts)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                    let mut values = [0i64; history::COUNT_COLUMNS];
+                    for (i, v) in values.iter_mut().enumerate() {
+                        *v = r.get::<_, Option<i64>>(i + 3)?.unwrap_or(0);
+                    }
+                    Ok(CountRow {
+                        key: r.get(0)?,
+                        server: r.get(1)?,
+                        period: r.get(2)?,
+                        values,
+                    })
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()?
+            };
+            let durations = {
+                let mut stmt = tx.prepare(&st.durations)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                    Ok(DurationRow {
+                        key: r.get(0)?,
+                        server: r.get(1)?,
+                        first_seen: r.get(2)?,
+                        to_first_sighting: r.get(3)?,
+                        to_resolution: r.get(4)?,
+                    })
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()?
+            };
+            tx.finish()?;
+            Ok((counts, durations))
+        })();
+        let (counts, durations) = result.map_err(|e| self.error(e))?;
+        Ok(history::assemble(q, counts, durations))
+    }
+
+    /// Inserts events as given, in one transaction, with no deduplication
+    /// or outbox: for benchmarks and tests that need a large ledger fast.
+    pub(crate) fn insert_events(&mut self, events: &[Event]) -> Result<(), Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        {
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO events (environment, server, tool, pinned, live, kind, \
+                     severity, findings, vendor, server_version, first_seen, last_seen, count, \
+                     resolved_at, resolution, pinned_version, reruns, unchanged_at, \
+                     finding_kinds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+                     ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                )
+                .map_err(fail)?;
+            for e in events {
+                let (resolved_at, resolution) = match &e.resolved {
+                    Some((at, r)) => (Some(*at), Some(r.reason())),
+                    None => (None, None),
+                };
+                stmt.execute(params![
+                    e.environment,
+                    e.server,
+                    e.tool,
+                    key(&e.pinned),
+                    key(&e.live),
+                    e.kind.name(),
+                    e.severity.map(|s| s.name()),
+                    findings_json(&e.findings),
+                    e.vendor,
+                    e.server_version,
+                    e.first_seen,
+                    e.last_seen,
+                    e.count,
+                    resolved_at,
+                    resolution,
+                    e.pinned_version,
+                    e.reruns,
+                    e.unchanged_at,
+                    kind_bits(&e.findings),
+                ])
+                .map_err(fail)?;
+            }
+        }
+        tx.commit().map_err(fail)
+    }
+
     pub(crate) fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
         let result = (|| {
             let ids: Vec<i64> = {
@@ -432,10 +531,10 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
             let id: i64 = tx.query_row(
                 "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
                  findings, vendor, server_version, first_seen, last_seen, count, \
-                 pinned_version, reruns, unchanged_at) \
+                 pinned_version, reruns, unchanged_at, finding_kinds) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1, ?12, ?13, \
                  (SELECT last_clean FROM server_checks WHERE environment = ?1 AND server = ?2 \
-                  AND last_clean <= ?11)) RETURNING id",
+                  AND last_clean <= ?11), ?14) RETURNING id",
                 params![
                     s.environment,
                     s.server,
@@ -449,7 +548,8 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
                     s.server_version,
                     s.at,
                     s.pinned_version,
-                    s.reruns
+                    s.reruns,
+                    kind_bits(&s.findings)
                 ],
                 |r| r.get(0),
             )?;
@@ -465,13 +565,14 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
                     "UPDATE events SET count = count + 1, \
                      first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
                      last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END, \
-                     severity = ?3, findings = ?4, reruns = ?5 WHERE id = ?1",
+                     severity = ?3, findings = ?4, reruns = ?5, finding_kinds = ?6 WHERE id = ?1",
                     params![
                         id,
                         s.at,
                         severity.map(|v| v.name()),
                         findings_json(&s.findings),
-                        s.reruns
+                        s.reruns,
+                        kind_bits(&s.findings)
                     ],
                 )?;
                 Recorded {
