@@ -2,15 +2,17 @@
 //! counted per vendor, server or tool and per UTC month or quarter of their
 //! first sighting.
 //!
-//! The counts are one `GROUP BY` in SQL (the same text for both backends
-//! but for the period expression and the placeholders). The medians need
-//! every duration of a group, which SQLite cannot do in SQL: a second query
-//! returns only the durations (and the key and first sighting) of the
-//! events that have one, and they are folded in here. Both queries filter
-//! on indexed columns only, so one vendor of a large ledger is read from
-//! `events_vendor (vendor, first_seen)`.
+//! The counts are one `GROUP BY` in SQL, per key and UTC day (integer
+//! division, the same text for both backends but the placeholders): a
+//! calendar expression per row (`strftime`, `to_char`) costs more than the
+//! rest of the query, and the few hundred days of a group are summed into
+//! months or quarters here. The medians need every duration of a group,
+//! which SQLite cannot do in SQL: a second query returns only the durations
+//! (and the key and first sighting) of the events that have one, and they
+//! are folded in here. Every column both read is in the covering index
+//! `events_history` (migration 3), led by vendor and first sighting.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::event::FINDING_KINDS;
 use crate::EventKind;
@@ -143,15 +145,16 @@ pub(crate) enum Param {
 /// The two statements of a history query and their parameters (the same
 /// for both).
 pub(crate) struct Statements {
-    /// Key, server, period, then [`COUNT_COLUMNS`] integers.
+    /// Key (NULL: no vendor), server, UTC day (days since the epoch), then
+    /// [`COUNT_COLUMNS`] integers.
     pub counts: String,
-    /// Key, server, first_seen, first_seen − unchanged_at,
+    /// Key (NULL: no vendor), server, first_seen, first_seen − unchanged_at,
     /// resolved_at − first_seen (each of the last two may be NULL).
     pub durations: String,
     pub params: Vec<Param>,
 }
 
-/// The integer columns of the counts statement after its three texts.
+/// The integer columns of the counts statement after key, server and day.
 pub(crate) const COUNT_COLUMNS: usize = 15;
 
 /// The kinds that are drift (what changes, severities and durations count),
@@ -203,23 +206,9 @@ pub(crate) fn statements(q: &HistoryQuery, dialect: Dialect) -> Statements {
         format!(" AND {}", conditions.join(" AND "))
     };
     let (key, server) = match q.group {
-        HistoryGroup::Vendor => ("COALESCE(vendor, '')", "''"),
+        HistoryGroup::Vendor => ("vendor", "''"),
         HistoryGroup::Server => ("server", "''"),
         HistoryGroup::Tool => ("tool", "server"),
-    };
-    let period = match (dialect, q.period) {
-        (Dialect::Sqlite, HistoryPeriod::Month) => {
-            "strftime('%Y-%m', first_seen, 'unixepoch')".to_string()
-        }
-        (Dialect::Sqlite, HistoryPeriod::Quarter) => "strftime('%Y', first_seen, 'unixepoch') \
-             || '-Q' || ((CAST(strftime('%m', first_seen, 'unixepoch') AS INTEGER) + 2) / 3)"
-            .to_string(),
-        (Dialect::Postgres, HistoryPeriod::Month) => {
-            "to_char(to_timestamp(first_seen) AT TIME ZONE 'UTC', 'YYYY-MM')".to_string()
-        }
-        (Dialect::Postgres, HistoryPeriod::Quarter) => {
-            "to_char(to_timestamp(first_seen) AT TIME ZONE 'UTC', 'YYYY-\"Q\"Q')".to_string()
-        }
     };
     let drift = drift_kinds();
     let is_drift = format!("kind IN ({drift})");
@@ -243,8 +232,8 @@ pub(crate) fn statements(q: &HistoryQuery, dialect: Dialect) -> Statements {
     columns.push("CAST(SUM(reruns) AS BIGINT)".to_string());
     debug_assert_eq!(columns.len(), COUNT_COLUMNS);
     let counts = format!(
-        "SELECT {key}, {server}, {period}, {} FROM events WHERE 1 = 1{filter} \
-         GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+        "SELECT {key}, {server}, first_seen / 86400, {} FROM events WHERE 1 = 1{filter} \
+         GROUP BY 1, 2, 3",
         columns.join(", ")
     );
     let durations = format!(
@@ -262,48 +251,64 @@ pub(crate) fn statements(q: &HistoryQuery, dialect: Dialect) -> Statements {
 
 /// One row of the counts statement.
 pub(crate) struct CountRow {
-    pub key: String,
+    pub key: Option<String>,
     pub server: String,
-    pub period: String,
+    pub day: i64,
     pub values: [i64; COUNT_COLUMNS],
 }
 
 /// One row of the durations statement.
 pub(crate) struct DurationRow {
-    pub key: String,
+    pub key: Option<String>,
     pub server: String,
     pub first_seen: i64,
     pub to_first_sighting: Option<i64>,
     pub to_resolution: Option<i64>,
 }
 
-/// The rows, in the order of the counts (key, server, period), with the
-/// durations folded in.
+/// The rows, ordered by key, server and period: the days summed into
+/// their periods, the durations folded in.
 pub(crate) fn assemble(
     q: &HistoryQuery,
     counts: Vec<CountRow>,
     durations: Vec<DurationRow>,
 ) -> Vec<HistoryRow> {
-    type Pair = (Vec<i64>, Vec<i64>);
-    let mut spans: HashMap<(String, String, String), Pair> = HashMap::new();
+    // A label per distinct day, not per row.
+    let mut labels: HashMap<i64, String> = HashMap::new();
+    let mut label = |day: i64| {
+        labels
+            .entry(day)
+            .or_insert_with(|| period_label(day.saturating_mul(86_400), q.period))
+            .clone()
+    };
+    type Key = (String, String, String);
+    let mut sums: BTreeMap<Key, [i64; COUNT_COLUMNS]> = BTreeMap::new();
+    for c in counts {
+        let key = (c.key.unwrap_or_default(), c.server, label(c.day));
+        let sum = sums.entry(key).or_insert([0; COUNT_COLUMNS]);
+        for (s, v) in sum.iter_mut().zip(c.values) {
+            *s += v;
+        }
+    }
+    let mut spans: HashMap<Key, (Vec<i64>, Vec<i64>)> = HashMap::new();
     for d in durations {
-        let entry = spans
-            .entry((d.key, d.server, period_label(d.first_seen, q.period)))
-            .or_default();
+        let key = (
+            d.key.unwrap_or_default(),
+            d.server,
+            label(d.first_seen.div_euclid(86_400)),
+        );
+        let entry = spans.entry(key).or_default();
         entry.0.extend(d.to_first_sighting);
         entry.1.extend(d.to_resolution);
     }
-    counts
-        .into_iter()
-        .map(|c| {
-            let v = c.values;
-            let (mut first, mut resolution) = spans
-                .remove(&(c.key.clone(), c.server.clone(), c.period.clone()))
-                .unwrap_or_default();
+    sums.into_iter()
+        .map(|(k, v)| {
+            let (mut first, mut resolution) = spans.remove(&k).unwrap_or_default();
+            let (key, server, period) = k;
             HistoryRow {
-                server: matches!(q.group, HistoryGroup::Tool).then_some(c.server),
-                key: c.key,
-                period: c.period,
+                server: matches!(q.group, HistoryGroup::Tool).then_some(server),
+                key,
+                period,
                 changes: v[0],
                 severity: SeverityCounts {
                     critical: v[1],
@@ -351,8 +356,7 @@ fn summarize(values: &mut [i64]) -> Durations {
     }
 }
 
-/// The UTC period label of a unix time, as the SQL computes it:
-/// `2026-11`, `2026-Q4`.
+/// The UTC period label of a unix time: `2026-11`, `2026-Q4`.
 pub fn period_label(at: i64, period: HistoryPeriod) -> String {
     let (y, m, _) = civil_from_days(at.div_euclid(86_400));
     match period {

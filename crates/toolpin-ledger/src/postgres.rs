@@ -474,7 +474,7 @@ impl Store {
                     Ok(CountRow {
                         key: r.try_get(0)?,
                         server: r.try_get(1)?,
-                        period: r.try_get(2)?,
+                        day: r.try_get(2)?,
                         values,
                     })
                 })

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Statement, Transaction};
 
 use crate::event::{findings_json, kind_bits, more_severe, parse_findings, severity_from_name};
 use crate::history::{self, CountRow, Dialect, DurationRow, HistoryQuery, HistoryRow, Param};
@@ -120,7 +120,9 @@ impl Store {
         let busy = self.busy_seconds;
         let fail = |e| error_for(&shown, busy, e);
         let tx = self.begin()?;
-        let recorded = record_in(&tx, s, sinks).map_err(fail)?;
+        let recorded = Recording::prepare(&tx)
+            .and_then(|mut rec| record_in(&mut rec, s, sinks))
+            .map_err(fail)?;
         tx.commit().map_err(fail)?;
         Ok(recorded)
     }
@@ -135,10 +137,13 @@ impl Store {
         let fail = |e| error_for(&shown, busy, e);
         let tx = self.begin()?;
         let mut out = Vec::with_capacity(sightings.len());
-        for s in sightings {
-            let sinks = route(s);
-            let sinks: Vec<&str> = sinks.iter().map(String::as_str).collect();
-            out.push(record_in(&tx, s, &sinks).map_err(fail)?);
+        {
+            let mut rec = Recording::prepare(&tx).map_err(fail)?;
+            for s in sightings {
+                let sinks = route(s);
+                let sinks: Vec<&str> = sinks.iter().map(String::as_str).collect();
+                out.push(record_in(&mut rec, s, &sinks).map_err(fail)?);
+            }
         }
         tx.commit().map_err(fail)?;
         Ok(out)
@@ -153,7 +158,9 @@ impl Store {
         let busy = self.busy_seconds;
         let fail = |e| error_for(&shown, busy, e);
         let tx = self.begin()?;
-        let recorded = record_in(&tx, s, &[]).map_err(fail)?;
+        let recorded = Recording::prepare(&tx)
+            .and_then(|mut rec| record_in(&mut rec, s, &[]))
+            .map_err(fail)?;
         let resolution = Resolution::Accepted {
             live: live.to_string(),
         };
@@ -386,7 +393,7 @@ impl Store {
                     Ok(CountRow {
                         key: r.get(0)?,
                         server: r.get(1)?,
-                        period: r.get(2)?,
+                        day: r.get(2)?,
                         values,
                     })
                 })?;
@@ -509,12 +516,59 @@ fn key(fingerprint: &Option<String>) -> &str {
     fingerprint.as_deref().unwrap_or("")
 }
 
-fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Result<Recorded> {
+/// The statements recording runs, prepared once per transaction: a batch
+/// of thousands runs these few texts, and parsing them for each sighting
+/// was most of its cost.
+struct Recording<'t> {
+    find: Statement<'t>,
+    insert: Statement<'t>,
+    bump_severe: Statement<'t>,
+    bump: Statement<'t>,
+    enqueue: Statement<'t>,
+}
+
+impl<'t> Recording<'t> {
+    fn prepare(tx: &'t Transaction<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            find: tx.prepare(FIND)?,
+            insert: tx.prepare(INSERT)?,
+            bump_severe: tx.prepare(BUMP_SEVERE)?,
+            bump: tx.prepare(BUMP)?,
+            enqueue: tx.prepare(ENQUEUE)?,
+        })
+    }
+}
+
+const FIND: &str = "SELECT id, severity FROM events WHERE environment = ?1 AND server = ?2 \
+             AND tool = ?3 AND pinned = ?4 AND live = ?5 AND kind = ?6 AND resolved_at IS NULL";
+
+const INSERT: &str =
+    "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
+                 findings, vendor, server_version, first_seen, last_seen, count, \
+                 pinned_version, reruns, unchanged_at, finding_kinds) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1, ?12, ?13, \
+                 (SELECT last_clean FROM server_checks WHERE environment = ?1 AND server = ?2 \
+                  AND last_clean <= ?11), ?14) RETURNING id";
+
+const BUMP_SEVERE: &str = "UPDATE events SET count = count + 1, \
+                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
+                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END, \
+                     severity = ?3, findings = ?4, reruns = ?5, finding_kinds = ?6 WHERE id = ?1";
+
+const BUMP: &str = "UPDATE events SET count = count + 1, \
+                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
+                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END \
+                     WHERE id = ?1";
+
+const ENQUEUE: &str = "INSERT INTO outbox (sink, event_id, what, level, state, attempts, next_attempt_at, created_at) \
+         VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5) \
+         ON CONFLICT (sink, event_id, what, level) DO NOTHING";
+
+fn record_in(rec: &mut Recording<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Result<Recorded> {
     let severity = s.severity();
-    let existing: Option<(i64, Option<String>)> = tx
+    let existing: Option<(i64, Option<String>)> = rec
+        .find
         .query_row(
-            "SELECT id, severity FROM events WHERE environment = ?1 AND server = ?2 \
-             AND tool = ?3 AND pinned = ?4 AND live = ?5 AND kind = ?6 AND resolved_at IS NULL",
             params![
                 s.environment,
                 s.server,
@@ -528,13 +582,7 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
         .optional()?;
     let recorded = match existing {
         None => {
-            let id: i64 = tx.query_row(
-                "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
-                 findings, vendor, server_version, first_seen, last_seen, count, \
-                 pinned_version, reruns, unchanged_at, finding_kinds) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1, ?12, ?13, \
-                 (SELECT last_clean FROM server_checks WHERE environment = ?1 AND server = ?2 \
-                  AND last_clean <= ?11), ?14) RETURNING id",
+            let id: i64 = rec.insert.query_row(
                 params![
                     s.environment,
                     s.server,
@@ -561,32 +609,20 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
         Some((id, old)) => {
             let old = old.as_deref().and_then(severity_from_name);
             if more_severe(severity, old) {
-                tx.execute(
-                    "UPDATE events SET count = count + 1, \
-                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
-                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END, \
-                     severity = ?3, findings = ?4, reruns = ?5, finding_kinds = ?6 WHERE id = ?1",
-                    params![
-                        id,
-                        s.at,
-                        severity.map(|v| v.name()),
-                        findings_json(&s.findings),
-                        s.reruns,
-                        kind_bits(&s.findings)
-                    ],
-                )?;
+                rec.bump_severe.execute(params![
+                    id,
+                    s.at,
+                    severity.map(|v| v.name()),
+                    findings_json(&s.findings),
+                    s.reruns,
+                    kind_bits(&s.findings)
+                ])?;
                 Recorded {
                     event: id,
                     outcome: RecordOutcome::MoreSevere,
                 }
             } else {
-                tx.execute(
-                    "UPDATE events SET count = count + 1, \
-                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
-                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END \
-                     WHERE id = ?1",
-                    params![id, s.at],
-                )?;
+                rec.bump.execute(params![id, s.at])?;
                 Recorded {
                     event: id,
                     outcome: RecordOutcome::Seen,
@@ -601,7 +637,7 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
     };
     if let Some(notice) = notice {
         for sink in sinks {
-            enqueue_in(tx, sink, recorded.event, notice, s.at)?;
+            enqueue_with(&mut rec.enqueue, sink, recorded.event, notice, s.at)?;
         }
     }
     Ok(recorded)
@@ -658,12 +694,17 @@ fn enqueue_in(
     notice: Notice,
     at: i64,
 ) -> rusqlite::Result<bool> {
-    let added = tx.execute(
-        "INSERT INTO outbox (sink, event_id, what, level, state, attempts, next_attempt_at, created_at) \
-         VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5) \
-         ON CONFLICT (sink, event_id, what, level) DO NOTHING",
-        params![sink, event, notice.what(), notice.level(), at],
-    )?;
+    enqueue_with(&mut tx.prepare(ENQUEUE)?, sink, event, notice, at)
+}
+
+fn enqueue_with(
+    stmt: &mut Statement<'_>,
+    sink: &str,
+    event: i64,
+    notice: Notice,
+    at: i64,
+) -> rusqlite::Result<bool> {
+    let added = stmt.execute(params![sink, event, notice.what(), notice.level(), at])?;
     Ok(added == 1)
 }
 

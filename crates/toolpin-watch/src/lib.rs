@@ -6,12 +6,14 @@
 //!   saw clean, and the open events it shows resolved.
 //! - [`deliver`]: the outbox handed to the notification sinks, each
 //!   outcome recorded.
+//! - [`history`]: `toolpin history`'s tables, JSON, CSV and Markdown.
 //! - [`schedule`]: `toolpin watch --every`'s interval, jitter and signals.
 //!
 //! The ledger itself is `toolpin-ledger`; the sinks' payloads are
 //! `toolpin-notify`; the command is `toolpin watch` in the CLI.
 
 pub mod deliver;
+pub mod history;
 pub mod open;
 pub mod record;
 pub mod schedule;
