@@ -145,8 +145,10 @@ pub(crate) enum Param {
 /// The two statements of a history query and their parameters (the same
 /// for both).
 pub(crate) struct Statements {
-    /// Key (NULL: no vendor), server, UTC day (days since the epoch), then
-    /// [`COUNT_COLUMNS`] integers.
+    /// Key (NULL: no vendor), server, UTC day (days since the epoch), the
+    /// event class (0 drift-kind, 1 approved, 2 rejected, 3 other), then
+    /// [`COUNT_COLUMNS`] integers: events, the five severities, the four
+    /// finding kinds, silent, unresolved, reruns.
     pub counts: String,
     /// Key (NULL: no vendor), server, first_seen, first_seen − unchanged_at,
     /// resolved_at − first_seen (each of the last two may be NULL).
@@ -154,8 +156,9 @@ pub(crate) struct Statements {
     pub params: Vec<Param>,
 }
 
-/// The integer columns of the counts statement after key, server and day.
-pub(crate) const COUNT_COLUMNS: usize = 15;
+/// The integer columns of the counts statement after key, server, day and
+/// class.
+pub(crate) const COUNT_COLUMNS: usize = 13;
 
 /// The kinds that are drift (what changes, severities and durations count),
 /// as an SQL list of this crate's constants (never input).
@@ -212,28 +215,30 @@ pub(crate) fn statements(q: &HistoryQuery, dialect: Dialect) -> Statements {
     };
     let drift = drift_kinds();
     let is_drift = format!("kind IN ({drift})");
-    // SUM is cast because PostgreSQL sums BIGINT to NUMERIC.
-    let sum = |when: &str| format!("CAST(SUM(CASE WHEN {when} THEN 1 ELSE 0 END) AS BIGINT)");
-    let mut columns = vec![sum(&is_drift)];
+    // The event's class is grouped on, so that the kind list is tested
+    // once per row rather than in every sum: 0 drift-kind, 1 approved,
+    // 2 rejected, 3 any other record. Comparisons are cast, as PostgreSQL
+    // does not sum booleans (SQLite's are already 0 or 1).
+    let class = format!(
+        "CAST(CASE WHEN {is_drift} THEN 0 WHEN kind = 'approved' THEN 1 \
+         WHEN kind = 'rejected' THEN 2 ELSE 3 END AS BIGINT)"
+    );
+    let sum = |when: &str| format!("CAST(SUM(CAST({when} AS INTEGER)) AS BIGINT)");
+    let mut columns = vec!["CAST(COUNT(*) AS BIGINT)".to_string()];
     for s in ["critical", "high", "medium", "low", "info"] {
-        columns.push(sum(&format!("{is_drift} AND severity = '{s}'")));
+        columns.push(sum(&format!("severity = '{s}'")));
     }
     for (i, _) in FINDING_KINDS.iter().enumerate() {
-        columns.push(sum(&format!(
-            "{is_drift} AND (finding_kinds & {}) <> 0",
-            1 << i
-        )));
+        columns.push(sum(&format!("(finding_kinds & {}) <> 0", 1 << i)));
     }
     // NULL = NULL is not true: both versions must be known.
     columns.push(sum("kind = 'drift' AND server_version = pinned_version"));
-    columns.push(sum(&format!("{is_drift} AND resolved_at IS NULL")));
-    columns.push(sum("kind = 'approved'"));
-    columns.push(sum("kind = 'rejected'"));
+    columns.push(sum("resolved_at IS NULL"));
     columns.push("CAST(SUM(reruns) AS BIGINT)".to_string());
     debug_assert_eq!(columns.len(), COUNT_COLUMNS);
     let counts = format!(
-        "SELECT {key}, {server}, first_seen / 86400, {} FROM events WHERE 1 = 1{filter} \
-         GROUP BY 1, 2, 3",
+        "SELECT {key}, {server}, first_seen / 86400, {class}, {} FROM events \
+         WHERE 1 = 1{filter} GROUP BY 1, 2, 3, 4",
         columns.join(", ")
     );
     let durations = format!(
@@ -254,6 +259,7 @@ pub(crate) struct CountRow {
     pub key: Option<String>,
     pub server: String,
     pub day: i64,
+    pub class: i64,
     pub values: [i64; COUNT_COLUMNS],
 }
 
@@ -282,12 +288,37 @@ pub(crate) fn assemble(
             .clone()
     };
     type Key = (String, String, String);
-    let mut sums: BTreeMap<Key, [i64; COUNT_COLUMNS]> = BTreeMap::new();
+    let mut sums: BTreeMap<Key, HistoryRow> = BTreeMap::new();
     for c in counts {
-        let key = (c.key.unwrap_or_default(), c.server, label(c.day));
-        let sum = sums.entry(key).or_insert([0; COUNT_COLUMNS]);
-        for (s, v) in sum.iter_mut().zip(c.values) {
-            *s += v;
+        let (key, server, period) = (c.key.unwrap_or_default(), c.server, label(c.day));
+        let row = sums
+            .entry((key.clone(), server.clone(), period.clone()))
+            .or_insert_with(|| HistoryRow {
+                server: matches!(q.group, HistoryGroup::Tool).then_some(server),
+                key,
+                period,
+                ..HistoryRow::default()
+            });
+        let v = c.values;
+        row.reruns += v[12];
+        match c.class {
+            0 => {
+                row.changes += v[0];
+                row.severity.critical += v[1];
+                row.severity.high += v[2];
+                row.severity.medium += v[3];
+                row.severity.low += v[4];
+                row.severity.info += v[5];
+                row.kinds.structural += v[6];
+                row.kinds.semantic += v[7];
+                row.kinds.description += v[8];
+                row.kinds.behavioural += v[9];
+                row.silent += v[10];
+                row.open += v[11];
+            }
+            1 => row.approvals += v[0],
+            2 => row.rejections += v[0],
+            _ => {}
         }
     }
     let mut spans: HashMap<Key, (Vec<i64>, Vec<i64>)> = HashMap::new();
@@ -302,35 +333,11 @@ pub(crate) fn assemble(
         entry.1.extend(d.to_resolution);
     }
     sums.into_iter()
-        .map(|(k, v)| {
+        .map(|(k, mut row)| {
             let (mut first, mut resolution) = spans.remove(&k).unwrap_or_default();
-            let (key, server, period) = k;
-            HistoryRow {
-                server: matches!(q.group, HistoryGroup::Tool).then_some(server),
-                key,
-                period,
-                changes: v[0],
-                severity: SeverityCounts {
-                    critical: v[1],
-                    high: v[2],
-                    medium: v[3],
-                    low: v[4],
-                    info: v[5],
-                },
-                kinds: KindCounts {
-                    structural: v[6],
-                    semantic: v[7],
-                    description: v[8],
-                    behavioural: v[9],
-                },
-                silent: v[10],
-                open: v[11],
-                approvals: v[12],
-                rejections: v[13],
-                reruns: v[14],
-                to_first_sighting: summarize(&mut first),
-                to_resolution: summarize(&mut resolution),
-            }
+            row.to_first_sighting = summarize(&mut first);
+            row.to_resolution = summarize(&mut resolution);
+            row
         })
         .collect()
 }

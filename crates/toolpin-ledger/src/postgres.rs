@@ -469,12 +469,13 @@ impl Store {
                 .map(|r| {
                     let mut values = [0i64; history::COUNT_COLUMNS];
                     for (i, v) in values.iter_mut().enumerate() {
-                        *v = r.try_get::<_, Option<i64>>(i + 3)?.unwrap_or(0);
+                        *v = r.try_get::<_, Option<i64>>(i + 4)?.unwrap_or(0);
                     }
                     Ok(CountRow {
                         key: r.try_get(0)?,
                         server: r.try_get(1)?,
                         day: r.try_get(2)?,
+                        class: r.try_get(3)?,
                         values,
                     })
                 })

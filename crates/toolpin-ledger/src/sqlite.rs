@@ -388,12 +388,13 @@ impl Store {
                 let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| {
                     let mut values = [0i64; history::COUNT_COLUMNS];
                     for (i, v) in values.iter_mut().enumerate() {
-                        *v = r.get::<_, Option<i64>>(i + 3)?.unwrap_or(0);
+                        *v = r.get::<_, Option<i64>>(i + 4)?.unwrap_or(0);
                     }
                     Ok(CountRow {
                         key: r.get(0)?,
                         server: r.get(1)?,
                         day: r.get(2)?,
+                        class: r.get(3)?,
                         values,
                     })
                 })?;
