@@ -6,6 +6,8 @@
 //! 10,000 new sightings into a fresh ledger (target ≤ 1 s).
 //! Run with `cargo bench -p toolpin-ledger --bench history`; not part of
 //! the test suite. Figures are in docs/performance.md.
+//! `TOOLPIN_BENCH_LEDGER=/tmp/bench.db` keeps the million-event ledger for
+//! the next run.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -150,9 +152,16 @@ fn sightings(n: usize) -> Vec<Sighting> {
 }
 
 fn bench(c: &mut Criterion) {
+    // TOOLPIN_BENCH_LEDGER=PATH keeps the filled ledger there (and reuses
+    // it when it exists), to spare the fill between runs.
     let dir = temp_dir("history");
-    let path = dir.join("toolpin.ledger.db");
-    fill(&path);
+    let kept = std::env::var_os("TOOLPIN_BENCH_LEDGER").map(PathBuf::from);
+    let path = kept
+        .clone()
+        .unwrap_or_else(|| dir.join("toolpin.ledger.db"));
+    if kept.is_none() || !path.exists() {
+        fill(&path);
+    }
     let mut ledger = Ledger::open(&path).expect("ledger");
     let mut one_vendor = HistoryQuery::new(HistoryGroup::Vendor, HistoryPeriod::Quarter);
     one_vendor.vendor = Some("vendor-07".to_string());

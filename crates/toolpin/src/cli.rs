@@ -131,7 +131,7 @@ pub struct HistoryArgs {
     /// Only this server's events
     #[arg(long, value_name = "S")]
     pub server: Option<String>,
-    /// Only this tool's events (the namespaced name, e.g. orders__lookup_order)
+    /// Only events of tools of this name (as in the lockfile; with --server for one server's)
     #[arg(long, value_name = "T")]
     pub tool: Option<String>,
     /// Only events of this environment (`default` for the default one)

@@ -66,7 +66,7 @@ fn story() -> Sandbox {
     let run = sb.run(&["watch", "--once"]);
     assert_eq!(run.code, 1, "{run:#?}");
     sb.run(&["check"]).drift();
-    sb.run(&["accept", "billing__charge", "--reason", "reviewed"])
+    sb.run(&["accept", "--tool", "billing/charge", "--reason", "reviewed"])
         .ok();
     sb
 }
@@ -119,9 +119,9 @@ fn history_counts_silent_drift_resolution_and_review_cost_in_every_format() {
         "{period}"
     );
 
-    // Per tool: the server is named, the tools are the namespaced ones.
+    // Per tool: the server is named beside the tool.
     let tools = json_rows(&sb, &["--by", "tool"]);
-    let lookup = row(&tools, "orders__lookup_order");
+    let lookup = row(&tools, "lookup_order");
     assert_eq!(lookup["server"], "orders");
     // Filters.
     let only = json_rows(&sb, &["--vendor", "Acme"]);
