@@ -368,7 +368,7 @@ pub fn period_label(at: i64, period: HistoryPeriod) -> String {
     let (y, m, _) = civil_from_days(at.div_euclid(86_400));
     match period {
         HistoryPeriod::Month => format!("{y:04}-{m:02}"),
-        HistoryPeriod::Quarter => format!("{y:04}-Q{}", (m + 2) / 3),
+        HistoryPeriod::Quarter => format!("{y:04}-Q{}", m.div_ceil(3)),
     }
 }
 
