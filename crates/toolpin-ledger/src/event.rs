@@ -165,6 +165,20 @@ pub(crate) fn findings_json(findings: &[FindingRecord]) -> String {
     Value::Array(items).to_string()
 }
 
+/// The finding kinds, in the order of their bits in the `finding_kinds`
+/// column (migration 3): structural 1, semantic 2, description 4,
+/// behavioural 8.
+pub const FINDING_KINDS: [&str; 4] = ["structural", "semantic", "description", "behavioural"];
+
+/// The `finding_kinds` bit set of `findings` (a kind this build does not
+/// know sets no bit).
+pub(crate) fn kind_bits(findings: &[FindingRecord]) -> i64 {
+    findings
+        .iter()
+        .filter_map(|f| FINDING_KINDS.iter().position(|k| *k == f.kind))
+        .fold(0, |bits, i| bits | (1 << i))
+}
+
 /// Reads [`findings_json`]'s text back.
 pub(crate) fn parse_findings(text: &str) -> Result<Vec<FindingRecord>, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;

@@ -22,6 +22,7 @@
 //! given: callers pass redacted text. No printing, no logging.
 
 mod event;
+pub mod history;
 pub mod migrate;
 mod outbox;
 mod postgres;
@@ -33,7 +34,10 @@ use std::time::Duration;
 
 pub use event::{
     EventFilter, EventKind, FindingRecord, RecordOutcome, Recorded, Resolution, Sighting,
-    MAX_DETAIL,
+    FINDING_KINDS, MAX_DETAIL,
+};
+pub use history::{
+    Durations, HistoryGroup, HistoryPeriod, HistoryQuery, HistoryRow, KindCounts, SeverityCounts,
 };
 pub use outbox::{Delivery, DeliveryState, Notice};
 pub use toolpin_drift::rule::Severity;
@@ -454,6 +458,27 @@ impl Ledger {
         match &mut self.backend {
             Backend::Sqlite(s) => s.set_sink_ref(sink, event, reference),
             Backend::Postgres(s) => s.set_sink_ref(sink, event, reference),
+        }
+    }
+
+    /// `toolpin history`: the events that match `query`, counted per
+    /// group and UTC period of their first sighting, ordered by key, server
+    /// and period (see [`HistoryRow`] for what each count is).
+    pub fn history(&mut self, query: &HistoryQuery) -> Result<Vec<HistoryRow>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.history(query),
+            Backend::Postgres(s) => s.history(query),
+        }
+    }
+
+    /// Inserts `events` as given (their ids ignored), in one transaction,
+    /// without deduplication, resolution or notifications: for benchmarks
+    /// and tests that need a large ledger quickly. Not for recording.
+    #[doc(hidden)]
+    pub fn insert_events_unchecked(&mut self, events: &[Event]) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.insert_events(events),
+            Backend::Postgres(s) => s.insert_events(events),
         }
     }
 

@@ -31,7 +31,8 @@ use postgres::config::{Host, SslMode};
 use postgres::error::SqlState;
 use postgres::{Client, Config, GenericClient, NoTls, Row, Transaction};
 
-use crate::event::{findings_json, more_severe, parse_findings, severity_from_name};
+use crate::event::{findings_json, kind_bits, more_severe, parse_findings, severity_from_name};
+use crate::history::{self, CountRow, Dialect, DurationRow, HistoryQuery, HistoryRow, Param};
 use crate::migrate;
 use crate::outbox::{backoff, Delivery, DeliveryState, Notice, LEASE, MAX_ATTEMPTS};
 use crate::{
@@ -463,6 +464,98 @@ impl Store {
         })
     }
 
+    pub(crate) fn history(&mut self, q: &HistoryQuery) -> Result<Vec<HistoryRow>, Error> {
+        let st = history::statements(q, Dialect::Postgres);
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> = st
+            .params
+            .iter()
+            .map(|p| match p {
+                Param::Text(t) => t as &(dyn postgres::types::ToSql + Sync),
+                Param::Int(i) => i as &(dyn postgres::types::ToSql + Sync),
+            })
+            .collect();
+        // One transaction: both statements see the same events.
+        let (counts, durations) = self.transact(|tx| {
+            let counts = tx
+                .query(&st.counts, &params)?
+                .iter()
+                .map(|r| {
+                    let mut values = [0i64; history::COUNT_COLUMNS];
+                    for (i, v) in values.iter_mut().enumerate() {
+                        *v = r.try_get::<_, Option<i64>>(i + 4)?.unwrap_or(0);
+                    }
+                    Ok(CountRow {
+                        key: r.try_get(0)?,
+                        server: r.try_get(1)?,
+                        day: r.try_get(2)?,
+                        class: r.try_get(3)?,
+                        values,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let durations = tx
+                .query(&st.durations, &params)?
+                .iter()
+                .map(|r| {
+                    Ok(DurationRow {
+                        key: r.try_get(0)?,
+                        server: r.try_get(1)?,
+                        first_seen: r.try_get(2)?,
+                        to_first_sighting: r.try_get(3)?,
+                        to_resolution: r.try_get(4)?,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok((counts, durations))
+        })?;
+        Ok(history::assemble(q, counts, durations))
+    }
+
+    /// Inserts events as given, in one transaction, with no deduplication
+    /// or outbox: for benchmarks and tests that need a large ledger fast.
+    pub(crate) fn insert_events(&mut self, events: &[Event]) -> Result<(), Error> {
+        self.transact(|tx| {
+            let stmt = tx.prepare(
+                "INSERT INTO events (environment, server, tool, pinned, live, kind, \
+                 severity, findings, vendor, server_version, first_seen, last_seen, count, \
+                 resolved_at, resolution, pinned_version, reruns, unchanged_at, \
+                 finding_kinds) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+                 $13, $14, $15, $16, $17, $18, $19)",
+            )?;
+            for e in events {
+                let (resolved_at, resolution) = match &e.resolved {
+                    Some((at, r)) => (Some(*at), Some(r.reason())),
+                    None => (None, None),
+                };
+                tx.execute(
+                    &stmt,
+                    &[
+                        &e.environment,
+                        &e.server,
+                        &e.tool,
+                        &key(&e.pinned),
+                        &key(&e.live),
+                        &e.kind.name(),
+                        &e.severity.map(|s| s.name()),
+                        &findings_json(&e.findings),
+                        &e.vendor,
+                        &e.server_version,
+                        &e.first_seen,
+                        &e.last_seen,
+                        &e.count,
+                        &resolved_at,
+                        &resolution,
+                        &e.pinned_version,
+                        &e.reruns,
+                        &e.unchanged_at,
+                        &kind_bits(&e.findings),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
     pub(crate) fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
         // One snapshot for the whole read.
         self.transact(|tx| {
@@ -529,6 +622,7 @@ fn record_in(tx: &mut Transaction<'_>, s: &Sighting, sinks: &[&str]) -> Result<R
     let severity_name = severity.map(|v| v.name());
     let (pinned, live, kind) = (key(&s.pinned), key(&s.live), s.kind.name());
     let findings = findings_json(&s.findings);
+    let kinds = kind_bits(&s.findings);
     let mut recorded = None;
     // At most a few turns: the open event is locked, or inserted, or
     // another watcher inserted it meanwhile (then it is locked next turn).
@@ -547,8 +641,8 @@ fn record_in(tx: &mut Transaction<'_>, s: &Sighting, sinks: &[&str]) -> Result<R
                 tx.execute(
                     "UPDATE events SET count = count + 1, \
                      first_seen = LEAST(first_seen, $2), last_seen = GREATEST(last_seen, $2), \
-                     severity = $3, findings = $4, reruns = $5 WHERE id = $1",
-                    &[&id, &s.at, &severity_name, &findings, &s.reruns],
+                     severity = $3, findings = $4, reruns = $5, finding_kinds = $6 WHERE id = $1",
+                    &[&id, &s.at, &severity_name, &findings, &s.reruns, &kinds],
                 )?;
                 recorded = Some(Recorded {
                     event: id,
@@ -571,10 +665,10 @@ fn record_in(tx: &mut Transaction<'_>, s: &Sighting, sinks: &[&str]) -> Result<R
         let inserted = tx.query_opt(
             "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
              findings, vendor, server_version, first_seen, last_seen, count, \
-             pinned_version, reruns, unchanged_at) \
+             pinned_version, reruns, unchanged_at, finding_kinds) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, 1, $12, $13, \
              (SELECT last_clean FROM server_checks WHERE environment = $1 AND server = $2 \
-              AND last_clean <= $11)) \
+              AND last_clean <= $11), $14) \
              ON CONFLICT (environment, server, tool, pinned, live, kind) \
              WHERE resolved_at IS NULL DO NOTHING RETURNING id",
             &[
@@ -591,6 +685,7 @@ fn record_in(tx: &mut Transaction<'_>, s: &Sighting, sinks: &[&str]) -> Result<R
                 &s.at,
                 &s.pinned_version,
                 &s.reruns,
+                &kinds,
             ],
         )?;
         if let Some(row) = inserted {

@@ -6,9 +6,10 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Transaction};
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Row, Statement, Transaction};
 
-use crate::event::{findings_json, more_severe, parse_findings, severity_from_name};
+use crate::event::{findings_json, kind_bits, more_severe, parse_findings, severity_from_name};
+use crate::history::{self, CountRow, Dialect, DurationRow, HistoryQuery, HistoryRow, Param};
 use crate::migrate;
 use crate::outbox::{backoff, Delivery, DeliveryState, Notice, LEASE, MAX_ATTEMPTS};
 use crate::{
@@ -40,10 +41,23 @@ impl Store {
             .conn
             .busy_timeout(options.busy_timeout)
             .map_err(|e| store.error(e))?;
-        let mode: String = store
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(|e| store.error(e))?;
+        // Switching a new file to WAL takes an exclusive lock, and SQLite
+        // answers a connection that would deadlock waiting for it with
+        // SQLITE_BUSY at once, without its busy handler: several watchers
+        // opening a new ledger together retry here, within the timeout.
+        let deadline = std::time::Instant::now() + options.busy_timeout;
+        let mode: String = loop {
+            match store
+                .conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            {
+                Ok(mode) => break mode,
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => return Err(store.error(e)),
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::new(format!(
                 "{}: the ledger cannot use WAL journal mode (it is {mode}); put it on a local file system",
@@ -119,7 +133,9 @@ impl Store {
         let busy = self.busy_seconds;
         let fail = |e| error_for(&shown, busy, e);
         let tx = self.begin()?;
-        let recorded = record_in(&tx, s, sinks).map_err(fail)?;
+        let recorded = Recording::prepare(&tx)
+            .and_then(|mut rec| record_in(&mut rec, s, sinks))
+            .map_err(fail)?;
         tx.commit().map_err(fail)?;
         Ok(recorded)
     }
@@ -134,10 +150,13 @@ impl Store {
         let fail = |e| error_for(&shown, busy, e);
         let tx = self.begin()?;
         let mut out = Vec::with_capacity(sightings.len());
-        for s in sightings {
-            let sinks = route(s);
-            let sinks: Vec<&str> = sinks.iter().map(String::as_str).collect();
-            out.push(record_in(&tx, s, &sinks).map_err(fail)?);
+        {
+            let mut rec = Recording::prepare(&tx).map_err(fail)?;
+            for s in sightings {
+                let sinks = route(s);
+                let sinks: Vec<&str> = sinks.iter().map(String::as_str).collect();
+                out.push(record_in(&mut rec, s, &sinks).map_err(fail)?);
+            }
         }
         tx.commit().map_err(fail)?;
         Ok(out)
@@ -152,7 +171,9 @@ impl Store {
         let busy = self.busy_seconds;
         let fail = |e| error_for(&shown, busy, e);
         let tx = self.begin()?;
-        let recorded = record_in(&tx, s, &[]).map_err(fail)?;
+        let recorded = Recording::prepare(&tx)
+            .and_then(|mut rec| record_in(&mut rec, s, &[]))
+            .map_err(fail)?;
         let resolution = Resolution::Accepted {
             live: live.to_string(),
         };
@@ -377,6 +398,105 @@ impl Store {
             .map_err(|e| self.error(e))
     }
 
+    pub(crate) fn history(&mut self, q: &HistoryQuery) -> Result<Vec<HistoryRow>, Error> {
+        let st = history::statements(q, Dialect::Sqlite);
+        let params: Vec<rusqlite::types::Value> = st
+            .params
+            .iter()
+            .map(|p| match p {
+                Param::Text(t) => rusqlite::types::Value::Text(t.clone()),
+                Param::Int(i) => rusqlite::types::Value::Integer(*i),
+            })
+            .collect();
+        // One read transaction: both statements see the same events.
+        let result = (|| {
+            let tx = self.conn.transaction()?;
+            let counts = {
+                let mut stmt = tx.prepare(&st.counts)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                    let mut values = [0i64; history::COUNT_COLUMNS];
+                    for (i, v) in values.iter_mut().enumerate() {
+                        *v = r.get::<_, Option<i64>>(i + 4)?.unwrap_or(0);
+                    }
+                    Ok(CountRow {
+                        key: r.get(0)?,
+                        server: r.get(1)?,
+                        day: r.get(2)?,
+                        class: r.get(3)?,
+                        values,
+                    })
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()?
+            };
+            let durations = {
+                let mut stmt = tx.prepare(&st.durations)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                    Ok(DurationRow {
+                        key: r.get(0)?,
+                        server: r.get(1)?,
+                        first_seen: r.get(2)?,
+                        to_first_sighting: r.get(3)?,
+                        to_resolution: r.get(4)?,
+                    })
+                })?;
+                rows.collect::<Result<Vec<_>, _>>()?
+            };
+            tx.finish()?;
+            Ok((counts, durations))
+        })();
+        let (counts, durations) = result.map_err(|e| self.error(e))?;
+        Ok(history::assemble(q, counts, durations))
+    }
+
+    /// Inserts events as given, in one transaction, with no deduplication
+    /// or outbox: for benchmarks and tests that need a large ledger fast.
+    pub(crate) fn insert_events(&mut self, events: &[Event]) -> Result<(), Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let tx = self.begin()?;
+        {
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO events (environment, server, tool, pinned, live, kind, \
+                     severity, findings, vendor, server_version, first_seen, last_seen, count, \
+                     resolved_at, resolution, pinned_version, reruns, unchanged_at, \
+                     finding_kinds) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+                     ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                )
+                .map_err(fail)?;
+            for e in events {
+                let (resolved_at, resolution) = match &e.resolved {
+                    Some((at, r)) => (Some(*at), Some(r.reason())),
+                    None => (None, None),
+                };
+                stmt.execute(params![
+                    e.environment,
+                    e.server,
+                    e.tool,
+                    key(&e.pinned),
+                    key(&e.live),
+                    e.kind.name(),
+                    e.severity.map(|s| s.name()),
+                    findings_json(&e.findings),
+                    e.vendor,
+                    e.server_version,
+                    e.first_seen,
+                    e.last_seen,
+                    e.count,
+                    resolved_at,
+                    resolution,
+                    e.pinned_version,
+                    e.reruns,
+                    e.unchanged_at,
+                    kind_bits(&e.findings),
+                ])
+                .map_err(fail)?;
+            }
+        }
+        tx.commit().map_err(fail)
+    }
+
     pub(crate) fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
         let result = (|| {
             let ids: Vec<i64> = {
@@ -425,12 +545,59 @@ fn key(fingerprint: &Option<String>) -> &str {
     fingerprint.as_deref().unwrap_or("")
 }
 
-fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Result<Recorded> {
+/// The statements recording runs, prepared once per transaction: a batch
+/// of thousands runs these few texts, and parsing them for each sighting
+/// was most of its cost.
+struct Recording<'t> {
+    find: Statement<'t>,
+    insert: Statement<'t>,
+    bump_severe: Statement<'t>,
+    bump: Statement<'t>,
+    enqueue: Statement<'t>,
+}
+
+impl<'t> Recording<'t> {
+    fn prepare(tx: &'t Transaction<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            find: tx.prepare(FIND)?,
+            insert: tx.prepare(INSERT)?,
+            bump_severe: tx.prepare(BUMP_SEVERE)?,
+            bump: tx.prepare(BUMP)?,
+            enqueue: tx.prepare(ENQUEUE)?,
+        })
+    }
+}
+
+const FIND: &str = "SELECT id, severity FROM events WHERE environment = ?1 AND server = ?2 \
+             AND tool = ?3 AND pinned = ?4 AND live = ?5 AND kind = ?6 AND resolved_at IS NULL";
+
+const INSERT: &str =
+    "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
+                 findings, vendor, server_version, first_seen, last_seen, count, \
+                 pinned_version, reruns, unchanged_at, finding_kinds) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1, ?12, ?13, \
+                 (SELECT last_clean FROM server_checks WHERE environment = ?1 AND server = ?2 \
+                  AND last_clean <= ?11), ?14) RETURNING id";
+
+const BUMP_SEVERE: &str = "UPDATE events SET count = count + 1, \
+                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
+                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END, \
+                     severity = ?3, findings = ?4, reruns = ?5, finding_kinds = ?6 WHERE id = ?1";
+
+const BUMP: &str = "UPDATE events SET count = count + 1, \
+                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
+                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END \
+                     WHERE id = ?1";
+
+const ENQUEUE: &str = "INSERT INTO outbox (sink, event_id, what, level, state, attempts, next_attempt_at, created_at) \
+         VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5) \
+         ON CONFLICT (sink, event_id, what, level) DO NOTHING";
+
+fn record_in(rec: &mut Recording<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Result<Recorded> {
     let severity = s.severity();
-    let existing: Option<(i64, Option<String>)> = tx
+    let existing: Option<(i64, Option<String>)> = rec
+        .find
         .query_row(
-            "SELECT id, severity FROM events WHERE environment = ?1 AND server = ?2 \
-             AND tool = ?3 AND pinned = ?4 AND live = ?5 AND kind = ?6 AND resolved_at IS NULL",
             params![
                 s.environment,
                 s.server,
@@ -444,13 +611,7 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
         .optional()?;
     let recorded = match existing {
         None => {
-            let id: i64 = tx.query_row(
-                "INSERT INTO events (environment, server, tool, pinned, live, kind, severity, \
-                 findings, vendor, server_version, first_seen, last_seen, count, \
-                 pinned_version, reruns, unchanged_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1, ?12, ?13, \
-                 (SELECT last_clean FROM server_checks WHERE environment = ?1 AND server = ?2 \
-                  AND last_clean <= ?11)) RETURNING id",
+            let id: i64 = rec.insert.query_row(
                 params![
                     s.environment,
                     s.server,
@@ -464,7 +625,8 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
                     s.server_version,
                     s.at,
                     s.pinned_version,
-                    s.reruns
+                    s.reruns,
+                    kind_bits(&s.findings)
                 ],
                 |r| r.get(0),
             )?;
@@ -476,31 +638,20 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
         Some((id, old)) => {
             let old = old.as_deref().and_then(severity_from_name);
             if more_severe(severity, old) {
-                tx.execute(
-                    "UPDATE events SET count = count + 1, \
-                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
-                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END, \
-                     severity = ?3, findings = ?4, reruns = ?5 WHERE id = ?1",
-                    params![
-                        id,
-                        s.at,
-                        severity.map(|v| v.name()),
-                        findings_json(&s.findings),
-                        s.reruns
-                    ],
-                )?;
+                rec.bump_severe.execute(params![
+                    id,
+                    s.at,
+                    severity.map(|v| v.name()),
+                    findings_json(&s.findings),
+                    s.reruns,
+                    kind_bits(&s.findings)
+                ])?;
                 Recorded {
                     event: id,
                     outcome: RecordOutcome::MoreSevere,
                 }
             } else {
-                tx.execute(
-                    "UPDATE events SET count = count + 1, \
-                     first_seen = CASE WHEN ?2 < first_seen THEN ?2 ELSE first_seen END, \
-                     last_seen = CASE WHEN ?2 > last_seen THEN ?2 ELSE last_seen END \
-                     WHERE id = ?1",
-                    params![id, s.at],
-                )?;
+                rec.bump.execute(params![id, s.at])?;
                 Recorded {
                     event: id,
                     outcome: RecordOutcome::Seen,
@@ -515,7 +666,7 @@ fn record_in(tx: &Transaction<'_>, s: &Sighting, sinks: &[&str]) -> rusqlite::Re
     };
     if let Some(notice) = notice {
         for sink in sinks {
-            enqueue_in(tx, sink, recorded.event, notice, s.at)?;
+            enqueue_with(&mut rec.enqueue, sink, recorded.event, notice, s.at)?;
         }
     }
     Ok(recorded)
@@ -571,12 +722,17 @@ fn enqueue_in(
     notice: Notice,
     at: i64,
 ) -> rusqlite::Result<bool> {
-    let added = tx.execute(
-        "INSERT INTO outbox (sink, event_id, what, level, state, attempts, next_attempt_at, created_at) \
-         VALUES (?1, ?2, ?3, ?4, 'pending', 0, ?5, ?5) \
-         ON CONFLICT (sink, event_id, what, level) DO NOTHING",
-        params![sink, event, notice.what(), notice.level(), at],
-    )?;
+    enqueue_with(&mut tx.prepare(ENQUEUE)?, sink, event, notice, at)
+}
+
+fn enqueue_with(
+    stmt: &mut Statement<'_>,
+    sink: &str,
+    event: i64,
+    notice: Notice,
+    at: i64,
+) -> rusqlite::Result<bool> {
+    let added = stmt.execute(params![sink, event, notice.what(), notice.level(), at])?;
     Ok(added == 1)
 }
 
@@ -682,4 +838,12 @@ fn read_event(r: &Row<'_>) -> rusqlite::Result<Event> {
         reruns: r.get(17)?,
         unchanged_at: r.get(18)?,
     })
+}
+
+/// Whether `e` is SQLite's "database is locked" (or a table of it).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }

@@ -20,7 +20,10 @@ fn a_new_ledger_is_at_the_current_schema_version(db: &Db) {
     drop(ledger);
     // Reopening applies nothing twice.
     let mut ledger = db.open();
-    assert_eq!(ledger.schema_version().unwrap(), 2);
+    assert_eq!(
+        ledger.schema_version().unwrap(),
+        toolpin_ledger::migrate::CURRENT
+    );
 }
 
 fn a_version_1_ledger_is_migrated_and_keeps_its_events(db: &Db) {
@@ -34,7 +37,10 @@ fn a_version_1_ledger_is_migrated_and_keeps_its_events(db: &Db) {
          'drift', 'high', '[]', 10, 20, 3)",
     );
     let mut ledger = db.open();
-    assert_eq!(ledger.schema_version().unwrap(), 2);
+    assert_eq!(
+        ledger.schema_version().unwrap(),
+        toolpin_ledger::migrate::CURRENT
+    );
     let events = ledger.events(&EventFilter::default()).unwrap();
     assert_eq!(events.len(), 1);
     assert_eq!((events[0].count, events[0].reruns), (3, 0));

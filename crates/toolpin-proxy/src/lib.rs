@@ -510,10 +510,14 @@ fn record_drift(
     (server, pinned, live): (&str, &ServerPin, &ServerPin),
     comparison: &toolpin_drift::Comparison,
 ) {
+    // The session record spells it `server_info` (older ones `serverInfo`).
     let version = |pin: &ServerPin| {
-        pin.session
-            .as_ref()
-            .and_then(|s| s.get("serverInfo")?.get("version")?.as_str())
+        let session = pin.session.as_ref()?;
+        session
+            .get("server_info")
+            .or_else(|| session.get("serverInfo"))?
+            .get("version")?
+            .as_str()
             .map(str::to_string)
     };
     let (server_version, pinned_version) = (version(live), version(pinned));

@@ -6,6 +6,7 @@
 //!   saw clean, and the open events it shows resolved.
 //! - [`deliver`]: the outbox handed to the notification sinks, each
 //!   outcome recorded.
+//! - [`history`]: `toolpin history`'s tables, JSON, CSV and Markdown.
 //! - [`schedule`]: `toolpin watch --every`'s interval, jitter and signals.
 //!
 //! The ledger itself is `toolpin-ledger`; the sinks' payloads are
@@ -13,6 +14,7 @@
 
 pub mod contract;
 pub mod deliver;
+pub mod history;
 pub mod open;
 pub mod proxy;
 pub mod record;

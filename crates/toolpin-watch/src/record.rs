@@ -46,14 +46,14 @@ pub fn vendor_of(
     server_info(live, server, "name").or_else(|| server_info(pinned, server, "name"))
 }
 
-/// A member of a server's reported `serverInfo` (`name`, `version`).
+/// A member of a server's reported `serverInfo` (`name`, `version`). The
+/// catalog's session record keeps it as `server_info` (the lockfile's
+/// spelling); `serverInfo`, the wire's, is read too.
 pub fn server_info(catalog: &Catalog, server: &str, member: &str) -> Option<String> {
-    catalog
-        .servers
-        .get(server)?
-        .session
-        .as_ref()?
-        .get("serverInfo")?
+    let session = catalog.servers.get(server)?.session.as_ref()?;
+    session
+        .get("server_info")
+        .or_else(|| session.get("serverInfo"))?
         .get(member)?
         .as_str()
         .map(str::to_string)

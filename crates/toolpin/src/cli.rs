@@ -116,6 +116,65 @@ pub struct WatchArgs {
     pub jobs: usize,
 }
 
+/// `toolpin history`.
+#[derive(clap::Args)]
+pub struct HistoryArgs {
+    /// One row per vendor, server or tool (and period)
+    #[arg(long = "by", value_enum, default_value_t = HistoryBy::Vendor)]
+    pub by: HistoryBy,
+    /// Calendar periods (UTC) of the events' first sighting
+    #[arg(long, value_enum, default_value_t = HistoryPeriodArg::Month)]
+    pub period: HistoryPeriodArg,
+    /// Only this vendor's events (the server's `vendor` key, else its serverInfo.name)
+    #[arg(long, value_name = "V")]
+    pub vendor: Option<String>,
+    /// Only this server's events
+    #[arg(long, value_name = "S")]
+    pub server: Option<String>,
+    /// Only events of tools of this name (as in the lockfile; with --server for one server's)
+    #[arg(long, value_name = "T")]
+    pub tool: Option<String>,
+    /// Only events of this environment (`default` for the default one)
+    #[arg(long = "env", value_name = "E")]
+    pub env: Option<String>,
+    /// Only events first seen on or after this day (UTC)
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub since: Option<String>,
+    /// Only events first seen on or before this day (UTC, the whole day)
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    pub until: Option<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
+    pub format: HistoryFormat,
+    /// Write to FILE (atomically) instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The configuration file (its [ledger] says where the ledger is)
+    #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+    pub config: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum HistoryBy {
+    Vendor,
+    Server,
+    Tool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum HistoryPeriodArg {
+    Month,
+    Quarter,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum HistoryFormat {
+    Text,
+    Json,
+    Csv,
+    Markdown,
+}
+
 /// `toolpin proxy`.
 #[derive(clap::Args)]
 pub struct ProxyArgs {
@@ -295,6 +354,19 @@ pub enum Command {
     /// Exit codes as `check`: 0 clean, 1 drift that fails the policy, 2 an
     /// error. See docs/watch.md.
     Watch(WatchArgs),
+    /// Drift history from the ledger: changes, silent drift, time to see and to resolve, review cost
+    ///
+    /// Reads the ledger ([ledger] in toolpin.toml; `check`, `accept` and
+    /// `watch` write it) and counts its events per vendor, server or tool
+    /// and per UTC month or quarter of their first sighting: drift by
+    /// severity and by finding kind, silent drift (the tools changed while
+    /// the server's reported version did not), the median and longest time
+    /// from the last clean check to the first sighting and from the first
+    /// sighting to resolution, events still open, approvals, rejections and
+    /// eval re-runs. As text, JSON (docs/history.schema.json), CSV or
+    /// Markdown. Exit codes: 0, or 2 for an error (no ledger yet, a bad
+    /// date). See docs/history.md.
+    History(HistoryArgs),
     /// Contract tests: golden calls against the live tools, derived from the pin
     ///
     /// The contracts live in toolpin.contracts.toml beside the lockfile; see

@@ -8,6 +8,7 @@ pub mod contract;
 pub mod diff;
 pub mod evals;
 pub mod fingerprint;
+pub mod history;
 pub mod init;
 pub mod ledger;
 pub mod lock;
@@ -86,6 +87,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         Command::Stamp { json, config } => stamp::run(config, *json),
         Command::Evals { command } => evals::run(command, quiet, style),
         Command::Watch(args) => watch::run(args, quiet),
+        Command::History(args) => history::run(args),
         Command::Contract { command } => contract::run(command, quiet, style),
         Command::Rules { id, markdown } => rules::run(id.as_deref(), *markdown),
         Command::Fingerprint {
