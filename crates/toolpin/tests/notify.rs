@@ -238,3 +238,42 @@ fn a_sink_whose_secret_is_unset_does_not_fail_check_and_waits_in_the_outbox() {
     );
     assert_eq!((hook.requests().len(), pd.requests().len()), (1, 0));
 }
+
+#[test]
+fn an_event_that_gets_more_severe_pages_again_once() {
+    let hook = Receiver::start(vec![Reply::new(200, "")]);
+    let pd = Receiver::start(vec![Reply::new(202, r#"{"status":"success"}"#)]);
+    let chat = Receiver::start(vec![Reply::new(200, "ok")]);
+    let sb = locked(&hook, &pd, &chat);
+    sb.write("tools.json", STEERED);
+    // First judged medium by a policy that lowers the rule ...
+    let toml = sb.read_string("toolpin.toml");
+    sb.write(
+        "toolpin.toml",
+        format!("{toml}\n[policy]\nrules = {{ \"description-changed\" = \"medium\" }}\n"),
+    );
+    watch(&sb, 1);
+    let first = pd.requests()[0].json();
+    // ... then, the override gone, the same change is critical.
+    sb.write("toolpin.toml", &toml);
+    let said = watch(&sb, 1);
+    assert!(
+        said.contains("(0 new, 0 seen before, 1 more severe)"),
+        "{said}"
+    );
+    assert!(said.contains("notified: 2 sent"), "{said}");
+    // Once: a further run at the same severity sends nothing.
+    assert!(!watch(&sb, 1).contains("notified"));
+
+    let hooks = hook.requests();
+    assert_eq!(hooks.len(), 2, "{hooks:#?}");
+    assert_eq!(hooks[1].header("x-toolpin-event"), Some("escalate"));
+    assert_eq!(hooks[1].json()["event"]["severity"], "critical");
+    let pages = pd.requests();
+    assert_eq!(pages.len(), 2, "{pages:#?}");
+    let again = pages[1].json();
+    assert_eq!(again["event_action"], "trigger");
+    assert_eq!(again["dedup_key"], first["dedup_key"]);
+    assert_eq!(again["payload"]["severity"], "critical");
+    assert_eq!(first["payload"]["severity"], "warning", "{first:#}");
+}
