@@ -126,13 +126,21 @@ impl LatencySketch {
 
     /// The `q` quantile (0 ≤ q ≤ 1) in nanoseconds: the middle of the
     /// bucket holding the value of rank ⌈q·count⌉, kept within the exact
-    /// min and max. `None` when nothing was recorded.
+    /// min and max (and exactly those for the first and last rank). `None`
+    /// when nothing was recorded.
     pub fn quantile(&self, q: f64) -> Option<u64> {
         if self.count == 0 {
             return None;
         }
         let q = if q.is_nan() { 0.5 } else { q.clamp(0.0, 1.0) };
         let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        // The extremes are known exactly; a bucket's middle is not better.
+        if rank == self.count {
+            return Some(self.max);
+        }
+        if rank == 1 {
+            return Some(self.min);
+        }
         let mut seen = 0;
         for (b, n) in &self.buckets {
             seen += n;

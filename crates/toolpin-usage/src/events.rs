@@ -64,13 +64,23 @@ pub(crate) fn read<R: BufRead>(
             });
             continue;
         }
+        // Derived structs also read JSON arrays (as tuples): only an object
+        // is an event.
+        if bytes.first() != Some(&b'{')
+            && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+        {
+            report.note(Problem::WrongShape, || {
+                format!("{input}:{number}: not a JSON object")
+            });
+            continue;
+        }
         let event: Event<'_> = match serde_json::from_slice(bytes) {
             Ok(e) => e,
             Err(e) => {
                 let problem = if e.is_eof() && !line.terminated {
                     Problem::TruncatedLine
                 } else if e.is_data() {
-                    Problem::NotOtlp
+                    Problem::WrongShape
                 } else {
                     Problem::MalformedLine
                 };

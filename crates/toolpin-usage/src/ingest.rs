@@ -104,8 +104,9 @@ pub enum Problem {
     TruncatedLine,
     /// A line (or pretty-printed request) longer than the limit.
     LineTooLong,
-    /// JSON, but not an OTLP trace request (or not an event object).
-    NotOtlp,
+    /// JSON, but not an OTLP trace request (or, in an event log, not an
+    /// event object).
+    WrongShape,
     /// An `execute_tool` span without `gen_ai.tool.name`.
     MissingToolName,
     /// A span without a start or end time, or an event without `time`.
@@ -136,7 +137,7 @@ impl Problem {
             Problem::MalformedLine => "malformed-line",
             Problem::TruncatedLine => "truncated-line",
             Problem::LineTooLong => "line-too-long",
-            Problem::NotOtlp => "not-otlp",
+            Problem::WrongShape => "wrong-shape",
             Problem::MissingToolName => "missing-tool-name",
             Problem::MissingTime => "missing-time",
             Problem::EndBeforeStart => "end-before-start",

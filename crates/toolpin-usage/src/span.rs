@@ -386,13 +386,19 @@ fn request(
     aggregates: &mut Aggregates,
     report: &mut IngestReport,
 ) {
+    // Derived structs also read JSON arrays (as tuples): only an object is
+    // a request.
+    if bytes.first() != Some(&b'{') && serde_json::from_slice::<IgnoredAny>(bytes).is_ok() {
+        report.note(Problem::WrongShape, || format!("{at}: not a JSON object"));
+        return;
+    }
     let request: Request<'_> = match serde_json::from_slice(bytes) {
         Ok(r) => r,
         Err(e) => {
             let problem = if e.is_eof() && !terminated {
                 Problem::TruncatedLine
             } else if e.is_data() {
-                Problem::NotOtlp
+                Problem::WrongShape
             } else {
                 Problem::MalformedLine
             };
