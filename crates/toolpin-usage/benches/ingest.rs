@@ -22,8 +22,9 @@ use toolpin_usage::{ingest, Format, Input, Options};
 
 const SPANS: usize = 1_000_000;
 const PER_LINE: usize = 500;
-/// 2026-12-03T00:00:00Z.
-const START: u64 = 1_796_256_000;
+/// 2026-11-01T00:00:00Z: in the past, or the spans would be reported as
+/// from the future.
+const START: u64 = 1_793_491_200;
 
 /// A small deterministic generator (xorshift64*), so every run writes the
 /// same file.
@@ -120,6 +121,9 @@ fn run(path: &PathBuf) -> (u64, u64, usize) {
         Err(e) => panic!("{}: {e}", path.display()),
     };
     let (aggregates, report) = ingest([input], &Options::default());
+    if report.spans_rejected > 0 {
+        eprintln!("{report}");
+    }
     (report.spans_used, report.spans_rejected, aggregates.len())
 }
 

@@ -6,7 +6,9 @@
 //! combine into what one pass over all of them gives.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::table::{Parts, Table};
 
 /// Nanoseconds in an hour: keys are unix hours (`start / HOUR_NANOS`).
 pub const HOUR_NANOS: u64 = 3_600 * 1_000_000_000;
@@ -326,7 +328,7 @@ pub struct EventKey {
 #[derive(Clone, Debug, Default)]
 pub struct Aggregates {
     limits: Limits,
-    calls: HashMap<Key, ToolStats>,
+    calls: Table,
     events: BTreeMap<EventKey, u64>,
 }
 
@@ -349,16 +351,18 @@ impl Aggregates {
     }
 
     pub fn record_call(&mut self, call: &Call<'_>) {
-        let key = Key {
+        let parts = Parts {
             hour: call.start_nanos / HOUR_NANOS,
-            environment: call.environment.to_string(),
-            tenant: call.tenant.to_string(),
-            agent: call.agent.to_string(),
-            catalog: call.catalog.to_string(),
-            tool: call.tool.to_string(),
+            strings: [
+                call.environment,
+                call.tenant,
+                call.agent,
+                call.catalog,
+                call.tool,
+            ],
         };
         let limits = self.limits;
-        let stats = self.calls.entry(key).or_default();
+        let stats = self.calls.entry(&parts);
         stats.calls += 1;
         stats.latency.record(call.duration_nanos);
         if let Some(class) = call.error {
@@ -408,15 +412,9 @@ impl Aggregates {
     /// by name can depend on the order of merging, but named plus other
     /// always totals the same.
     pub fn merge(&mut self, other: &Aggregates) {
-        for (key, stats) in &other.calls {
-            match self.calls.get_mut(key) {
-                Some(mine) => mine.merge(stats, &self.limits),
-                None => {
-                    let mut fresh = ToolStats::default();
-                    fresh.merge(stats, &self.limits);
-                    self.calls.insert(key.clone(), fresh);
-                }
-            }
+        let limits = self.limits;
+        for (key, stats) in other.calls.iter() {
+            self.calls.entry(&Parts::of(key)).merge(stats, &limits);
         }
         for (key, n) in &other.events {
             *self.events.entry(key.clone()).or_insert(0) += n;
@@ -424,7 +422,7 @@ impl Aggregates {
     }
 
     pub fn get(&self, key: &Key) -> Option<&ToolStats> {
-        self.calls.get(key)
+        self.calls.get(&Parts::of(key))
     }
 
     /// Every call key and its statistics, in key order.
@@ -440,12 +438,12 @@ impl Aggregates {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.events.is_empty()
+        self.calls.len() == 0 && self.events.is_empty()
     }
 
     /// Calls over every key.
     pub fn total_calls(&self) -> u64 {
-        self.calls.values().map(|s| s.calls).sum()
+        self.calls.iter().map(|(_, s)| s.calls).sum()
     }
 
     pub fn events(&self) -> &BTreeMap<EventKey, u64> {

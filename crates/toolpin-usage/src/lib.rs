@@ -11,6 +11,7 @@ pub mod events;
 pub mod ingest;
 mod lines;
 pub mod span;
+mod table;
 
 pub use aggregate::{
     Aggregates, ArgValue, Call, EventKey, Key, LatencySketch, Limits, ParamStats, ToolStats,

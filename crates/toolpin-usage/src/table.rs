@@ -1,0 +1,159 @@
+//! The call keys' table. A span's key parts are borrowed from its line;
+//! `HashMap<Key, _>` would need an owned `Key` (five `String`s) for every
+//! lookup, which was a fifth of the ingest time. This table hashes the
+//! borrowed parts itself and copies them only when a key is new.
+//!
+//! The hash is FxHash-style (a multiply and rotate per 8 bytes), seeded
+//! per table from `RandomState`, so that crafted names cannot be made to
+//! collide ahead of time; colliding keys share a short chain.
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+
+use crate::aggregate::{Key, ToolStats};
+
+/// A key's parts, borrowed.
+#[derive(Clone, Copy)]
+pub(crate) struct Parts<'a> {
+    pub hour: u64,
+    pub strings: [&'a str; 5],
+}
+
+impl<'a> Parts<'a> {
+    pub fn of(key: &'a Key) -> Self {
+        Parts {
+            hour: key.hour,
+            strings: [
+                &key.environment,
+                &key.tenant,
+                &key.agent,
+                &key.catalog,
+                &key.tool,
+            ],
+        }
+    }
+
+    fn matches(&self, key: &Key) -> bool {
+        self.hour == key.hour && self.strings == Parts::of(key).strings
+    }
+
+    fn to_key(self) -> Key {
+        let [environment, tenant, agent, catalog, tool] = self.strings.map(str::to_string);
+        Key {
+            hour: self.hour,
+            environment,
+            tenant,
+            agent,
+            catalog,
+            tool,
+        }
+    }
+}
+
+const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+fn mix(h: u64, word: u64) -> u64 {
+    (h.rotate_left(5) ^ word).wrapping_mul(K)
+}
+
+/// The hash is already a hash: the index map uses it as it is.
+#[derive(Default)]
+struct Identity(u64);
+
+impl Hasher for Identity {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = mix(self.0, u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Table {
+    seed: u64,
+    index: HashMap<u64, Vec<u32>, BuildHasherDefault<Identity>>,
+    entries: Vec<(Key, ToolStats)>,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self {
+            seed: RandomState::new().hash_one(0x746f_6f6c_7069_6eu64),
+            index: HashMap::default(),
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl Table {
+    fn hash(&self, parts: &Parts<'_>) -> u64 {
+        let mut h = mix(self.seed, parts.hour);
+        for s in parts.strings {
+            let bytes = s.as_bytes();
+            let mut chunks = bytes.chunks_exact(8);
+            for c in &mut chunks {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(c);
+                h = mix(h, u64::from_le_bytes(word));
+            }
+            let mut tail = [0u8; 8];
+            tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+            // The length ends each part: ("ab", "c") and ("a", "bc") differ.
+            h = mix(mix(h, u64::from_le_bytes(tail)), bytes.len() as u64);
+        }
+        h
+    }
+
+    pub fn get(&self, parts: &Parts<'_>) -> Option<&ToolStats> {
+        let chain = self.index.get(&self.hash(parts))?;
+        chain
+            .iter()
+            .map(|&i| &self.entries[i as usize])
+            .find(|(k, _)| parts.matches(k))
+            .map(|(_, s)| s)
+    }
+
+    /// The statistics of `parts`, created empty if new.
+    pub fn entry(&mut self, parts: &Parts<'_>) -> &mut ToolStats {
+        let h = self.hash(parts);
+        let chain = self.index.entry(h).or_default();
+        let found = chain
+            .iter()
+            .copied()
+            .find(|&i| parts.matches(&self.entries[i as usize].0));
+        let i = match found {
+            Some(i) => i,
+            None => {
+                let i = self.entries.len() as u32;
+                self.entries.push((parts.to_key(), ToolStats::default()));
+                chain.push(i);
+                i
+            }
+        };
+        &mut self.entries[i as usize].1
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &ToolStats)> {
+        self.entries.iter().map(|(k, s)| (k, s))
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+impl PartialEq for Table {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self
+                .iter()
+                .all(|(k, s)| other.get(&Parts::of(k)) == Some(s))
+    }
+}
