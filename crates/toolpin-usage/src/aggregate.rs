@@ -6,7 +6,7 @@
 //! combine into what one pass over all of them gives.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::table::{Parts, Table};
 
@@ -48,15 +48,17 @@ impl Default for Limits {
 /// any duration from 1 ns to 584 years, in at most 3,776 buckets; values
 /// below 128 ns are exact. Fixed buckets (rather than a sample or t-digest)
 /// make `merge` exact and order-independent: merged shards give the same
-/// percentiles as one pass. Buckets are stored sparsely; a tool's calls
-/// usually touch a few hundred.
+/// percentiles as one pass. Buckets are stored densely from the lowest
+/// one used to the highest (a tool's calls usually span a few hundred).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LatencySketch {
     count: u64,
     sum: u128,
     min: u64,
     max: u64,
-    buckets: BTreeMap<u16, u64>,
+    /// The first bucket in `counts`.
+    base: u16,
+    counts: Vec<u64>,
 }
 
 const SUB_BITS: u32 = 6;
@@ -91,7 +93,22 @@ impl LatencySketch {
         self.max = self.max.max(nanos);
         self.count += 1;
         self.sum += u128::from(nanos);
-        *self.buckets.entry(bucket_of(nanos)).or_insert(0) += 1;
+        self.add(bucket_of(nanos), 1);
+    }
+
+    fn add(&mut self, bucket: u16, n: u64) {
+        if self.counts.is_empty() {
+            self.base = bucket;
+        } else if bucket < self.base {
+            let grow = usize::from(self.base - bucket);
+            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
+            self.base = bucket;
+        }
+        let i = usize::from(bucket - self.base);
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += n;
     }
 
     pub fn merge(&mut self, other: &LatencySketch) {
@@ -104,8 +121,10 @@ impl LatencySketch {
         self.max = self.max.max(other.max);
         self.count += other.count;
         self.sum += other.sum;
-        for (b, n) in &other.buckets {
-            *self.buckets.entry(*b).or_insert(0) += n;
+        for (i, n) in other.counts.iter().enumerate() {
+            if *n > 0 {
+                self.add(other.base + i as u16, *n);
+            }
         }
     }
 
@@ -144,10 +163,10 @@ impl LatencySketch {
             return Some(self.min);
         }
         let mut seen = 0;
-        for (b, n) in &self.buckets {
+        for (i, n) in self.counts.iter().enumerate() {
             seen += n;
             if seen >= rank {
-                let (low, width) = bucket_range(*b);
+                let (low, width) = bucket_range(self.base + i as u16);
                 let mid = low.saturating_add(width / 2);
                 return Some(mid.clamp(self.min, self.max));
             }
@@ -167,9 +186,10 @@ impl LatencySketch {
         self.quantile(0.99)
     }
 
-    /// Buckets in use (for memory accounting and tests).
+    /// Buckets held, from the lowest used to the highest (for memory
+    /// accounting and tests).
     pub fn buckets(&self) -> usize {
-        self.buckets.len()
+        self.counts.len()
     }
 }
 
@@ -180,8 +200,11 @@ pub struct ParamStats {
     /// `null` (a `null` is how many frameworks spell "not given").
     pub supplied: u64,
     /// Short string values and how often each was given: the enum
-    /// parameters' value distribution (capped, see [`Limits`]).
-    pub values: BTreeMap<String, u64>,
+    /// parameters' value distribution (capped, see [`Limits`]). A hash
+    /// map: a free-text parameter fills the cap, and every later value is
+    /// looked up among all of them (a B-tree's linear node search over
+    /// strings was the hottest part of ingesting).
+    pub values: HashMap<String, u64>,
     /// String values not counted by name: past the cap, or too long.
     pub other_values: u64,
     /// Values that were not strings (numbers, booleans, objects, arrays).
@@ -244,7 +267,7 @@ impl ToolStats {
 
 /// Adds `n` to `value` if it is counted by name, else to `other`.
 fn count_capped(
-    values: &mut BTreeMap<String, u64>,
+    values: &mut HashMap<String, u64>,
     other: &mut u64,
     value: &str,
     n: u64,
