@@ -14,7 +14,7 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -46,11 +46,13 @@ impl Rng {
 fn path() -> PathBuf {
     match std::env::var_os("TOOLPIN_BENCH_SPANS") {
         Some(p) => PathBuf::from(p),
-        None => std::env::temp_dir().join(format!("toolpin-usage-bench-{}.jsonl", std::process::id())),
+        None => {
+            std::env::temp_dir().join(format!("toolpin-usage-bench-{}.jsonl", std::process::id()))
+        }
     }
 }
 
-fn generate(path: &PathBuf) -> std::io::Result<u64> {
+fn generate(path: &Path) -> std::io::Result<u64> {
     let file = std::fs::File::create(path)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -115,7 +117,7 @@ fn rss() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-fn run(path: &PathBuf) -> (u64, u64, usize) {
+fn run(path: &Path) -> (u64, u64, usize) {
     let input = match Input::file(path, Format::OtlpJson) {
         Ok(i) => i,
         Err(e) => panic!("{}: {e}", path.display()),

@@ -203,8 +203,7 @@ pub fn parse_rfc3339(s: &str) -> Option<u64> {
         _ => return None,
     };
     let days = days_from_civil(year, month, day);
-    let seconds =
-        days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
     if seconds < 0 {
         return None;
     }

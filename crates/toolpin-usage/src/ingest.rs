@@ -299,12 +299,8 @@ pub fn ingest_one(
     report.inputs += 1;
     let mut lines = Lines::new(input.reader, options.max_line_bytes);
     let result = match input.format {
-        Format::OtlpJson => {
-            crate::span::read(&mut lines, &input.name, options, aggregates, report)
-        }
-        Format::Events => {
-            crate::events::read(&mut lines, &input.name, options, aggregates, report)
-        }
+        Format::OtlpJson => crate::span::read(&mut lines, &input.name, options, aggregates, report),
+        Format::Events => crate::events::read(&mut lines, &input.name, options, aggregates, report),
     };
     if let Err(e) = result {
         let name = &input.name;

@@ -225,7 +225,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Args<'a> {
                     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                         f.write_str("any value")
                     }
-                    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                    fn visit_borrowed_str<E: de::Error>(
+                        self,
+                        v: &'de str,
+                    ) -> Result<Self::Value, E> {
                         Ok(Member(ArgValue::Str(Cow::Borrowed(v))))
                     }
                     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
@@ -246,11 +249,17 @@ impl<'de: 'a, 'a> Deserialize<'de> for Args<'a> {
                     fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
                         Ok(Member(ArgValue::Other))
                     }
-                    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
+                    fn visit_seq<A: SeqAccess<'de>>(
+                        self,
+                        mut s: A,
+                    ) -> Result<Self::Value, A::Error> {
                         while s.next_element::<IgnoredAny>()?.is_some() {}
                         Ok(Member(ArgValue::Other))
                     }
-                    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                    fn visit_map<A: MapAccess<'de>>(
+                        self,
+                        mut m: A,
+                    ) -> Result<Self::Value, A::Error> {
                         while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                         Ok(Member(ArgValue::Other))
                     }
@@ -471,9 +480,7 @@ fn one_span(
             "toolpin.tool.fingerprint" => tool_fingerprint = v.text(),
             "gen_ai.agent.name" => agent = v.to_text(),
             "gen_ai.tool.call.arguments" => arguments = Some(v),
-            "deployment.environment.name" | "deployment.environment" => {
-                environment = v.to_text()
-            }
+            "deployment.environment.name" | "deployment.environment" => environment = v.to_text(),
             k if k == options.tenant_key => tenant = v.to_text(),
             _ => {}
         }

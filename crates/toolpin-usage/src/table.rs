@@ -85,7 +85,7 @@ pub(crate) struct Table {
 impl Default for Table {
     fn default() -> Self {
         Self {
-            seed: RandomState::new().hash_one(0x746f_6f6c_7069_6eu64),
+            seed: RandomState::new().hash_one(0x0074_6f6f_6c70_696e_u64),
             index: HashMap::default(),
             entries: Vec::new(),
         }

@@ -85,7 +85,11 @@ fn key(hour: u64, env: &str, tenant: &str, agent: &str, catalog: &str, tool: &st
 
 fn run(format: Format, text: &str, options: &Options) -> (Aggregates, IngestReport) {
     ingest(
-        [Input::new("input", format, io::Cursor::new(text.to_string()))],
+        [Input::new(
+            "input",
+            format,
+            io::Cursor::new(text.to_string()),
+        )],
         options,
     )
 }
@@ -227,11 +231,7 @@ fn collector_lines_give_exact_aggregates_and_every_problem_is_counted() {
         report.spans_seen,
         report.spans_other + report.spans_used + report.spans_rejected
     );
-    let counts: Vec<(Problem, u64)> = report
-        .problems
-        .iter()
-        .map(|(p, o)| (*p, o.count))
-        .collect();
+    let counts: Vec<(Problem, u64)> = report.problems.iter().map(|(p, o)| (*p, o.count)).collect();
     assert_eq!(
         counts,
         vec![
@@ -298,7 +298,10 @@ fn collector_lines_give_exact_aggregates_and_every_problem_is_counted() {
         .get(&key(HOUR + 1, "", "7", "support-bot", "", "refund"))
         .expect("the next hour, tenant from a numeric intValue, no catalog");
     assert_eq!(later.calls, 1);
-    assert_eq!(later.with_arguments, 0, "unreadable arguments are not counted");
+    assert_eq!(
+        later.with_arguments, 0,
+        "unreadable arguments are not counted"
+    );
     assert!(later.errors.is_empty());
 }
 
@@ -384,15 +387,32 @@ fn the_proxys_event_log_is_counted_by_kind() {
         2
     );
     assert_eq!(
-        events[&ev(HOUR, "drift", "orders", "refund", "schema.enum-removed", "cat1")],
+        events[&ev(
+            HOUR,
+            "drift",
+            "orders",
+            "refund",
+            "schema.enum-removed",
+            "cat1"
+        )],
         1
     );
     assert_eq!(
-        events[&ev(HOUR + 1, "finding", "orders", "refund", "result.unknown-enum-value", "cat1")],
+        events[&ev(
+            HOUR + 1,
+            "finding",
+            "orders",
+            "refund",
+            "result.unknown-enum-value",
+            "cat1"
+        )],
         1
     );
     assert_eq!(events[&ev(HOUR + 1, "refused-host", "", "", "", "")], 1);
-    assert_eq!(events[&ev(HOUR + 1, "from-the-future-version", "", "5", "", "")], 1);
+    assert_eq!(
+        events[&ev(HOUR + 1, "from-the-future-version", "", "5", "", "")],
+        1
+    );
     assert_eq!(agg.total_calls(), 0, "the proxy logs no event per call");
 }
 
@@ -487,7 +507,11 @@ fn merging_shards_equals_ingesting_everything_at_once() {
             .collect();
         let (together, _) = ingest(
             shards.iter().enumerate().map(|(k, t)| {
-                Input::new(format!("shard{k}"), Format::OtlpJson, io::Cursor::new(t.clone()))
+                Input::new(
+                    format!("shard{k}"),
+                    Format::OtlpJson,
+                    io::Cursor::new(t.clone()),
+                )
             }),
             &options,
         );
