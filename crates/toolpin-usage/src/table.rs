@@ -34,10 +34,6 @@ impl<'a> Parts<'a> {
         }
     }
 
-    fn matches(&self, key: &Key) -> bool {
-        self.hour == key.hour && self.strings == Parts::of(key).strings
-    }
-
     fn to_key(self) -> Key {
         let [environment, tenant, agent, catalog, tool] = self.strings.map(str::to_string);
         Key {
@@ -75,11 +71,45 @@ impl Hasher for Identity {
     }
 }
 
+/// One key: its statistics, and the key's parts packed into one
+/// allocation beside their lengths, so that confirming a lookup touches
+/// one string rather than five.
+#[derive(Clone, Debug)]
+struct Entry {
+    hash: u64,
+    packed: Box<str>,
+    lens: [u32; 5],
+    /// The next entry with the same hash, or `NONE`.
+    next: u32,
+    key: Key,
+    stats: ToolStats,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Entry {
+    fn matches(&self, hash: u64, parts: &Parts<'_>) -> bool {
+        if self.hash != hash || self.key.hour != parts.hour {
+            return false;
+        }
+        let mut at = 0;
+        for (s, len) in parts.strings.iter().zip(self.lens) {
+            let len = len as usize;
+            if s.len() != len || self.packed.get(at..at + len) != Some(*s) {
+                return false;
+            }
+            at += len;
+        }
+        true
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Table {
     seed: u64,
-    index: HashMap<u64, Vec<u32>, BuildHasherDefault<Identity>>,
-    entries: Vec<(Key, ToolStats)>,
+    /// Hash → the first entry with it.
+    index: HashMap<u64, u32, BuildHasherDefault<Identity>>,
+    entries: Vec<Entry>,
 }
 
 impl Default for Table {
@@ -111,37 +141,47 @@ impl Table {
         h
     }
 
+    fn find(&self, hash: u64, parts: &Parts<'_>) -> Option<usize> {
+        let mut i = *self.index.get(&hash)?;
+        while i != NONE {
+            let e = &self.entries[i as usize];
+            if e.matches(hash, parts) {
+                return Some(i as usize);
+            }
+            i = e.next;
+        }
+        None
+    }
+
     pub fn get(&self, parts: &Parts<'_>) -> Option<&ToolStats> {
-        let chain = self.index.get(&self.hash(parts))?;
-        chain
-            .iter()
-            .map(|&i| &self.entries[i as usize])
-            .find(|(k, _)| parts.matches(k))
-            .map(|(_, s)| s)
+        let i = self.find(self.hash(parts), parts)?;
+        Some(&self.entries[i].stats)
     }
 
     /// The statistics of `parts`, created empty if new.
     pub fn entry(&mut self, parts: &Parts<'_>) -> &mut ToolStats {
-        let h = self.hash(parts);
-        let chain = self.index.entry(h).or_default();
-        let found = chain
-            .iter()
-            .copied()
-            .find(|&i| parts.matches(&self.entries[i as usize].0));
-        let i = match found {
+        let hash = self.hash(parts);
+        let i = match self.find(hash, parts) {
             Some(i) => i,
             None => {
                 let i = self.entries.len() as u32;
-                self.entries.push((parts.to_key(), ToolStats::default()));
-                chain.push(i);
-                i
+                let next = self.index.insert(hash, i).unwrap_or(NONE);
+                self.entries.push(Entry {
+                    hash,
+                    packed: parts.strings.concat().into_boxed_str(),
+                    lens: parts.strings.map(|s| s.len() as u32),
+                    next,
+                    key: parts.to_key(),
+                    stats: ToolStats::default(),
+                });
+                i as usize
             }
         };
-        &mut self.entries[i as usize].1
+        &mut self.entries[i].stats
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Key, &ToolStats)> {
-        self.entries.iter().map(|(k, s)| (k, s))
+        self.entries.iter().map(|e| (&e.key, &e.stats))
     }
 
     pub fn len(&self) -> usize {
