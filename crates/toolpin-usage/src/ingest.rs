@@ -211,7 +211,7 @@ impl IngestReport {
         let o = self.problems.entry(problem).or_default();
         o.count += 1;
         if o.examples.len() < max {
-            o.examples.push(example());
+            o.examples.push(capped(example()));
         }
     }
 
@@ -274,6 +274,22 @@ impl fmt::Display for IngestReport {
         }
         Ok(())
     }
+}
+
+/// Longest example kept, in bytes: an example quotes a tool name or a
+/// parser message, and one absurd name must not make the report huge.
+pub const MAX_EXAMPLE: usize = 300;
+
+fn capped(mut s: String) -> String {
+    if s.len() > MAX_EXAMPLE {
+        let mut end = MAX_EXAMPLE;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push_str("...");
+    }
+    s
 }
 
 /// Reads every input into one set of aggregates.

@@ -582,6 +582,22 @@ fn overlong_lines_and_read_errors_are_reported_not_fatal() {
     let text = format!("{}\n{{}}\n", first_request());
     let (_, report) = run(Format::OtlpJson, &text, &options);
     assert_eq!(report.count(Problem::LineTooLong), 1);
+
+    // An absurd tool name is not quoted whole in the report.
+    let huge = "é".repeat(100_000);
+    let mut c = call("s1", &huge, "cat1", vec![], T0 * S + 1, 1);
+    c["endTimeUnixNano"] = json!((T0 * S).to_string());
+    let (_, r) = run(
+        Format::OtlpJson,
+        &request(vec![resource(vec![], vec![c])]),
+        &Options::default(),
+    );
+    let example = &r.problems[&Problem::EndBeforeStart].examples[0];
+    assert!(
+        example.len() <= 303 && example.ends_with("..."),
+        "{}",
+        example.len()
+    );
     assert_eq!(report.requests, 1, "{{}} is an empty request");
 
     /// Fails after its first line.
