@@ -161,6 +161,10 @@ impl Table {
     /// The statistics of `parts`, created empty if new.
     pub fn entry(&mut self, parts: &Parts<'_>) -> &mut ToolStats {
         let hash = self.hash(parts);
+        self.entry_hashed(hash, parts)
+    }
+
+    fn entry_hashed(&mut self, hash: u64, parts: &Parts<'_>) -> &mut ToolStats {
         let i = match self.find(hash, parts) {
             Some(i) => i,
             None => {
@@ -195,5 +199,39 @@ impl PartialEq for Table {
             && self
                 .iter()
                 .all(|(k, s)| other.get(&Parts::of(k)) == Some(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(tool: &str) -> Parts<'_> {
+        Parts {
+            hour: 1,
+            strings: ["prod", "", "agent", "cat", tool],
+        }
+    }
+
+    #[test]
+    fn colliding_keys_are_chained_apart() {
+        let mut t = Table::default();
+        for (n, tool) in ["a", "b", "c"].into_iter().enumerate() {
+            t.entry_hashed(7, &parts(tool)).calls = n as u64 + 1;
+        }
+        t.entry_hashed(7, &parts("b")).calls += 10;
+        assert_eq!(t.len(), 3);
+        let calls = |tool| t.find(7, &parts(tool)).map(|i| t.entries[i].stats.calls);
+        assert_eq!(
+            (calls("a"), calls("b"), calls("c")),
+            (Some(1), Some(12), Some(3))
+        );
+        assert_eq!(calls("d"), None);
+        // Parts are told apart by their lengths, not just their bytes.
+        let shifted = Parts {
+            hour: 1,
+            strings: ["pro", "d", "agent", "cat", "a"],
+        };
+        assert_eq!(t.find(7, &shifted), None);
     }
 }
