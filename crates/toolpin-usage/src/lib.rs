@@ -1,0 +1,19 @@
+//! Tool-usage aggregates (issue 19, point 2), first slice: streaming
+//! readers of OTLP/JSON span files ([`span`]) and of the proxy's event log
+//! ([`events`]), folded by [`ingest()`] into [`Aggregates`] (per hour,
+//! environment, tenant, agent, catalog fingerprint and tool: calls, error
+//! classes, a latency sketch, argument statistics) with an
+//! [`IngestReport`] that accounts for every line, span and event. No
+//! storage, no CLI, no network: docs/usage.md says what is still to come.
+
+pub mod aggregate;
+pub mod events;
+pub mod ingest;
+mod lines;
+pub mod span;
+mod table;
+
+pub use aggregate::{
+    Aggregates, ArgValue, Call, EventKey, Key, LatencySketch, Limits, ParamStats, ToolStats,
+};
+pub use ingest::{ingest, ingest_one, Format, IngestReport, Input, Occurrences, Options, Problem};
