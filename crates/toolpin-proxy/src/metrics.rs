@@ -23,6 +23,20 @@ const BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// `mcp.server.operation.duration` buckets, in seconds: the boundaries
+/// the MCP semantic conventions advise (docs/otel/mcp-semconv.json).
+pub const MCP_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// Most distinct `error_type` values kept per tool for
+/// `mcp_server_operation_duration_seconds` (an upstream picks its JSON-RPC
+/// codes); the others are counted as [`OTHER_ERROR_TYPE`].
+pub const MAX_ERROR_TYPES: usize = 16;
+
+/// The convention's fallback `error.type`.
+pub const OTHER_ERROR_TYPE: &str = "_OTHER";
+
 /// Most distinct values kept per (tool, parameter), so a free-text
 /// parameter mistaken for an enum cannot grow the registry without bound.
 const MAX_VALUES_PER_PARAMETER: usize = 64;
@@ -113,18 +127,27 @@ fn class_index(class: ErrorClass) -> usize {
 /// count first and the buckets from the widest down, and `/metrics` reads
 /// the buckets from the narrowest up and the count last, so a scrape during
 /// a call never sees a bucket above a wider one or above the count.
-#[derive(Default)]
-struct Histogram {
-    counts: [AtomicU64; BUCKETS.len()],
+struct Histogram<const N: usize = { BUCKETS.len() }> {
+    counts: [AtomicU64; N],
     count: AtomicU64,
     /// An `f64`, as its bits.
     sum: AtomicU64,
 }
 
-impl Histogram {
-    fn observe(&self, seconds: f64) {
+impl<const N: usize> Default for Histogram<N> {
+    fn default() -> Self {
+        Self {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            count: AtomicU64::new(0),
+            sum: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<const N: usize> Histogram<N> {
+    fn observe(&self, bounds: &[f64; N], seconds: f64) {
         self.count.fetch_add(1, Ordering::SeqCst);
-        for (i, bound) in BUCKETS.iter().enumerate().rev() {
+        for (i, bound) in bounds.iter().enumerate().rev() {
             if seconds <= *bound {
                 self.counts[i].fetch_add(1, Ordering::SeqCst);
             }
@@ -151,18 +174,53 @@ struct ToolStats {
     /// By class, in [`CLASSES`] order.
     errors: [AtomicU64; CLASSES.len()],
     latency: Histogram,
+    /// `mcp.server.operation.duration` of the calls that succeeded.
+    mcp_ok: Histogram<{ MCP_BUCKETS.len() }>,
+    /// … and of those that failed, by `error.type` (at most
+    /// [`MAX_ERROR_TYPES`] of them, then [`OTHER_ERROR_TYPE`]). A few
+    /// entries: a scan under a read lock, taken only on failed calls.
+    mcp_errors: RwLock<Vec<(String, Histogram<{ MCP_BUCKETS.len() }>)>>,
 }
 
 impl ToolStats {
-    fn record(&self, seconds: f64, error: Option<ErrorClass>) {
+    fn record(&self, seconds: f64, error: Option<(ErrorClass, &str)>) {
         match error {
-            None => self.ok.fetch_add(1, Ordering::Relaxed),
-            Some(class) => {
+            None => {
+                self.ok.fetch_add(1, Ordering::Relaxed);
+                self.mcp_ok.observe(&MCP_BUCKETS, seconds);
+            }
+            Some((class, error_type)) => {
                 self.errors[class_index(class)].fetch_add(1, Ordering::Relaxed);
-                self.error.fetch_add(1, Ordering::Relaxed)
+                self.error.fetch_add(1, Ordering::Relaxed);
+                self.mcp_error(seconds, &bounded(error_type));
             }
         };
-        self.latency.observe(seconds);
+        self.latency.observe(&BUCKETS, seconds);
+    }
+
+    fn mcp_error(&self, seconds: f64, error_type: &str) {
+        if let Ok(errors) = self.mcp_errors.read() {
+            if let Some((_, h)) = errors.iter().find(|(t, _)| t == error_type) {
+                h.observe(&MCP_BUCKETS, seconds);
+                return;
+            }
+        }
+        let Ok(mut errors) = self.mcp_errors.write() else {
+            return;
+        };
+        let name = if errors.iter().any(|(t, _)| t == error_type)
+            || errors.len() < MAX_ERROR_TYPES
+        {
+            error_type
+        } else {
+            OTHER_ERROR_TYPE
+        };
+        if !errors.iter().any(|(t, _)| t == name) {
+            errors.push((name.to_string(), Histogram::default()));
+        }
+        if let Some((_, h)) = errors.iter().find(|(t, _)| t == name) {
+            h.observe(&MCP_BUCKETS, seconds);
+        }
     }
 }
 
@@ -207,8 +265,22 @@ impl Metrics {
         }
     }
 
-    /// One finished call: `error` is `None` on success.
+    /// One finished call: `error` is `None` on success. Its
+    /// `mcp_server_operation_duration_seconds` error type is the class;
+    /// see [`Metrics::call_as`] for another.
     pub fn call(&self, server: &str, tool: &str, seconds: f64, error: Option<ErrorClass>) {
+        self.call_as(server, tool, seconds, error.map(|c| (c, c.name())));
+    }
+
+    /// One finished call: `error` is its class and its `error.type` (the
+    /// JSON-RPC code, `tool_error`, a refusal's rule), `None` on success.
+    pub fn call_as(
+        &self,
+        server: &str,
+        tool: &str,
+        seconds: f64,
+        error: Option<(ErrorClass, &str)>,
+    ) {
         let server = bounded(server);
         let tool = bounded(tool);
         // `server=""`: a name the catalog does not serve, chosen by the agent.
@@ -255,7 +327,7 @@ impl Metrics {
 
     /// A call refused before it reached upstream.
     pub fn refused(&self, server: &str, tool: &str, rule: &str) {
-        self.call(server, tool, 0.0, Some(ErrorClass::Validation));
+        self.call_as(server, tool, 0.0, Some((ErrorClass::Validation, rule)));
         self.finding(rule);
     }
 
@@ -422,6 +494,7 @@ impl Metrics {
                 count
             );
         }
+        render_mcp_duration(&mut out, &stats);
         let _ = writeln!(out, "# HELP toolpin_tool_argument_values_total Enum argument values passed, by tool and parameter.\n# TYPE toolpin_tool_argument_values_total counter");
         for ((tool, param, value), n) in arguments.iter() {
             let n = n.load(Ordering::Relaxed);
@@ -471,6 +544,69 @@ impl Metrics {
             self.export.failures()
         );
         out
+    }
+}
+
+/// `mcp_server_operation_duration_seconds`: the convention's
+/// `mcp.server.operation.duration` histogram, by tool and error type. The
+/// same tool name under two servers (a served tool, and a refusal of the
+/// name once withdrawn) is one series: summed here, at scrape time.
+fn render_mcp_duration(out: &mut String, stats: &[(&str, &str, &ToolStats)]) {
+    type Sums = ([u64; MCP_BUCKETS.len()], u64, f64);
+    let mut series: BTreeMap<(&str, Option<String>), Sums> = BTreeMap::new();
+    for (_, tool, t) in stats {
+        // Buckets first, the count last (see `Histogram`).
+        let mut take = |error_type: Option<String>, h: &Histogram<{ MCP_BUCKETS.len() }>| {
+            let counts: [u64; MCP_BUCKETS.len()] =
+                std::array::from_fn(|i| h.counts[i].load(Ordering::SeqCst));
+            let sum = f64::from_bits(h.sum.load(Ordering::SeqCst));
+            let count = h.count.load(Ordering::SeqCst);
+            if count == 0 {
+                return;
+            }
+            let e = series
+                .entry((*tool, error_type))
+                .or_insert(([0; MCP_BUCKETS.len()], 0, 0.0));
+            for (have, more) in e.0.iter_mut().zip(counts) {
+                *have += more;
+            }
+            e.1 += count;
+            e.2 += sum;
+        };
+        take(None, &t.mcp_ok);
+        if let Ok(errors) = t.mcp_errors.read() {
+            for (error_type, h) in errors.iter() {
+                take(Some(error_type.clone()), h);
+            }
+        }
+    }
+    let _ = writeln!(out, "# HELP mcp_server_operation_duration_seconds MCP request duration as observed on the receiver (mcp.server.operation.duration), tools/call only.\n# TYPE mcp_server_operation_duration_seconds histogram");
+    for ((tool, error_type), (counts, count, sum)) in &series {
+        let mut labels = format!(
+            "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{}\"",
+            label(tool)
+        );
+        if let Some(e) = error_type {
+            let _ = write!(labels, ",error_type=\"{}\"", label(e));
+        }
+        for (bound, n) in MCP_BUCKETS.iter().zip(counts) {
+            let _ = writeln!(
+                out,
+                "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            out,
+            "mcp_server_operation_duration_seconds_sum{{{labels}}} {sum}"
+        );
+        let _ = writeln!(
+            out,
+            "mcp_server_operation_duration_seconds_count{{{labels}}} {count}"
+        );
     }
 }
 
