@@ -667,6 +667,73 @@ mod tests {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
+    /// The convention's histogram beside toolpin's own: its buckets, its
+    /// labels, the error type only on failed calls, a bounded number of
+    /// error types per tool, and one series for a tool name seen under two
+    /// servers.
+    #[test]
+    fn mcp_server_operation_duration_follows_the_convention() {
+        let m = Metrics::default();
+        m.call("orders", "search", 0.015, None);
+        m.call_as(
+            "orders",
+            "search",
+            0.3,
+            Some((ErrorClass::Upstream, "-32602")),
+        );
+        m.call_as(
+            "orders",
+            "search",
+            0.3,
+            Some((ErrorClass::Upstream, "tool_error")),
+        );
+        m.refused("orders", "search", "invalid-arguments");
+        m.refused("", "search", "invalid-arguments");
+        for code in 0..40 {
+            m.call_as(
+                "orders",
+                "get",
+                1.0,
+                Some((ErrorClass::Upstream, &code.to_string())),
+            );
+        }
+        let text = m.render("abc");
+        for needle in [
+            "# TYPE mcp_server_operation_duration_seconds histogram",
+            "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",le=\"0.01\"} 0",
+            "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",le=\"0.02\"} 1",
+            "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",le=\"300\"} 1",
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\"} 1",
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",error_type=\"-32602\"} 1",
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",error_type=\"tool_error\"} 1",
+            // Two servers, one series.
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",error_type=\"invalid-arguments\"} 2",
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get\",error_type=\"_OTHER\"} 24",
+            // toolpin's own histogram is unchanged.
+            "toolpin_tool_call_duration_seconds_bucket{server=\"orders\",tool=\"search\",le=\"0.0005\"} 2",
+        ] {
+            assert!(text.contains(needle), "{needle} not in\n{text}");
+        }
+        let get_series = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("mcp_server_operation_duration_seconds_count{")
+                    && l.contains("gen_ai_tool_name=\"get\"")
+            })
+            .count();
+        assert_eq!(get_series, MAX_ERROR_TYPES + 1);
+        let bounds: Vec<f64> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("mcp_server_operation_duration_seconds_bucket{")
+                    && l.contains("error_type=\"tool_error\"")
+                    && !l.contains("+Inf")
+            })
+            .filter_map(|l| l.split("le=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect();
+        assert_eq!(bounds, MCP_BUCKETS);
+    }
+
     /// Refused calls to tools the catalog does not serve: the first
     /// `MAX_UNSERVED_TOOLS` names have series of their own, every other
     /// name is counted as `unknown`.
