@@ -239,8 +239,7 @@ impl ToolStats {
         let Ok(mut errors) = self.mcp_errors.write() else {
             return;
         };
-        let name = if errors.iter().any(|(t, _)| t == error_type)
-            || errors.len() < MAX_ERROR_TYPES
+        let name = if errors.iter().any(|(t, _)| t == error_type) || errors.len() < MAX_ERROR_TYPES
         {
             error_type
         } else {

@@ -586,8 +586,7 @@ impl Session {
             }
         };
         let name = call.name().to_string();
-        let Some((route, upstream_args)) = self.admit(&id, &name, arguments, || call.meta())
-        else {
+        let Some((route, upstream_args)) = self.admit(&id, &name, arguments, || call.meta()) else {
             return;
         };
         let server = route.server.clone();
@@ -1421,9 +1420,7 @@ impl Session {
     ) -> Option<(ErrorClass, std::borrow::Cow<'static, str>)> {
         let seconds = started.elapsed().as_secs_f64();
         let catalog = self.proxy.catalog_hex.as_str();
-        let error: Option<(ErrorClass, std::borrow::Cow<'static, str>)> = if reply
-            .error()
-            .is_some()
+        let error: Option<(ErrorClass, std::borrow::Cow<'static, str>)> = if reply.error().is_some()
         {
             let (code, message) = reply.error_code_message().unwrap_or((None, String::new()));
             let error_type = match code {

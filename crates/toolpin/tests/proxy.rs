@@ -2606,7 +2606,10 @@ fn wait_spans(received: &mpsc::Receiver<(String, Value)>, n: usize, limit: Durat
                     }
                 }
             }
-            Err(_) => panic!("{} of {n} spans exported within {limit:?}: {spans:#?}", spans.len()),
+            Err(_) => panic!(
+                "{} of {n} spans exported within {limit:?}: {spans:#?}",
+                spans.len()
+            ),
         }
     }
     spans
@@ -2619,8 +2622,13 @@ fn wait_spans(received: &mpsc::Receiver<(String, Value)>, n: usize, limit: Durat
 /// `rpc.response.status_code` on those answered with a JSON-RPC error).
 #[track_caller]
 fn assert_conventional(spans: &[Value], semconv: &Value) {
-    let attributes = semconv["span"]["attributes"].as_array().expect("span attributes");
-    let known: Vec<&str> = attributes.iter().filter_map(|a| a["name"].as_str()).collect();
+    let attributes = semconv["span"]["attributes"]
+        .as_array()
+        .expect("span attributes");
+    let known: Vec<&str> = attributes
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
     for span in spans {
         let keys: Vec<&str> = span["attributes"]
             .as_array()
@@ -2651,7 +2659,10 @@ fn assert_conventional(spans: &[Value], semconv: &Value) {
             }
         }
         if has_code {
-            assert!(failed, "a status code on a span that did not fail: {span:#}");
+            assert!(
+                failed,
+                "a status code on a span that did not fail: {span:#}"
+            );
         }
     }
 }
@@ -2662,7 +2673,10 @@ fn assert_conventional(spans: &[Value], semconv: &Value) {
 fn assert_conventional_metrics(body: &str, semconv: &Value) {
     let metrics = semconv["metrics"].as_array().expect("metrics");
     let mut seen = Vec::new();
-    for line in body.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let name = line.split(['{', ' ']).next().unwrap_or_default();
         if name.starts_with("toolpin_") {
             continue;
@@ -2671,7 +2685,9 @@ fn assert_conventional_metrics(body: &str, semconv: &Value) {
             .iter()
             .find(|m| {
                 let base = m["prometheus"].as_str().unwrap_or_default();
-                ["_bucket", "_sum", "_count"].iter().any(|s| name == format!("{base}{s}"))
+                ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .any(|s| name == format!("{base}{s}"))
             })
             .unwrap_or_else(|| panic!("{name} is neither the convention's nor toolpin's: {line}"));
         let labels: Vec<String> = metric["attributes"]
@@ -2722,17 +2738,21 @@ fn conventions_spans_and_metrics_use_the_names_kept_in_docs_otel() {
     let mut sc = Scenario::new();
     let mut tools = order_tools();
     for name in ["broken", "vanishing"] {
-        tools["tools"]
-            .as_array_mut()
-            .expect("tools")
-            .push(tool(name, "A tool.", json!({"type": "object", "properties": {}})));
+        tools["tools"].as_array_mut().expect("tools").push(tool(
+            name,
+            "A tool.",
+            json!({"type": "object", "properties": {}}),
+        ));
     }
     tools["behaviors"] = json!({"broken": "tool_error"});
     let command = sc.scripted("tools.json", &tools);
     let lock = sc.lock(&format!(
         "[servers.shop]\ncommand = {command}\n[proxy]\nvalidation = \"enforce\"\n"
     ));
-    let catalog = lock["fingerprint"].as_str().expect("fingerprint").to_string();
+    let catalog = lock["fingerprint"]
+        .as_str()
+        .expect("fingerprint")
+        .to_string();
     // The upstream no longer has `vanishing`: it answers its call with a
     // JSON-RPC error (-32602).
     tools["tools"]
@@ -2773,7 +2793,10 @@ fn conventions_spans_and_metrics_use_the_names_kept_in_docs_otel() {
     assert!(span_attr(ok, "mcp.protocol.version").is_some(), "{ok:#}");
     assert!(span_attr(ok, "jsonrpc.request.id").is_some(), "{ok:#}");
     assert_eq!(span_attr(ok, "gen_ai.operation.name"), Some("execute_tool"));
-    assert_eq!(span_attr(ok, "toolpin.catalog.fingerprint"), Some(catalog.as_str()));
+    assert_eq!(
+        span_attr(ok, "toolpin.catalog.fingerprint"),
+        Some(catalog.as_str())
+    );
     assert_eq!(
         span_attr(ok, "toolpin.tool.fingerprint"),
         lock["servers"]["shop"]["tools"]["order"]["fingerprint"].as_str()
@@ -2781,14 +2804,36 @@ fn conventions_spans_and_metrics_use_the_names_kept_in_docs_otel() {
     let tool_error = by("broken", Some("tool_error"));
     assert_eq!(span_attr(tool_error, "rpc.response.status_code"), None);
     let rpc_error = by("vanishing", Some("-32602"));
-    assert_eq!(span_attr(rpc_error, "rpc.response.status_code"), Some("-32602"));
-    for (tool, rule) in [("order", "invalid-arguments"), ("not_pinned", "unknown-tool-called")] {
+    assert_eq!(
+        span_attr(rpc_error, "rpc.response.status_code"),
+        Some("-32602")
+    );
+    for (tool, rule) in [
+        ("order", "invalid-arguments"),
+        ("not_pinned", "unknown-tool-called"),
+    ] {
         let refused = by(tool, Some(rule));
-        assert_eq!(span_attr(refused, "rpc.response.status_code"), Some("-32602"), "{refused:#}");
-        assert_eq!(span_attr(refused, "toolpin.error.class"), Some("validation"));
-        assert_eq!(span_attr(refused, "toolpin.catalog.fingerprint"), Some(catalog.as_str()));
+        assert_eq!(
+            span_attr(refused, "rpc.response.status_code"),
+            Some("-32602"),
+            "{refused:#}"
+        );
+        assert_eq!(
+            span_attr(refused, "toolpin.error.class"),
+            Some("validation")
+        );
+        assert_eq!(
+            span_attr(refused, "toolpin.catalog.fingerprint"),
+            Some(catalog.as_str())
+        );
     }
-    assert_eq!(span_attr(by("not_pinned", Some("unknown-tool-called")), "toolpin.server"), None);
+    assert_eq!(
+        span_attr(
+            by("not_pinned", Some("unknown-tool-called")),
+            "toolpin.server"
+        ),
+        None
+    );
 
     assert_conventional_metrics(&body, &semconv);
     for needle in [
@@ -2828,9 +2873,21 @@ fn conventions_http_spans_name_the_session_and_transport() {
     let spans = wait_spans(&received, 2, Duration::from_secs(10));
     assert_conventional(&spans, &semconv);
     for span in &spans {
-        assert_eq!(span_attr(span, "network.transport"), Some("tcp"), "{span:#}");
-        assert_eq!(span_attr(span, "network.protocol.name"), Some("http"), "{span:#}");
-        assert_eq!(span_attr(span, "network.protocol.version"), Some("1.1"), "{span:#}");
+        assert_eq!(
+            span_attr(span, "network.transport"),
+            Some("tcp"),
+            "{span:#}"
+        );
+        assert_eq!(
+            span_attr(span, "network.protocol.name"),
+            Some("http"),
+            "{span:#}"
+        );
+        assert_eq!(
+            span_attr(span, "network.protocol.version"),
+            Some("1.1"),
+            "{span:#}"
+        );
         let session = span_attr(span, "mcp.session.id").unwrap_or_default();
         assert!(!session.is_empty(), "{span:#}");
         assert!(span_attr(span, "jsonrpc.request.id").is_some(), "{span:#}");

@@ -94,7 +94,7 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
     text = json.dumps({"tool": params.name, "arguments": arguments}, sort_keys=True)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
-        isError=behavior == "tool_error",
+        is_error=behavior == "tool_error",
     )
 
 
