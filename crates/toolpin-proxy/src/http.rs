@@ -306,14 +306,33 @@ struct HttpSession {
 const MAX_BACKLOG: usize = 1000;
 
 impl HttpSession {
-    fn new(proxy: &Arc<Proxy>, shared: bool) -> Arc<Self> {
+    /// `session_id`: the `Mcp-Session-Id` it is known by (none for the
+    /// session the stateless clients share).
+    fn new(proxy: &Arc<Proxy>, shared: bool, session_id: Option<String>) -> Arc<Self> {
         let (to_client, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
-        let session = Session::start(Arc::clone(proxy), to_client);
         let streams = Arc::new(Mutex::new(Streams {
             shared,
-            session: Arc::downgrade(&session),
             ..Streams::default()
         }));
+        // The spans name a request by the agent's id, not the front's.
+        let ids = Arc::downgrade(&streams);
+        let agent_id = move |front: &Value| -> Option<Value> {
+            let n = front.as_u64()?;
+            let streams = ids.upgrade()?;
+            let streams = streams.lock().ok()?;
+            streams.posts.get(&n).map(|w| w.agent_id.clone())
+        };
+        let link = crate::telemetry::Link {
+            transport: "tcp",
+            // The front speaks HTTP/1.1 only (`http1::Builder`).
+            protocol: Some(("http", "1.1")),
+            session_id,
+            agent_id: Some(Arc::new(agent_id)),
+        };
+        let session = Session::start(Arc::clone(proxy), to_client, link);
+        if let Ok(mut s) = streams.lock() {
+            s.session = Arc::downgrade(&session);
+        }
         let routing = Arc::clone(&streams);
         tokio::spawn(async move {
             while let Some(message) = outgoing.recv().await {
@@ -889,7 +908,7 @@ impl Front {
             return Err(m.len());
         }
         let id = new_session_id();
-        let s = HttpSession::new(&self.proxy, false);
+        let s = HttpSession::new(&self.proxy, false, Some(id.clone()));
         m.insert(id.clone(), Arc::clone(&s));
         Ok((id, s))
     }
@@ -1155,7 +1174,7 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         let proxy = Arc::clone(&front.proxy);
         let s = front
             .stateless
-            .get_or_init(|| async move { HttpSession::new(&proxy, true) })
+            .get_or_init(|| async move { HttpSession::new(&proxy, true, None) })
             .await;
         (None, Arc::clone(s))
     } else if let Some(s) = front

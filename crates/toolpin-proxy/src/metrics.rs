@@ -23,6 +23,20 @@ const BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// `mcp.server.operation.duration` buckets, in seconds: the boundaries
+/// the MCP semantic conventions advise (docs/otel/mcp-semconv.json).
+pub const MCP_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// Most distinct `error_type` values kept per tool for
+/// `mcp_server_operation_duration_seconds` (an upstream picks its JSON-RPC
+/// codes); the others are counted as [`OTHER_ERROR_TYPE`].
+pub const MAX_ERROR_TYPES: usize = 16;
+
+/// The convention's fallback `error.type`.
+pub const OTHER_ERROR_TYPE: &str = "_OTHER";
+
 /// Most distinct values kept per (tool, parameter), so a free-text
 /// parameter mistaken for an enum cannot grow the registry without bound.
 const MAX_VALUES_PER_PARAMETER: usize = 64;
@@ -143,6 +157,46 @@ impl Histogram {
     }
 }
 
+/// The `mcp.server.operation.duration` histogram of one series: a count
+/// per bucket (not cumulative: a call adds to one counter, not to every
+/// bucket above it), made cumulative at scrape time, where the `+Inf`
+/// count is their total, so a scrape is always consistent.
+struct McpHistogram {
+    /// By bucket of [`MCP_BUCKETS`], then above the last.
+    counts: [AtomicU64; MCP_BUCKETS.len() + 1],
+    /// An `f64`, as its bits.
+    sum: AtomicU64,
+}
+
+impl Default for McpHistogram {
+    fn default() -> Self {
+        Self {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum: AtomicU64::new(0),
+        }
+    }
+}
+
+impl McpHistogram {
+    fn observe(&self, seconds: f64) {
+        let bucket = MCP_BUCKETS.partition_point(|bound| *bound < seconds);
+        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        add_f64(&self.sum, seconds);
+    }
+}
+
+/// Adds to an `f64` kept as the bits of an `AtomicU64`.
+fn add_f64(sum: &AtomicU64, x: f64) {
+    let mut current = sum.load(Ordering::Relaxed);
+    loop {
+        let next = (f64::from_bits(current) + x).to_bits();
+        match sum.compare_exchange_weak(current, next, Ordering::SeqCst, Ordering::Relaxed) {
+            Ok(_) => break,
+            Err(seen) => current = seen,
+        }
+    }
+}
+
 /// One tool's calls.
 #[derive(Default)]
 struct ToolStats {
@@ -151,18 +205,52 @@ struct ToolStats {
     /// By class, in [`CLASSES`] order.
     errors: [AtomicU64; CLASSES.len()],
     latency: Histogram,
+    /// `mcp.server.operation.duration` of the calls that succeeded.
+    mcp_ok: McpHistogram,
+    /// … and of those that failed, by `error.type` (at most
+    /// [`MAX_ERROR_TYPES`] of them, then [`OTHER_ERROR_TYPE`]). A few
+    /// entries: a scan under a read lock, taken only on failed calls.
+    mcp_errors: RwLock<Vec<(String, McpHistogram)>>,
 }
 
 impl ToolStats {
-    fn record(&self, seconds: f64, error: Option<ErrorClass>) {
+    fn record(&self, seconds: f64, error: Option<(ErrorClass, &str)>) {
         match error {
-            None => self.ok.fetch_add(1, Ordering::Relaxed),
-            Some(class) => {
+            None => {
+                self.ok.fetch_add(1, Ordering::Relaxed);
+                self.mcp_ok.observe(seconds);
+            }
+            Some((class, error_type)) => {
                 self.errors[class_index(class)].fetch_add(1, Ordering::Relaxed);
-                self.error.fetch_add(1, Ordering::Relaxed)
+                self.error.fetch_add(1, Ordering::Relaxed);
+                self.mcp_error(seconds, &bounded(error_type));
             }
         };
         self.latency.observe(seconds);
+    }
+
+    fn mcp_error(&self, seconds: f64, error_type: &str) {
+        if let Ok(errors) = self.mcp_errors.read() {
+            if let Some((_, h)) = errors.iter().find(|(t, _)| t == error_type) {
+                h.observe(seconds);
+                return;
+            }
+        }
+        let Ok(mut errors) = self.mcp_errors.write() else {
+            return;
+        };
+        let name = if errors.iter().any(|(t, _)| t == error_type) || errors.len() < MAX_ERROR_TYPES
+        {
+            error_type
+        } else {
+            OTHER_ERROR_TYPE
+        };
+        if !errors.iter().any(|(t, _)| t == name) {
+            errors.push((name.to_string(), McpHistogram::default()));
+        }
+        if let Some((_, h)) = errors.iter().find(|(t, _)| t == name) {
+            h.observe(seconds);
+        }
     }
 }
 
@@ -207,8 +295,22 @@ impl Metrics {
         }
     }
 
-    /// One finished call: `error` is `None` on success.
+    /// One finished call: `error` is `None` on success. Its
+    /// `mcp_server_operation_duration_seconds` error type is the class;
+    /// see [`Metrics::call_as`] for another.
     pub fn call(&self, server: &str, tool: &str, seconds: f64, error: Option<ErrorClass>) {
+        self.call_as(server, tool, seconds, error.map(|c| (c, c.name())));
+    }
+
+    /// One finished call: `error` is its class and its `error.type` (the
+    /// JSON-RPC code, `tool_error`, a refusal's rule), `None` on success.
+    pub fn call_as(
+        &self,
+        server: &str,
+        tool: &str,
+        seconds: f64,
+        error: Option<(ErrorClass, &str)>,
+    ) {
         let server = bounded(server);
         let tool = bounded(tool);
         // `server=""`: a name the catalog does not serve, chosen by the agent.
@@ -255,7 +357,7 @@ impl Metrics {
 
     /// A call refused before it reached upstream.
     pub fn refused(&self, server: &str, tool: &str, rule: &str) {
-        self.call(server, tool, 0.0, Some(ErrorClass::Validation));
+        self.call_as(server, tool, 0.0, Some((ErrorClass::Validation, rule)));
         self.finding(rule);
     }
 
@@ -422,6 +524,7 @@ impl Metrics {
                 count
             );
         }
+        render_mcp_duration(&mut out, &stats);
         let _ = writeln!(out, "# HELP toolpin_tool_argument_values_total Enum argument values passed, by tool and parameter.\n# TYPE toolpin_tool_argument_values_total counter");
         for ((tool, param, value), n) in arguments.iter() {
             let n = n.load(Ordering::Relaxed);
@@ -471,6 +574,69 @@ impl Metrics {
             self.export.failures()
         );
         out
+    }
+}
+
+/// `mcp_server_operation_duration_seconds`: the convention's
+/// `mcp.server.operation.duration` histogram, by tool and error type. The
+/// same tool name under two servers (a served tool, and a refusal of the
+/// name once withdrawn) is one series: summed here, at scrape time.
+fn render_mcp_duration(out: &mut String, stats: &[(&str, &str, &ToolStats)]) {
+    type Sums = ([u64; MCP_BUCKETS.len() + 1], f64);
+    let mut series: BTreeMap<(&str, Option<String>), Sums> = BTreeMap::new();
+    for (_, tool, t) in stats {
+        let mut take = |error_type: Option<String>, h: &McpHistogram| {
+            let counts: [u64; MCP_BUCKETS.len() + 1] =
+                std::array::from_fn(|i| h.counts[i].load(Ordering::Relaxed));
+            if counts.iter().all(|n| *n == 0) {
+                return;
+            }
+            let sum = f64::from_bits(h.sum.load(Ordering::Relaxed));
+            let e = series
+                .entry((*tool, error_type))
+                .or_insert(([0; MCP_BUCKETS.len() + 1], 0.0));
+            for (have, more) in e.0.iter_mut().zip(counts) {
+                *have += more;
+            }
+            e.1 += sum;
+        };
+        take(None, &t.mcp_ok);
+        if let Ok(errors) = t.mcp_errors.read() {
+            for (error_type, h) in errors.iter() {
+                take(Some(error_type.clone()), h);
+            }
+        }
+    }
+    let _ = writeln!(out, "# HELP mcp_server_operation_duration_seconds MCP request duration as observed on the receiver (mcp.server.operation.duration), tools/call only.\n# TYPE mcp_server_operation_duration_seconds histogram");
+    for ((tool, error_type), (counts, sum)) in &series {
+        let mut labels = format!(
+            "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{}\"",
+            label(tool)
+        );
+        if let Some(e) = error_type {
+            let _ = write!(labels, ",error_type=\"{}\"", label(e));
+        }
+        let mut cumulative = 0;
+        for (bound, n) in MCP_BUCKETS.iter().zip(counts) {
+            cumulative += n;
+            let _ = writeln!(
+                out,
+                "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"{bound}\"}} {cumulative}"
+            );
+        }
+        let count = cumulative + counts[MCP_BUCKETS.len()];
+        let _ = writeln!(
+            out,
+            "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            out,
+            "mcp_server_operation_duration_seconds_sum{{{labels}}} {sum}"
+        );
+        let _ = writeln!(
+            out,
+            "mcp_server_operation_duration_seconds_count{{{labels}}} {count}"
+        );
     }
 }
 
@@ -531,6 +697,73 @@ mod tests {
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 
+    /// The convention's histogram beside toolpin's own: its buckets, its
+    /// labels, the error type only on failed calls, a bounded number of
+    /// error types per tool, and one series for a tool name seen under two
+    /// servers.
+    #[test]
+    fn mcp_server_operation_duration_follows_the_convention() {
+        let m = Metrics::default();
+        m.call("orders", "search", 0.015, None);
+        m.call_as(
+            "orders",
+            "search",
+            0.3,
+            Some((ErrorClass::Upstream, "-32602")),
+        );
+        m.call_as(
+            "orders",
+            "search",
+            0.3,
+            Some((ErrorClass::Upstream, "tool_error")),
+        );
+        m.refused("orders", "search", "invalid-arguments");
+        m.refused("", "search", "invalid-arguments");
+        for code in 0..40 {
+            m.call_as(
+                "orders",
+                "get",
+                1.0,
+                Some((ErrorClass::Upstream, &code.to_string())),
+            );
+        }
+        let text = m.render("abc");
+        for needle in [
+            "# TYPE mcp_server_operation_duration_seconds histogram",
+            "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",le=\"0.01\"} 0",
+            "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",le=\"0.02\"} 1",
+            "mcp_server_operation_duration_seconds_bucket{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",le=\"300\"} 1",
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\"} 1",
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",error_type=\"-32602\"} 1",
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",error_type=\"tool_error\"} 1",
+            // Two servers, one series.
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"search\",error_type=\"invalid-arguments\"} 2",
+            "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"get\",error_type=\"_OTHER\"} 24",
+            // toolpin's own histogram is unchanged.
+            "toolpin_tool_call_duration_seconds_bucket{server=\"orders\",tool=\"search\",le=\"0.0005\"} 1",
+        ] {
+            assert!(text.contains(needle), "{needle} not in\n{text}");
+        }
+        let get_series = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("mcp_server_operation_duration_seconds_count{")
+                    && l.contains("gen_ai_tool_name=\"get\"")
+            })
+            .count();
+        assert_eq!(get_series, MAX_ERROR_TYPES + 1);
+        let bounds: Vec<f64> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("mcp_server_operation_duration_seconds_bucket{")
+                    && l.contains("error_type=\"tool_error\"")
+                    && !l.contains("+Inf")
+            })
+            .filter_map(|l| l.split("le=\"").nth(1)?.split('"').next()?.parse().ok())
+            .collect();
+        assert_eq!(bounds, MCP_BUCKETS);
+    }
+
     /// Refused calls to tools the catalog does not serve: the first
     /// `MAX_UNSERVED_TOOLS` names have series of their own, every other
     /// name is counted as `unknown`.
@@ -572,7 +805,9 @@ mod tests {
             &json!({"status": "x".repeat(1 << 20)}),
         );
         let text = m.render("abc");
-        assert!(text.len() < 8_000, "{} bytes", text.len());
+        // About 40 lines name the cut tool (toolpin's series and the 17 of
+        // mcp_server_operation_duration_seconds): bounded, whatever its length.
+        assert!(text.len() < 16_000, "{} bytes", text.len());
         let cut = format!("{}...", "é".repeat(62));
         assert_eq!(cut.len(), 127);
         assert!(text.contains(&format!(

@@ -120,6 +120,10 @@ pub struct Session {
     /// Wakes the deadline ticker when a call is relayed (and when the
     /// session ends, so that it stops).
     ticking: Arc<tokio::sync::Notify>,
+    /// How the agent is connected (for the spans).
+    link: crate::telemetry::Link,
+    /// The MCP revision answered to `initialize` (for the spans).
+    negotiated: Mutex<Option<String>>,
 }
 
 impl Drop for Session {
@@ -152,8 +156,13 @@ fn result_response(id: &Value, result: Value) -> Value {
 }
 
 impl Session {
-    /// A session whose messages to the agent go to `to_client`.
-    pub fn start(proxy: Arc<Proxy>, to_client: mpsc::UnboundedSender<Outgoing>) -> Arc<Self> {
+    /// A session whose messages to the agent go to `to_client`; `link`
+    /// says how the agent is connected.
+    pub fn start(
+        proxy: Arc<Proxy>,
+        to_client: mpsc::UnboundedSender<Outgoing>,
+        link: crate::telemetry::Link,
+    ) -> Arc<Self> {
         let session = Arc::new(Self {
             proxy: Arc::clone(&proxy),
             to_client,
@@ -166,6 +175,8 @@ impl Session {
             prompt_owner: Mutex::new(HashMap::new()),
             recapturing: Mutex::new(HashMap::new()),
             ticking: Arc::new(tokio::sync::Notify::new()),
+            link,
+            negotiated: Mutex::new(None),
         });
         // Deadlines: checked every tick while calls are in flight, asleep
         // otherwise. A call times out within one tick of its deadline.
@@ -363,6 +374,9 @@ impl Session {
                     .filter(|v| HANDSHAKE_VERSIONS.contains(&v.as_str()))
                     .unwrap_or_else(|| HANDSHAKE_VERSIONS[0].to_string());
                 result["protocolVersion"] = json!(version);
+                if let Ok(mut n) = self.negotiated.lock() {
+                    *n = Some(version);
+                }
                 self.initialized.store(true, Ordering::Relaxed);
                 self.send(result_response(&id, result));
             }
@@ -540,7 +554,9 @@ impl Session {
             .unwrap_or("")
             .to_string();
         let arguments = params.remove("arguments").unwrap_or(Value::Null);
-        let Some((route, upstream_args)) = self.admit(&id, &name, arguments) else {
+        let meta = params.get("_meta");
+        let Some((route, upstream_args)) = self.admit(&id, &name, arguments, || meta.cloned())
+        else {
             return;
         };
         params.insert("name".into(), json!(route.upstream_name));
@@ -570,7 +586,7 @@ impl Session {
             }
         };
         let name = call.name().to_string();
-        let Some((route, upstream_args)) = self.admit(&id, &name, arguments) else {
+        let Some((route, upstream_args)) = self.admit(&id, &name, arguments, || call.meta()) else {
             return;
         };
         let server = route.server.clone();
@@ -586,8 +602,16 @@ impl Session {
     /// The checks every call goes through: a tool that is served, not
     /// blocked by drift, with valid arguments. Returns its route and the
     /// arguments in the upstream's shape, or `None` when the agent has
-    /// been answered already.
-    fn admit(&self, id: &Value, name: &str, arguments: Value) -> Option<(Arc<Route>, Value)> {
+    /// been answered already. A refusal gets a span (when spans are
+    /// exported) with the rule as its `error.type`; `meta` gives the
+    /// request's `_meta` for its trace context, read only then.
+    fn admit(
+        &self,
+        id: &Value,
+        name: &str,
+        arguments: Value,
+        meta: impl FnOnce() -> Option<Value>,
+    ) -> Option<(Arc<Route>, Value)> {
         let served = self.proxy.served();
         let catalog = self.proxy.catalog_hex.as_str();
         let Some(tool) = served.tools.get(name) else {
@@ -606,6 +630,7 @@ impl Session {
                 json!({"rule": rule, "tool": name, "message": text, "catalog": catalog}),
             );
             self.proxy.metrics.refused("", name, rule);
+            self.refused_span(id, name, None, meta, rule, INVALID_PARAMS, &text);
             self.send(error_response(
                 id,
                 INVALID_PARAMS,
@@ -627,6 +652,15 @@ impl Session {
             self.proxy
                 .metrics
                 .refused(&route.server, name, &blocked.rule);
+            self.refused_span(
+                id,
+                name,
+                Some(&route),
+                meta,
+                &blocked.rule,
+                INTERNAL_ERROR,
+                &text,
+            );
             if let Some(record) = &self.proxy.settings.record {
                 record.refused(&crate::record::RuntimeRefusal {
                     environment: &self.proxy.settings.catalog.environment,
@@ -654,6 +688,15 @@ impl Session {
                 self.proxy
                     .metrics
                     .refused(&route.server, name, crate::refusal::INVALID_ARGUMENTS);
+                self.refused_span(
+                    id,
+                    name,
+                    Some(&route),
+                    meta,
+                    crate::refusal::INVALID_ARGUMENTS,
+                    INVALID_PARAMS,
+                    &text,
+                );
                 self.send(error_response(id, INVALID_PARAMS, text, None));
                 return None;
             }
@@ -701,6 +744,15 @@ impl Session {
                         name,
                         crate::refusal::INVALID_ARGUMENTS,
                     );
+                    self.refused_span(
+                        id,
+                        name,
+                        Some(&route),
+                        meta,
+                        crate::refusal::INVALID_ARGUMENTS,
+                        INVALID_PARAMS,
+                        &text,
+                    );
                     self.send(error_response(id, INVALID_PARAMS, text, None));
                     return None;
                 }
@@ -746,7 +798,7 @@ impl Session {
                 match relay_path(&call, &tool_route.1, &upstream) {
                     RelayPath::Text => {
                         let meta = call.meta();
-                        let span = self.start_span(tool_route, meta.as_ref());
+                        let span = self.start_span(&id, tool_route, meta.as_ref());
                         let traceparent = span.as_ref().map(|s| s.traceparent());
                         let name = tool_route.1.upstream_name.as_str();
                         let waiter = Waiter::Front(Box::new(FrontCall {
@@ -770,7 +822,7 @@ impl Session {
         };
         let span = tool
             .as_ref()
-            .and_then(|t| self.start_span(t, message.pointer("/params/_meta")));
+            .and_then(|t| self.start_span(&id, t, message.pointer("/params/_meta")));
         // The upstream continues the trace from the proxy's span.
         let mut message = message;
         if let (Some(sp), Some(params)) = (
@@ -798,6 +850,7 @@ impl Session {
     /// The call's span, when traces are exported.
     fn start_span(
         &self,
+        id: &Value,
         (name, route): &(String, Arc<Route>),
         meta: Option<&Value>,
     ) -> Option<crate::telemetry::CallSpan> {
@@ -805,14 +858,68 @@ impl Session {
             return None;
         }
         let fingerprint = route.fingerprint.to_hex();
+        self.span(id, name, Some((route, &fingerprint)), meta)
+    }
+
+    /// A call's span: `route` is the served tool and its fingerprint.
+    fn span(
+        &self,
+        id: &Value,
+        name: &str,
+        route: Option<(&Route, &str)>,
+        meta: Option<&Value>,
+    ) -> Option<crate::telemetry::CallSpan> {
+        let negotiated = self.negotiated.lock().ok().and_then(|n| n.clone());
+        // A stateless request names its revision in its own `_meta`.
+        let version = negotiated.or_else(|| {
+            meta.and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
         self.proxy.telemetry.start_call(crate::telemetry::CallInfo {
-            server: &route.server,
             tool: name,
-            upstream_tool: &route.upstream_name,
-            tool_fingerprint: &fingerprint,
+            route: route.map(|(r, fingerprint)| crate::telemetry::RouteInfo {
+                server: &r.server,
+                upstream_tool: &r.upstream_name,
+                tool_fingerprint: fingerprint,
+            }),
             catalog_fingerprint: &self.proxy.catalog_hex,
             meta,
+            request_id: id,
+            protocol_version: version.as_deref(),
+            link: &self.link,
         })
+    }
+
+    /// The span of a call refused before it went upstream: `rule` is its
+    /// `error.type`, `code` the JSON-RPC error the agent is answered with.
+    #[allow(clippy::too_many_arguments)]
+    fn refused_span(
+        &self,
+        id: &Value,
+        name: &str,
+        route: Option<&Route>,
+        meta: impl FnOnce() -> Option<Value>,
+        rule: &str,
+        code: i64,
+        message: &str,
+    ) {
+        if !self.proxy.telemetry.enabled() {
+            return;
+        }
+        let meta = meta();
+        let fingerprint = route.map(|r| r.fingerprint.to_hex());
+        let route = route.zip(fingerprint.as_deref());
+        let Some(span) = self.span(id, name, route, meta.as_ref()) else {
+            return;
+        };
+        let message = self.proxy.settings.redactor.redact(message);
+        span.finish(Some(crate::telemetry::Failure {
+            error_type: rule,
+            status_code: Some(code),
+            class: ErrorClass::Validation.name(),
+            message: &message,
+        }));
     }
 
     /// After a request went upstream (`Ok`) or could not.
@@ -895,9 +1002,20 @@ impl Session {
         class: ErrorClass,
         message: String,
     ) {
+        let code = if class == ErrorClass::Timeout {
+            REQUEST_TIMEOUT
+        } else {
+            INTERNAL_ERROR
+        };
         if let Some(span) = span {
             let text = self.proxy.settings.redactor.redact(&message);
-            span.finish(Some((class.name(), &text)));
+            // No answer from upstream: the proxy's class is the error type.
+            span.finish(Some(crate::telemetry::Failure {
+                error_type: class.name(),
+                status_code: Some(code),
+                class: class.name(),
+                message: &text,
+            }));
         }
         if let Some((name, route)) = tool {
             self.proxy.metrics.call(
@@ -907,11 +1025,6 @@ impl Session {
                 Some(class),
             );
         }
-        let code = if class == ErrorClass::Timeout {
-            REQUEST_TIMEOUT
-        } else {
-            INTERNAL_ERROR
-        };
         self.send(error_response(id, code, message, None));
     }
 
@@ -1093,7 +1206,13 @@ impl Session {
                     .and_then(Value::as_str)
                     .unwrap_or("cancelled by the agent");
                 if let Some(span) = call.span.take() {
-                    span.finish(Some((ErrorClass::Cancelled.name(), reason)));
+                    // No answer is sent: no status code.
+                    span.finish(Some(crate::telemetry::Failure {
+                        error_type: ErrorClass::Cancelled.name(),
+                        status_code: None,
+                        class: ErrorClass::Cancelled.name(),
+                        message: reason,
+                    }));
                 }
                 if let Some((name, route)) = &call.tool {
                     self.proxy.metrics.call(
@@ -1144,11 +1263,21 @@ impl Session {
                 }
                 let redactor = &self.proxy.settings.redactor;
                 if let Some(span) = call.span.take() {
-                    let text = error
-                        .and_then(|_| reply.error_code_message())
-                        .map(|(_, m)| redactor.redact(&m))
-                        .unwrap_or_default();
-                    span.finish(error.map(|class| (class.name(), text.as_str())));
+                    match &error {
+                        None => span.finish(None),
+                        Some((class, error_type)) => {
+                            let (code, text) = match reply.error_code_message() {
+                                Some((code, m)) => (code, redactor.redact(&m)),
+                                None => (None, String::new()),
+                            };
+                            span.finish(Some(crate::telemetry::Failure {
+                                error_type,
+                                status_code: code,
+                                class: class.name(),
+                                message: &text,
+                            }));
+                        }
+                    }
                 }
                 let _ = self.to_client.send(Outgoing::Reply {
                     id: call.front_id,
@@ -1279,28 +1408,41 @@ impl Session {
     }
 
     /// Checks a `tools/call` result against the pinned outputSchema, and
-    /// counts it; returns the error class of a failed call.
+    /// counts it; returns the error class and `error.type` of a failed
+    /// call. The error type is the convention's: the JSON-RPC error code
+    /// (`_OTHER` without one), or `tool_error` for a result with `isError`.
     fn check_result(
         &self,
         name: &str,
         route: &Route,
         reply: &Reply,
         started: Instant,
-    ) -> Option<ErrorClass> {
+    ) -> Option<(ErrorClass, std::borrow::Cow<'static, str>)> {
         let seconds = started.elapsed().as_secs_f64();
         let catalog = self.proxy.catalog_hex.as_str();
-        let error = if reply.error().is_some() {
+        let error: Option<(ErrorClass, std::borrow::Cow<'static, str>)> = if reply.error().is_some()
+        {
             let (code, message) = reply.error_code_message().unwrap_or((None, String::new()));
-            Some(ErrorClass::of_upstream(code, &message))
+            let error_type = match code {
+                Some(c) => c.to_string().into(),
+                None => crate::metrics::OTHER_ERROR_TYPE.into(),
+            };
+            Some((ErrorClass::of_upstream(code, &message), error_type))
         } else if reply.is_error() {
-            Some(ErrorClass::of_upstream(None, &reply.first_text()))
+            Some((
+                ErrorClass::of_upstream(None, &reply.first_text()),
+                "tool_error".into(),
+            ))
         } else {
             None
         };
-        self.proxy.metrics.call(&route.server, name, seconds, error);
-        if error.is_some() {
+        if let Some((class, error_type)) = &error {
+            self.proxy
+                .metrics
+                .call_as(&route.server, name, seconds, Some((*class, error_type)));
             return error;
         }
+        self.proxy.metrics.call(&route.server, name, seconds, None);
         let (Some(validator), Some(structured)) = (&route.output, reply.structured_content())
         else {
             return None;

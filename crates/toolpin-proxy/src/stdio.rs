@@ -47,7 +47,11 @@ fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
 /// Serves one agent on stdin/stdout until stdin closes.
 pub async fn serve(proxy: Arc<Proxy>) -> std::io::Result<()> {
     let (to_client, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
-    let session = Session::start(Arc::clone(&proxy), to_client.clone());
+    let session = Session::start(
+        Arc::clone(&proxy),
+        to_client.clone(),
+        crate::telemetry::Link::stdio(),
+    );
     // Opened on the runtime that writes the answers.
     let writer = proxy.spawn_reply(async move {
         let mut stdout = stdout();

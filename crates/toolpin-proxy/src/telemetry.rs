@@ -8,10 +8,14 @@
 //! `OTEL_EXPORTER_OTLP_ENDPOINT`, or `[proxy] otlp_endpoint`), and compiled
 //! only with the `otlp` cargo feature (on by default).
 //!
-//! Attributes follow the GenAI and MCP semantic conventions where they
-//! exist (`gen_ai.operation.name`, `gen_ai.tool.name`, `mcp.method.name`,
-//! `error.type`), plus `toolpin.catalog.fingerprint`,
-//! `toolpin.tool.fingerprint`, `toolpin.server` and `toolpin.upstream.tool`.
+//! Attributes follow the MCP server span of the OpenTelemetry MCP and GenAI
+//! semantic conventions (`mcp.method.name`, `mcp.protocol.version`,
+//! `mcp.session.id`, `jsonrpc.request.id`, `network.*`,
+//! `gen_ai.operation.name`, `gen_ai.tool.name`, `error.type`,
+//! `rpc.response.status_code`; the list is kept in
+//! `docs/otel/mcp-semconv.json`), plus `toolpin.catalog.fingerprint`,
+//! `toolpin.tool.fingerprint`, `toolpin.server`, `toolpin.upstream.tool`
+//! and `toolpin.error.class`. Refused calls get a span too.
 //! A W3C `traceparent` in the request's `params._meta` is honoured (the
 //! span joins the agent's trace), and the relayed request carries the
 //! proxy's span as its `traceparent`, so the upstream can continue it.
@@ -93,17 +97,72 @@ enum Export {
     Flush(tokio::sync::oneshot::Sender<()>),
 }
 
+/// How the agent is connected, for the spans' `network.*` and
+/// `mcp.session.id` attributes; fixed for a session's life.
+#[derive(Clone, Default)]
+pub struct Link {
+    /// `network.transport`: `pipe` for stdio, `tcp` for HTTP.
+    pub transport: &'static str,
+    /// `network.protocol.name` and `.version` (`http`, `1.1`), when the
+    /// transport has one.
+    pub protocol: Option<(&'static str, &'static str)>,
+    /// The HTTP `Mcp-Session-Id`; none on stdio or for stateless clients.
+    pub session_id: Option<String>,
+    /// The agent's own id for a request the HTTP front renumbered (see
+    /// `http::Streams::register`), for `jsonrpc.request.id`.
+    pub agent_id: Option<Arc<AgentIds>>,
+}
+
+/// Looks up the id the agent gave a request, by the front's id for it.
+pub type AgentIds = dyn Fn(&Value) -> Option<Value> + Send + Sync;
+
+impl Link {
+    /// An agent on standard input and output.
+    pub fn stdio() -> Self {
+        Self {
+            transport: "pipe",
+            ..Self::default()
+        }
+    }
+}
+
 /// What a span is about.
 pub struct CallInfo<'a> {
-    pub server: &'a str,
     /// The name the model called.
     pub tool: &'a str,
-    /// The name the upstream knows.
-    pub upstream_tool: &'a str,
-    pub tool_fingerprint: &'a str,
+    /// The served tool: its server, the name the upstream knows, its
+    /// fingerprint. `None` for a tool the catalog does not serve.
+    pub route: Option<RouteInfo<'a>>,
     pub catalog_fingerprint: &'a str,
     /// The request's `params._meta` (W3C trace context: `traceparent`).
     pub meta: Option<&'a Value>,
+    /// The request's id as the session saw it (`null`: not recorded).
+    pub request_id: &'a Value,
+    /// The negotiated MCP revision, if known.
+    pub protocol_version: Option<&'a str>,
+    pub link: &'a Link,
+}
+
+/// The served tool a span is about.
+pub struct RouteInfo<'a> {
+    pub server: &'a str,
+    pub upstream_tool: &'a str,
+    pub tool_fingerprint: &'a str,
+}
+
+/// How a call failed, for the span.
+pub struct Failure<'a> {
+    /// `error.type`: the JSON-RPC error code an upstream answered with,
+    /// `tool_error` for a result with `isError`, a refusal's rule id, or
+    /// the proxy's class (`timeout`, `upstream`, `cancelled`).
+    pub error_type: &'a str,
+    /// `rpc.response.status_code`: the JSON-RPC error code of the answer
+    /// the agent got, if it got one.
+    pub status_code: Option<i64>,
+    /// `toolpin.error.class`: the class the metrics count it under.
+    pub class: &'a str,
+    /// The span status description.
+    pub message: &'a str,
 }
 
 /// One call's span, ended with [`CallSpan::finish`].
@@ -170,7 +229,6 @@ impl Telemetry {
         })
     }
 
-    /// Whether spans are exported.
     /// The exporter's failures.
     pub fn health(&self) -> &Arc<Health> {
         &self.health
@@ -181,11 +239,14 @@ impl Telemetry {
         let _ = self.health.log.set(log);
     }
 
+    /// Whether spans are exported.
     pub fn enabled(&self) -> bool {
         self.tx.is_some()
     }
 
-    /// Starts the span for one relayed call.
+    /// Starts the span for one call (relayed, or refused: then finished
+    /// at once). `None` unless spans are exported, so nothing is built
+    /// per call otherwise.
     pub fn start_call(&self, info: CallInfo) -> Option<CallSpan> {
         let tx = self.tx.clone()?;
         let context = info
@@ -198,6 +259,37 @@ impl Telemetry {
             None => (hex(&random_bytes::<16>()), None, "01".to_string()),
         };
         let s = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+        // The MCP server span's attributes (semantic-conventions-genai,
+        // docs/gen-ai/mcp.md; the list kept in docs/otel/mcp-semconv.json).
+        let mut attributes = Vec::with_capacity(14);
+        attributes.push(s("mcp.method.name", "tools/call"));
+        attributes.push(s("gen_ai.operation.name", "execute_tool"));
+        attributes.push(s("gen_ai.tool.name", info.tool));
+        attributes.push(s("network.transport", info.link.transport));
+        if let Some((name, version)) = info.link.protocol {
+            attributes.push(s("network.protocol.name", name));
+            attributes.push(s("network.protocol.version", version));
+        }
+        if let Some(id) = &info.link.session_id {
+            attributes.push(s("mcp.session.id", id));
+        }
+        if let Some(v) = info.protocol_version {
+            attributes.push(s("mcp.protocol.version", v));
+        }
+        // The agent's id, not the one the HTTP front gave the request; a
+        // `null` id is not recorded (the convention says so).
+        let agent_id = info.link.agent_id.as_ref().and_then(|f| f(info.request_id));
+        match agent_id.as_ref().unwrap_or(info.request_id) {
+            Value::Null => {}
+            Value::String(id) => attributes.push(s("jsonrpc.request.id", id)),
+            other => attributes.push(s("jsonrpc.request.id", &other.to_string())),
+        }
+        if let Some(r) = &info.route {
+            attributes.push(s("toolpin.server", r.server));
+            attributes.push(s("toolpin.upstream.tool", r.upstream_tool));
+            attributes.push(s("toolpin.tool.fingerprint", r.tool_fingerprint));
+        }
+        attributes.push(s("toolpin.catalog.fingerprint", info.catalog_fingerprint));
         Some(CallSpan {
             tx,
             trace_id,
@@ -206,15 +298,7 @@ impl Telemetry {
             flags,
             name: format!("tools/call {}", info.tool),
             start_nanos: now_nanos(),
-            attributes: vec![
-                s("mcp.method.name", "tools/call"),
-                s("gen_ai.operation.name", "execute_tool"),
-                s("gen_ai.tool.name", info.tool),
-                s("toolpin.server", info.server),
-                s("toolpin.upstream.tool", info.upstream_tool),
-                s("toolpin.tool.fingerprint", info.tool_fingerprint),
-                s("toolpin.catalog.fingerprint", info.catalog_fingerprint),
-            ],
+            attributes,
             service: self.service.clone(),
         })
     }
@@ -235,13 +319,18 @@ impl CallSpan {
         format!("00-{}-{}-{}", self.trace_id, self.span_id, self.flags)
     }
 
-    /// Ends the span: `error` is the error class and message, if any.
-    pub fn finish(mut self, error: Option<(&str, &str)>) {
+    /// Ends the span: `error` says how the call failed, if it did.
+    pub fn finish(mut self, error: Option<Failure>) {
         let status = match error {
-            Some((class, message)) => {
-                self.attributes
-                    .push(json!({"key": "error.type", "value": {"stringValue": class}}));
-                json!({"code": 2, "message": message})
+            Some(f) => {
+                let s = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+                self.attributes.push(s("error.type", f.error_type));
+                if let Some(code) = f.status_code {
+                    self.attributes
+                        .push(s("rpc.response.status_code", &code.to_string()));
+                }
+                self.attributes.push(s("toolpin.error.class", f.class));
+                json!({"code": 2, "message": f.message})
             }
             None => json!({"code": 1}),
         };
@@ -480,12 +569,17 @@ mod tests {
             for _ in 0..2 {
                 let span = telemetry
                     .start_call(CallInfo {
-                        server: "s",
                         tool: "t",
-                        upstream_tool: "t",
-                        tool_fingerprint: "f",
+                        route: Some(RouteInfo {
+                            server: "s",
+                            upstream_tool: "t",
+                            tool_fingerprint: "f",
+                        }),
                         catalog_fingerprint: "c",
                         meta: None,
+                        request_id: &json!(1),
+                        protocol_version: None,
+                        link: &Link::stdio(),
                     })
                     .expect("a span");
                 span.finish(None);

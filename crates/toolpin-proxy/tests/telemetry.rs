@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolpin_proxy::telemetry::{CallInfo, Telemetry};
+use toolpin_proxy::telemetry::{CallInfo, Failure, Link, RouteInfo, Telemetry};
 
 /// Accepts one HTTP request and returns its path and JSON body.
 fn collector() -> (String, mpsc::Receiver<(String, Value)>) {
@@ -75,16 +75,26 @@ fn a_span_per_call_with_fingerprints_and_the_callers_trace() {
             json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"});
         let span = telemetry
             .start_call(CallInfo {
-                server: "orders",
                 tool: "search_orders",
-                upstream_tool: "search",
-                tool_fingerprint: "aa",
+                route: Some(RouteInfo {
+                    server: "orders",
+                    upstream_tool: "search",
+                    tool_fingerprint: "aa",
+                }),
                 catalog_fingerprint: "bb",
                 meta: Some(&meta),
+                request_id: &json!(7),
+                protocol_version: Some("2025-06-18"),
+                link: &Link::stdio(),
             })
             .expect("enabled");
         let traceparent = span.traceparent();
-        span.finish(Some(("timeout", "no answer")));
+        span.finish(Some(Failure {
+            error_type: "timeout",
+            status_code: Some(-32001),
+            class: "timeout",
+            message: "no answer",
+        }));
         telemetry.flush().await;
         traceparent
     });
@@ -107,6 +117,11 @@ fn a_span_per_call_with_fingerprints_and_the_callers_trace() {
     assert_eq!(attr(span, "gen_ai.tool.name"), Some("search_orders"));
     assert_eq!(attr(span, "toolpin.upstream.tool"), Some("search"));
     assert_eq!(attr(span, "error.type"), Some("timeout"));
+    assert_eq!(attr(span, "rpc.response.status_code"), Some("-32001"));
+    assert_eq!(attr(span, "jsonrpc.request.id"), Some("7"));
+    assert_eq!(attr(span, "mcp.protocol.version"), Some("2025-06-18"));
+    assert_eq!(attr(span, "network.transport"), Some("pipe"));
+    assert_eq!(attr(span, "mcp.session.id"), None, "none on stdio");
     // The upstream is handed this span as its parent.
     let span_id = span["spanId"].as_str().expect("span id");
     assert_eq!(
@@ -132,12 +147,13 @@ fn disabled_telemetry_makes_no_spans() {
     assert!(!t.enabled());
     assert!(t
         .start_call(CallInfo {
-            server: "s",
             tool: "t",
-            upstream_tool: "t",
-            tool_fingerprint: "",
+            route: None,
             catalog_fingerprint: "",
             meta: None,
+            request_id: &Value::Null,
+            protocol_version: None,
+            link: &Link::stdio(),
         })
         .is_none());
 }

@@ -2579,3 +2579,323 @@ fn two_proxies_sharing_an_event_log_write_whole_lines() {
     assert_eq!(sc.events_named("refused").len(), 400);
     sc.finish();
 }
+
+// ---------------------------------------------------------------------------
+// OpenTelemetry MCP semantic conventions (docs/otel/mcp-semconv.json)
+
+/// The repository's copy of the convention's attribute list.
+fn semconv() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/otel/mcp-semconv.json");
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every span exported until `n` have come (or `limit` passed: then it
+/// fails, showing what came).
+#[track_caller]
+fn wait_spans(received: &mpsc::Receiver<(String, Value)>, n: usize, limit: Duration) -> Vec<Value> {
+    let deadline = Instant::now() + limit;
+    let mut spans = Vec::new();
+    while spans.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match received.recv_timeout(left) {
+            Ok((_, body)) => {
+                for resource in body["resourceSpans"].as_array().into_iter().flatten() {
+                    for scope in resource["scopeSpans"].as_array().into_iter().flatten() {
+                        spans.extend(scope["spans"].as_array().into_iter().flatten().cloned());
+                    }
+                }
+            }
+            Err(_) => panic!(
+                "{} of {n} spans exported within {limit:?}: {spans:#?}",
+                spans.len()
+            ),
+        }
+    }
+    spans
+}
+
+/// Checks spans against the convention: every attribute key is the
+/// convention's or toolpin's own, the span is a SERVER span named
+/// `tools/call {gen_ai.tool.name}`, and every attribute a tools/call span
+/// must carry is there (`error.type` exactly on the failed ones,
+/// `rpc.response.status_code` on those answered with a JSON-RPC error).
+#[track_caller]
+fn assert_conventional(spans: &[Value], semconv: &Value) {
+    let attributes = semconv["span"]["attributes"]
+        .as_array()
+        .expect("span attributes");
+    let known: Vec<&str> = attributes
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    for span in spans {
+        let keys: Vec<&str> = span["attributes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a["key"].as_str())
+            .collect();
+        for key in &keys {
+            assert!(
+                known.contains(key) || key.starts_with("toolpin."),
+                "{key} is neither in docs/otel/mcp-semconv.json nor toolpin's own: {span:#}"
+            );
+        }
+        assert_eq!(span["kind"], 2, "SERVER: {span:#}");
+        let tool = span_attr(span, "gen_ai.tool.name").unwrap_or_default();
+        assert_eq!(span["name"], format!("tools/call {tool}"), "{span:#}");
+        let failed = span["status"]["code"] == 2;
+        let has_code = span_attr(span, "rpc.response.status_code").is_some();
+        for a in attributes {
+            let name = a["name"].as_str().unwrap_or_default();
+            let present = keys.contains(&name);
+            match a["tools_call"].as_str() {
+                Some("always") => assert!(present, "{name} missing: {span:#}"),
+                Some("on_failure") => assert_eq!(present, failed, "{name}: {span:#}"),
+                Some("on_error_code") => {}
+                Some("never") => assert!(!present, "{name} on a tools/call span: {span:#}"),
+                _ => {}
+            }
+        }
+        if has_code {
+            assert!(
+                failed,
+                "a status code on a span that did not fail: {span:#}"
+            );
+        }
+    }
+}
+
+/// Checks the Prometheus text: every metric is toolpin's own or one of the
+/// convention's, with the convention's labels only, and its buckets.
+#[track_caller]
+fn assert_conventional_metrics(body: &str, semconv: &Value) {
+    let metrics = semconv["metrics"].as_array().expect("metrics");
+    let mut seen = Vec::new();
+    for line in body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let name = line.split(['{', ' ']).next().unwrap_or_default();
+        if name.starts_with("toolpin_") {
+            continue;
+        }
+        let metric = metrics
+            .iter()
+            .find(|m| {
+                let base = m["prometheus"].as_str().unwrap_or_default();
+                ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .any(|s| name == format!("{base}{s}"))
+            })
+            .unwrap_or_else(|| panic!("{name} is neither the convention's nor toolpin's: {line}"));
+        let labels: Vec<String> = metric["attributes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a["name"].as_str())
+            .map(|n| n.replace('.', "_"))
+            .collect();
+        let inside = line
+            .split_once('{')
+            .and_then(|(_, rest)| rest.rsplit_once('}'))
+            .map(|(l, _)| l)
+            .unwrap_or_default();
+        for pair in inside.split("\",").filter(|p| !p.is_empty()) {
+            let key = pair.split('=').next().unwrap_or_default();
+            assert!(
+                labels.iter().any(|l| l == key) || (key == "le" && name.ends_with("_bucket")),
+                "label {key} of {name} is not the convention's: {line}"
+            );
+            if key == "le" {
+                let le = pair.split('"').nth(1).unwrap_or_default();
+                let bounds = metric["bucket_boundaries"].as_array().expect("buckets");
+                assert!(
+                    le == "+Inf" || bounds.iter().any(|b| b.as_f64() == le.parse::<f64>().ok()),
+                    "bucket {le} is not the convention's: {line}"
+                );
+            }
+        }
+        seen.push(name.to_string());
+    }
+    for m in metrics {
+        let base = m["prometheus"].as_str().unwrap_or_default();
+        assert!(
+            seen.iter().any(|n| n.starts_with(base)),
+            "{base} not exported:\n{body}"
+        );
+    }
+}
+
+/// Spans and metrics carry the convention's names, over stdio: a call
+/// that succeeds, one answered with `isError`, one the upstream answers
+/// with a JSON-RPC error, and calls the proxy refuses (an unknown tool,
+/// invalid arguments), each with a span saying why.
+#[test]
+fn conventions_spans_and_metrics_use_the_names_kept_in_docs_otel() {
+    let semconv = semconv();
+    let mut sc = Scenario::new();
+    let mut tools = order_tools();
+    for name in ["broken", "vanishing"] {
+        tools["tools"].as_array_mut().expect("tools").push(tool(
+            name,
+            "A tool.",
+            json!({"type": "object", "properties": {}}),
+        ));
+    }
+    tools["behaviors"] = json!({"broken": "tool_error"});
+    let command = sc.scripted("tools.json", &tools);
+    let lock = sc.lock(&format!(
+        "[servers.shop]\ncommand = {command}\n[proxy]\nvalidation = \"enforce\"\n"
+    ));
+    let catalog = lock["fingerprint"]
+        .as_str()
+        .expect("fingerprint")
+        .to_string();
+    // The upstream no longer has `vanishing`: it answers its call with a
+    // JSON-RPC error (-32602).
+    tools["tools"]
+        .as_array_mut()
+        .expect("tools")
+        .retain(|t| t["name"] != "vanishing");
+    sc.scripted("tools.json", &tools);
+
+    let (endpoint, received) = otlp_collector();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let mut c = sc.py_stdio_env(
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+        &["--no-start-check", "--metrics-listen", &metrics],
+    );
+    c.call_ok("order", json!({"count": 2, "size": "M"}));
+    let broken = c.call("broken", json!({}));
+    assert_eq!(broken["result"]["isError"], true, "{broken:#}");
+    c.call_err("vanishing", json!({}));
+    c.call_err("order", json!({"count": 0}));
+    c.call_err("not_pinned", json!({}));
+    let body = metrics_at(&metrics);
+    c.quit();
+
+    let spans = wait_spans(&received, 5, Duration::from_secs(10));
+    assert_conventional(&spans, &semconv);
+    let by = |tool: &str, error: Option<&str>| -> &Value {
+        spans
+            .iter()
+            .find(|s| {
+                span_attr(s, "gen_ai.tool.name") == Some(tool)
+                    && span_attr(s, "error.type") == error
+            })
+            .unwrap_or_else(|| panic!("no span for {tool} with error.type {error:?}: {spans:#?}"))
+    };
+    let ok = by("order", None);
+    assert_eq!(span_attr(ok, "network.transport"), Some("pipe"));
+    assert_eq!(span_attr(ok, "mcp.session.id"), None, "no session on stdio");
+    assert!(span_attr(ok, "mcp.protocol.version").is_some(), "{ok:#}");
+    assert!(span_attr(ok, "jsonrpc.request.id").is_some(), "{ok:#}");
+    assert_eq!(span_attr(ok, "gen_ai.operation.name"), Some("execute_tool"));
+    assert_eq!(
+        span_attr(ok, "toolpin.catalog.fingerprint"),
+        Some(catalog.as_str())
+    );
+    assert_eq!(
+        span_attr(ok, "toolpin.tool.fingerprint"),
+        lock["servers"]["shop"]["tools"]["order"]["fingerprint"].as_str()
+    );
+    let tool_error = by("broken", Some("tool_error"));
+    assert_eq!(span_attr(tool_error, "rpc.response.status_code"), None);
+    let rpc_error = by("vanishing", Some("-32602"));
+    assert_eq!(
+        span_attr(rpc_error, "rpc.response.status_code"),
+        Some("-32602")
+    );
+    for (tool, rule) in [
+        ("order", "invalid-arguments"),
+        ("not_pinned", "unknown-tool-called"),
+    ] {
+        let refused = by(tool, Some(rule));
+        assert_eq!(
+            span_attr(refused, "rpc.response.status_code"),
+            Some("-32602"),
+            "{refused:#}"
+        );
+        assert_eq!(
+            span_attr(refused, "toolpin.error.class"),
+            Some("validation")
+        );
+        assert_eq!(
+            span_attr(refused, "toolpin.catalog.fingerprint"),
+            Some(catalog.as_str())
+        );
+    }
+    assert_eq!(
+        span_attr(
+            by("not_pinned", Some("unknown-tool-called")),
+            "toolpin.server"
+        ),
+        None
+    );
+
+    assert_conventional_metrics(&body, &semconv);
+    for needle in [
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"order\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"order\",error_type=\"invalid-arguments\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"broken\",error_type=\"tool_error\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"vanishing\",error_type=\"-32602\"} 1",
+        "mcp_server_operation_duration_seconds_count{mcp_method_name=\"tools/call\",gen_ai_tool_name=\"not_pinned\",error_type=\"unknown-tool-called\"} 1",
+        // toolpin's own series are still there, as they were.
+        "toolpin_tool_calls_total{server=\"shop\",tool=\"order\",outcome=\"ok\"} 1",
+    ] {
+        assert!(body.contains(needle), "/metrics lacks {needle}:\n{body}");
+    }
+    sc.finish();
+}
+
+/// Over HTTP: the span names the session, the transport and the HTTP
+/// version, and the request by an id.
+#[test]
+fn conventions_http_spans_name_the_session_and_transport() {
+    let semconv = semconv();
+    let (mut sc, _lock) = shop_scenario("");
+    let (endpoint, received) = otlp_collector();
+    let (url, pid) = sc.listen_env(
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+        &NO_START_CHECK,
+    );
+    let mut h = sc.py_http(&url, &[]);
+    h.call_ok("get", json!({"id": "1"}));
+    h.call_err("not_pinned", json!({}));
+    h.quit();
+    let term = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(term.success(), "kill -TERM {pid}");
+    let spans = wait_spans(&received, 2, Duration::from_secs(10));
+    assert_conventional(&spans, &semconv);
+    for span in &spans {
+        assert_eq!(
+            span_attr(span, "network.transport"),
+            Some("tcp"),
+            "{span:#}"
+        );
+        assert_eq!(
+            span_attr(span, "network.protocol.name"),
+            Some("http"),
+            "{span:#}"
+        );
+        assert_eq!(
+            span_attr(span, "network.protocol.version"),
+            Some("1.1"),
+            "{span:#}"
+        );
+        let session = span_attr(span, "mcp.session.id").unwrap_or_default();
+        assert!(!session.is_empty(), "{span:#}");
+        assert!(span_attr(span, "jsonrpc.request.id").is_some(), "{span:#}");
+    }
+    assert_eq!(
+        span_attr(&spans[0], "mcp.session.id"),
+        span_attr(&spans[1], "mcp.session.id"),
+        "one session"
+    );
+    sc.finish();
+}

@@ -9,7 +9,7 @@ version and serve another. It holds:
 
   {"tools": [ ...tool definitions, served as written... ],
    "behaviors": {"tool name": "echo" | "hang" | "crash" | "sleep:SECONDS"
-                 | "switch", ...}}
+                 | "switch" | "tool_error", ...}}
 
 Every call of a tool is answered (unless its behaviour says otherwise)
 with one text block holding the JSON {"tool": NAME, "arguments": ARGS}: the
@@ -22,6 +22,7 @@ the upstream. Behaviours:
   crash          exit with status 3 while the call is in flight (after 0.2 s)
   switch         from now on serve TOOLS_JSON.next instead, then send
                  notifications/tools/list_changed, then answer
+  tool_error     answer with the same text block and "isError": true
 
 Each call also appends one JSON line {"pid", "tool", "arguments"} to
 TOOLS_JSON.calls, so a test can prove what was (not) forwarded; a hanging
@@ -91,7 +92,10 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
         STATE["path"] = BASE + ".next"
         await ctx.session.send_tool_list_changed()
     text = json.dumps({"tool": params.name, "arguments": arguments}, sort_keys=True)
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        is_error=behavior == "tool_error",
+    )
 
 
 async def main() -> None:
