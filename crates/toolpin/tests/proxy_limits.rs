@@ -598,8 +598,10 @@ fn made_up_tool_names_are_one_unknown_series_past_the_cap() {
     call(NAMES + 1, "get");
 
     let text = metrics(&addr);
+    // Bounded by the label cap, not by the names: each capped tool series
+    // is ~20 lines of mcp_server_operation_duration_seconds buckets too.
     assert!(
-        text.len() < 64 * 1024,
+        text.len() < 128 * 1024,
         "/metrics is {} bytes after {NAMES} made-up names",
         text.len()
     );
