@@ -39,7 +39,6 @@ pub const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(60);
 #[derive(Default)]
 pub struct Telemetry {
     tx: Option<mpsc::UnboundedSender<Export>>,
-    service: String,
     health: Arc<Health>,
 }
 
@@ -175,7 +174,6 @@ pub struct CallSpan {
     name: String,
     start_nanos: u128,
     attributes: Vec<Value>,
-    service: String,
 }
 
 /// Where traces go: the traces endpoint as given, or `/v1/traces` under
@@ -221,10 +219,10 @@ impl Telemetry {
             headers,
             rx,
             Arc::clone(&health),
+            resource_from_env(),
         ));
         Ok(Self {
             tx: Some(tx),
-            service: std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "toolpin-proxy".into()),
             health,
         })
     }
@@ -299,7 +297,6 @@ impl Telemetry {
             name: format!("tools/call {}", info.tool),
             start_nanos: now_nanos(),
             attributes,
-            service: self.service.clone(),
         })
     }
 
@@ -347,7 +344,6 @@ impl CallSpan {
         if let Some(p) = &self.parent {
             span["parentSpanId"] = json!(p);
         }
-        span["service"] = json!(self.service);
         let _ = self.tx.send(Export::Span(span));
     }
 }
@@ -359,9 +355,18 @@ async fn export_loop(
     headers: Vec<(String, String)>,
     mut rx: mpsc::UnboundedReceiver<Export>,
     health: Arc<Health>,
+    resource: Value,
 ) {
-    let flush =
-        |batch: &mut Vec<Value>| send(&client, &endpoint, &headers, std::mem::take(batch), &health);
+    let flush = |batch: &mut Vec<Value>| {
+        send(
+            &client,
+            &endpoint,
+            &headers,
+            &resource,
+            std::mem::take(batch),
+            &health,
+        )
+    };
     let mut batch: Vec<Value> = Vec::new();
     // A span waits at most INTERVAL from when its batch started.
     let mut deadline: Option<tokio::time::Instant> = None;
@@ -408,6 +413,7 @@ async fn send(
     client: &reqwest::Client,
     endpoint: &str,
     headers: &[(String, String)],
+    resource: &Value,
     spans: Vec<Value>,
     health: &Health,
 ) {
@@ -415,27 +421,9 @@ async fn send(
         return;
     }
     let count = spans.len();
-    let service = spans
-        .first()
-        .and_then(|s| s.get("service"))
-        .and_then(Value::as_str)
-        .unwrap_or("toolpin-proxy")
-        .to_string();
-    let spans: Vec<Value> = spans
-        .into_iter()
-        .map(|mut s| {
-            if let Some(o) = s.as_object_mut() {
-                o.remove("service");
-            }
-            s
-        })
-        .collect();
     let body = json!({
         "resourceSpans": [{
-            "resource": {"attributes": [
-                {"key": "service.name", "value": {"stringValue": service}},
-                {"key": "service.version", "value": {"stringValue": env!("CARGO_PKG_VERSION")}},
-            ]},
+            "resource": resource,
             "scopeSpans": [{
                 "scope": {"name": "toolpin-proxy", "version": env!("CARGO_PKG_VERSION")},
                 "spans": spans,
@@ -454,6 +442,71 @@ async fn send(
         Ok(r) => health.failed(count, &format!("{endpoint}: HTTP {}", r.status())),
         Err(e) => health.failed(count, &format!("{endpoint}: {e}")),
     }
+}
+
+/// The exported resource: `service.name` (`OTEL_SERVICE_NAME`, else the
+/// same key in `OTEL_RESOURCE_ATTRIBUTES`, else `toolpin-proxy`),
+/// `service.version` and every other `OTEL_RESOURCE_ATTRIBUTES` entry. This
+/// is how a deployment names its environment and tenant
+/// (`deployment.environment.name`, `tenant.id`) for `toolpin usage`.
+#[cfg(feature = "otlp")]
+fn resource_from_env() -> Value {
+    let listed = std::env::var("OTEL_RESOURCE_ATTRIBUTES").unwrap_or_default();
+    let listed = parse_resource_attributes(&listed).unwrap_or_else(|e| {
+        // The SDK specification: a malformed value is discarded whole.
+        eprintln!("toolpin proxy: OTEL_RESOURCE_ATTRIBUTES ignored: {e}");
+        Vec::new()
+    });
+    resource(std::env::var("OTEL_SERVICE_NAME").ok(), listed)
+}
+
+#[cfg_attr(not(feature = "otlp"), allow(dead_code))]
+fn resource(service_name: Option<String>, listed: Vec<(String, String)>) -> Value {
+    let mut attributes: Vec<(String, String)> = Vec::new();
+    let mut set = |key: &str, value: String| match attributes.iter_mut().find(|(k, _)| k == key) {
+        Some(slot) => slot.1 = value,
+        None => attributes.push((key.to_string(), value)),
+    };
+    set("service.name", "toolpin-proxy".to_string());
+    set("service.version", env!("CARGO_PKG_VERSION").to_string());
+    for (k, v) in listed {
+        set(&k, v);
+    }
+    if let Some(name) = service_name.filter(|n| !n.is_empty()) {
+        set("service.name", name);
+    }
+    let attributes: Vec<Value> = attributes
+        .into_iter()
+        .map(|(k, v)| json!({"key": k, "value": {"stringValue": v}}))
+        .collect();
+    json!({ "attributes": attributes })
+}
+
+/// `key1=value1,key2=value2` with percent-encoded values, as the SDKs read
+/// `OTEL_RESOURCE_ATTRIBUTES`; surrounding blanks are trimmed and empty
+/// entries skipped. A later duplicate key wins.
+#[cfg_attr(not(feature = "otlp"), allow(dead_code))]
+fn parse_resource_attributes(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for entry in text.split(',') {
+        let entry = entry.trim();
+        if entry.is_empty() {
+            continue;
+        }
+        let Some((key, value)) = entry.split_once('=') else {
+            return Err(format!("{entry:?} is not key=value"));
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("{entry:?} has an empty key"));
+        }
+        let value = percent_encoding::percent_decode_str(value.trim())
+            .decode_utf8()
+            .map_err(|_| format!("the value of {key:?} is not UTF-8 once percent-decoded"))?;
+        out.retain(|(k, _)| k != key);
+        out.push((key.to_string(), value.into_owned()));
+    }
+    Ok(out)
 }
 
 /// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`; all-zero ids
@@ -504,6 +557,55 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resource_attributes_follow_the_sdk_reading() {
+        let parsed = parse_resource_attributes(
+            " deployment.environment.name = prod ,tenant.id=acme%2Cinc,, service.name=shop,tenant.id=acme%20co",
+        )
+        .expect("valid");
+        assert_eq!(
+            parsed,
+            vec![
+                ("deployment.environment.name".to_string(), "prod".to_string()),
+                ("service.name".to_string(), "shop".to_string()),
+                ("tenant.id".to_string(), "acme co".to_string()),
+            ]
+        );
+        assert_eq!(parse_resource_attributes("").expect("empty"), vec![]);
+        for bad in ["novalue", "=x", "k=%FF%FE"] {
+            assert!(parse_resource_attributes(bad).is_err(), "{bad}");
+        }
+        let keys = |r: &Value| -> Vec<(String, String)> {
+            r["attributes"]
+                .as_array()
+                .expect("array")
+                .iter()
+                .map(|a| {
+                    (
+                        a["key"].as_str().expect("key").to_string(),
+                        a["value"]["stringValue"].as_str().expect("value").to_string(),
+                    )
+                })
+                .collect()
+        };
+        // OTEL_SERVICE_NAME wins over the listed service.name, which wins
+        // over the default; the rest keep their order.
+        let r = resource(Some("agent-gw".into()), parsed.clone());
+        assert_eq!(keys(&r)[0], ("service.name".into(), "agent-gw".into()));
+        assert_eq!(keys(&r)[2].0, "deployment.environment.name");
+        assert_eq!(keys(&r)[3], ("tenant.id".into(), "acme co".into()));
+        let r = resource(None, parsed);
+        assert_eq!(keys(&r)[0], ("service.name".into(), "shop".into()));
+        let r = resource(None, vec![]);
+        assert_eq!(
+            keys(&r),
+            vec![
+                ("service.name".into(), "toolpin-proxy".into()),
+                ("service.version".into(), env!("CARGO_PKG_VERSION").into())
+            ]
+        );
+    }
 
     #[test]
     fn traceparent_parsing() {

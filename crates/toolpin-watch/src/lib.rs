@@ -8,6 +8,7 @@
 //!   outcome recorded.
 //! - [`history`]: `toolpin history`'s tables, JSON, CSV and Markdown.
 //! - [`schedule`]: `toolpin watch --every`'s interval, jitter and signals.
+//! - [`usage`]: `toolpin usage`'s pinned catalogs and change lines.
 //!
 //! The ledger itself is `toolpin-ledger`; the sinks' payloads are
 //! `toolpin-notify`; the command is `toolpin watch` in the CLI.
@@ -19,6 +20,7 @@ pub mod open;
 pub mod proxy;
 pub mod record;
 pub mod schedule;
+pub mod usage;
 
 /// Now, in unix seconds (the ledger is always handed its time).
 pub fn now() -> i64 {

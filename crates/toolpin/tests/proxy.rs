@@ -2287,7 +2287,15 @@ fn traces_through_the_proxy_carry_the_pinned_fingerprints_and_the_agents_trace()
     let (endpoint, received) = otlp_collector();
     let mut seen = Vec::new();
     let mut c = sc.py_stdio_env(
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            // How a deployment names its environment and tenant for
+            // `toolpin usage`; values are percent-decoded.
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "deployment.environment.name=prod, tenant.id=acme%20co",
+            ),
+        ],
         &NO_START_CHECK,
     );
     let traceparent = format!("00-{TRACE_ID}-{PARENT_SPAN}-01");
@@ -2305,6 +2313,25 @@ fn traces_through_the_proxy_carry_the_pinned_fingerprints_and_the_agents_trace()
     );
     assert_eq!(
         echo["resource"]["attributes"][0]["value"]["stringValue"], "toolpin-proxy",
+        "{echo:#}"
+    );
+    let resource: Vec<(&str, &str)> = echo["resource"]["attributes"]
+        .as_array()
+        .expect("resource attributes")
+        .iter()
+        .map(|a| {
+            (
+                a["key"].as_str().unwrap_or(""),
+                a["value"]["stringValue"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        resource[2..],
+        [
+            ("deployment.environment.name", "prod"),
+            ("tenant.id", "acme co")
+        ],
         "{echo:#}"
     );
     assert_eq!(echo["traceId"], TRACE_ID, "{echo:#}");

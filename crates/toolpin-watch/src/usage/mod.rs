@@ -1,0 +1,5 @@
+//! What `toolpin usage` needs around the usage crate: the catalogs that
+//! were pinned, read from the lockfiles and their git history, with the
+//! one-line change between two of them ([`pinned`]).
+
+pub mod pinned;
