@@ -7,6 +7,7 @@
 //! storage, no CLI, no network: docs/usage.md says what is still to come.
 
 pub mod aggregate;
+pub mod detect;
 pub mod events;
 pub mod ingest;
 mod lines;
