@@ -237,7 +237,8 @@ impl ToolStats {
         self.errors.values().sum()
     }
 
-    fn merge(&mut self, other: &ToolStats, limits: &Limits) {
+    /// Adds `other` into `self`, within `limits` (see [`Aggregates::merge`]).
+    pub fn merge(&mut self, other: &ToolStats, limits: &Limits) {
         self.calls += other.calls;
         for (class, n) in &other.errors {
             *self.errors.entry(class.clone()).or_insert(0) += n;
@@ -453,6 +454,13 @@ impl Aggregates {
         let mut all: Vec<_> = self.calls.iter().collect();
         all.sort_by(|a, b| a.0.cmp(b.0));
         all
+    }
+
+    /// Every call key and its statistics, in no particular order (for
+    /// passes that group them anyway: sorting 100,000 keys costs more than
+    /// the pass).
+    pub fn calls_unordered(&self) -> impl Iterator<Item = (&Key, &ToolStats)> {
+        self.calls.iter()
     }
 
     /// Number of call keys.

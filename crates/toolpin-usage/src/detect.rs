@@ -37,7 +37,10 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     let object = value.as_object()?;
     if object.contains_key("resourceSpans") {
         Some(Format::OtlpJson)
-    } else if object.get("event").is_some_and(serde_json::Value::is_string) {
+    } else if object
+        .get("event")
+        .is_some_and(serde_json::Value::is_string)
+    {
         Some(Format::Events)
     } else {
         None
@@ -51,14 +54,26 @@ mod tests {
     #[test]
     fn formats_are_told_apart_by_their_first_line() {
         let cases: [(&str, Option<Format>); 9] = [
-            ("{\"resourceSpans\":[{\"resource\":{}", Some(Format::OtlpJson)),
-            ("\n\n{\n  \"resourceSpans\": []\n}\n", Some(Format::OtlpJson)),
+            (
+                "{\"resourceSpans\":[{\"resource\":{}",
+                Some(Format::OtlpJson),
+            ),
+            (
+                "\n\n{\n  \"resourceSpans\": []\n}\n",
+                Some(Format::OtlpJson),
+            ),
             (
                 "{\"time\":\"2026-12-01T10:00:00Z\",\"event\":\"refused\",\"tool\":\"x\"}\n",
                 Some(Format::Events),
             ),
-            ("{\"event\":\"drift\",\"time\":\"2026-12-01T10:00:00Z\"", Some(Format::Events)),
-            ("{\"time\":\"x\",\"resourceSpans\":[]}", Some(Format::OtlpJson)),
+            (
+                "{\"event\":\"drift\",\"time\":\"2026-12-01T10:00:00Z\"",
+                Some(Format::Events),
+            ),
+            (
+                "{\"time\":\"x\",\"resourceSpans\":[]}",
+                Some(Format::OtlpJson),
+            ),
             ("{\"time\":\"x\",\"event\":3}", None),
             ("[1,2,3]", None),
             ("", None),

@@ -11,6 +11,7 @@ pub mod detect;
 pub mod events;
 pub mod ingest;
 mod lines;
+pub mod report;
 pub mod span;
 mod table;
 
