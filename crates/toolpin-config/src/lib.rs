@@ -77,6 +77,16 @@ struct ConfigFile {
     ledger: ledger::LedgerFileConfig,
     #[serde(default)]
     notify: BTreeMap<String, notify::NotifyFileSink>,
+    #[serde(default)]
+    usage: UsageFileConfig,
+}
+
+/// `[usage]`: `toolpin usage`'s settings; `[usage.report]` holds the
+/// report's thresholds (docs/usage.md).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsageFileConfig {
+    report: Option<toml::Spanned<toolpin_usage::report::Thresholds>>,
 }
 
 /// `[release]`: the other two legs of (model, prompt, tools), for the
@@ -686,6 +696,8 @@ pub struct Config {
     pub ledger: ledger::LedgerConfig,
     /// `[notify.NAME]`: where drift events are delivered.
     pub notify: notify::NotifyConfig,
+    /// `[usage.report]`: when `toolpin usage report` raises an alarm.
+    pub usage_report: toolpin_usage::report::Thresholds,
     /// Each server's `vendor` key, where one is set (history groups by it;
     /// a server without one is its serverInfo.name's).
     pub vendors: BTreeMap<String, String>,
@@ -752,6 +764,7 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, Error> {
         .map_err(|e| Error::new(format!("{origin}: {e}")))?;
     let notify = notify::NotifyConfig::resolve(std::mem::take(&mut file.notify), &lookup)
         .map_err(|e| Error::new(format!("{origin}: {e}")))?;
+    let usage_report = usage_thresholds(file.usage.report.take(), &origin, &text)?;
     resolve(file, env, &origin, &dir, &lookup).map(|(environment, servers, vendors)| Config {
         path: path.to_path_buf(),
         environment,
@@ -762,8 +775,51 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, Error> {
         proxy,
         ledger,
         notify,
+        usage_report,
         vendors,
     })
+}
+
+/// `[usage.report]` checked: a value out of range is an error located at
+/// its key.
+fn usage_thresholds(
+    table: Option<toml::Spanned<toolpin_usage::report::Thresholds>>,
+    origin: &str,
+    text: &str,
+) -> Result<toolpin_usage::report::Thresholds, Error> {
+    let Some(table) = table else {
+        return Ok(toolpin_usage::report::Thresholds::default());
+    };
+    let span = table.span();
+    let thresholds = table.into_inner();
+    if let Err(message) = thresholds.validate() {
+        // The message starts with the dotted key; find its line.
+        let key = message
+            .split_whitespace()
+            .next()
+            .and_then(|k| k.strip_prefix("usage.report."))
+            .unwrap_or("");
+        // A table's span covers its header only: its keys run to the next
+        // header.
+        let rest = text.get(span.start..).unwrap_or("");
+        let end = rest
+            .get(1..)
+            .and_then(|r| r.find("\n["))
+            .map_or(rest.len(), |i| i + 2);
+        let body = &rest[..end];
+        let offset = body
+            .match_indices(key)
+            .find(|(i, _)| {
+                let before = body[..*i].chars().next_back();
+                let after = body[i + key.len()..].trim_start();
+                matches!(before, None | Some('\n' | ' ' | '\t' | '{' | ','))
+                    && after.starts_with('=')
+            })
+            .map_or(span.start, |(i, _)| span.start + i);
+        let (line, column) = line_column(text, offset);
+        return Err(Error::new(format!("{origin}:{line}:{column}: {message}")));
+    }
+    Ok(thresholds)
 }
 
 /// Only the `[policy]`, `[evals]` and `[routing]` of a configuration file
@@ -1686,6 +1742,41 @@ enabled = false
         let file: ConfigFile = toml::from_str("[evals.a]\nrun = \"x\"\n").expect("parses");
         let evals = resolve_evals(file.evals, None, "t.toml", "", Path::new("")).expect("valid");
         assert_eq!(evals.evals["a"].cwd, Path::new("."));
+    }
+
+    #[test]
+    fn usage_report_thresholds_are_read_and_checked_at_their_key() {
+        let dir = std::env::temp_dir().join(format!("toolpin-config-usage-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("toolpin.toml");
+        let load_text = |text: &str| {
+            let text = format!("[servers.s]\ncommand = [\"true\"]\n{text}");
+            std::fs::write(&path, text).expect("write");
+            load(&path, None)
+        };
+        let cfg = load_text("[usage.report]\nalpha = 0.001\nmin-calls = 500\n").expect("valid");
+        assert_eq!(cfg.usage_report.alpha, 0.001);
+        assert_eq!(cfg.usage_report.min_calls, 500);
+        assert_eq!(cfg.usage_report.window_hours, 168);
+        let cfg = load_text("").expect("valid");
+        assert_eq!(
+            cfg.usage_report,
+            toolpin_usage::report::Thresholds::default()
+        );
+        let e = load_text(
+            "[ledger]\nenabled = false\n\n[usage.report]\nmin-calls = 10\n  alpha = 2.0\n",
+        )
+        .expect_err("out of range")
+        .to_string();
+        assert!(
+            e.contains("toolpin.toml:8:3: usage.report.alpha must be between 0 and 1"),
+            "{e}"
+        );
+        let e = load_text("[usage.report]\nalpah = 0.1\n")
+            .expect_err("unknown key")
+            .to_string();
+        assert!(e.contains("toolpin.toml:4:1") && e.contains("alpah"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

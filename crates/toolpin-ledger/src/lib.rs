@@ -27,6 +27,7 @@ pub mod migrate;
 mod outbox;
 mod postgres;
 mod sqlite;
+pub mod usage;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -483,6 +484,50 @@ impl Ledger {
     }
 
     /// Every delivery of an event, in the order enqueued.
+    /// Merges tool-usage aggregates into the store, in one transaction
+    /// (see [`usage`]).
+    pub fn usage_merge(
+        &mut self,
+        calls: &toolpin_usage::Aggregates,
+    ) -> Result<usage::UsageWritten, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.usage_merge(calls),
+            Backend::Postgres(s) => s.usage_merge(calls),
+        }
+    }
+
+    /// The stored tool usage `filter` selects.
+    pub fn usage_read(
+        &mut self,
+        filter: &usage::UsageFilter,
+    ) -> Result<toolpin_usage::Aggregates, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.usage_read(filter),
+            Backend::Postgres(s) => s.usage_read(filter),
+        }
+    }
+
+    /// Rolls hour rows before `hourly_before` into day rows, and deletes
+    /// rows that end before `delete_before` (unix hours).
+    pub fn usage_compact(
+        &mut self,
+        hourly_before: u64,
+        delete_before: Option<u64>,
+    ) -> Result<usage::Compacted, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.usage_compact(hourly_before, delete_before),
+            Backend::Postgres(s) => s.usage_compact(hourly_before, delete_before),
+        }
+    }
+
+    /// The first stored hour and the end of the last bucket, if any.
+    pub fn usage_span(&mut self) -> Result<Option<(u64, u64)>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.usage_span(),
+            Backend::Postgres(s) => s.usage_span(),
+        }
+    }
+
     pub fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
         match &mut self.backend {
             Backend::Sqlite(s) => s.deliveries(event),

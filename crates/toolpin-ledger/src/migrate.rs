@@ -14,7 +14,7 @@
 //! unit test below checks that this is the only difference.
 
 /// The schema version this build reads and writes.
-pub const CURRENT: i64 = 3;
+pub const CURRENT: i64 = 4;
 
 /// One migration: its version, its name, and its text for each backend.
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +46,12 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "finding kinds",
         sqlite: MIGRATION_3,
         postgres: MIGRATION_3,
+    },
+    Migration {
+        version: 4,
+        name: "tool usage",
+        sqlite: MIGRATION_4,
+        postgres: MIGRATION_4,
     },
 ];
 
@@ -191,6 +197,36 @@ UPDATE events SET finding_kinds =
 DROP INDEX events_vendor;
 CREATE INDEX events_history ON events (vendor, first_seen, environment, server, tool, kind,
     severity, finding_kinds, resolved_at, unchanged_at, reruns, server_version, pinned_version);
+";
+
+/// Tool usage (`toolpin usage`, [`crate::usage`]): one row of statistics
+/// per bucket (an hour, or a day once rolled up: `hours` is 1 or 24) and
+/// key, the statistics as versioned JSON (`toolpin_usage::serial`); and
+/// the proxy's event counts per hour. The primary keys lead with the hour,
+/// which every read filters on.
+const MIGRATION_4: &str = "
+CREATE TABLE usage_calls (
+    hour BIGINT NOT NULL,
+    hours BIGINT NOT NULL,
+    environment TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    catalog TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    stats TEXT NOT NULL,
+    PRIMARY KEY (hour, hours, environment, tenant, agent, catalog, tool)
+);
+CREATE TABLE usage_events (
+    hour BIGINT NOT NULL,
+    environment TEXT NOT NULL,
+    event TEXT NOT NULL,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    catalog TEXT NOT NULL,
+    count BIGINT NOT NULL,
+    PRIMARY KEY (hour, environment, event, server, tool, rule, catalog)
+);
 ";
 
 #[cfg(test)]

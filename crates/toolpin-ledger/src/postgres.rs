@@ -35,9 +35,11 @@ use crate::event::{findings_json, kind_bits, more_severe, parse_findings, severi
 use crate::history::{self, CountRow, Dialect, DurationRow, HistoryQuery, HistoryRow, Param};
 use crate::migrate;
 use crate::outbox::{backoff, Delivery, DeliveryState, Notice, LEASE, MAX_ATTEMPTS};
+use crate::usage::{self, Compacted, UsageFilter, UsageWritten};
 use crate::{
     Error, Event, EventFilter, EventKind, Options, RecordOutcome, Recorded, Resolution, Sighting,
 };
+use toolpin_usage::{Aggregates, EventKey, Key, ToolStats};
 
 /// How long connecting may take when the URL does not say
 /// (`connect_timeout=`).
@@ -579,6 +581,203 @@ impl Store {
 }
 
 /// The key of a sighting's event, to order a batch by.
+/// Tool usage (`crate::usage`): merged writes, reads, compaction. Writers
+/// take a SHARE ROW EXCLUSIVE lock on `usage_calls` (it conflicts with
+/// itself, not with readers), so merges from several processes queue.
+impl Store {
+    pub(crate) fn usage_merge(&mut self, calls: &Aggregates) -> Result<UsageWritten, Error> {
+        let limits = *calls.limits();
+        // Sorted: equal input, equal work, whatever the table's order.
+        let keys = calls.calls();
+        self.transact(|tx| {
+            tx.batch_execute("LOCK TABLE usage_calls IN SHARE ROW EXCLUSIVE MODE")?;
+            let select = tx.prepare(usage::SELECT_ONE)?;
+            let upsert = tx.prepare(usage::UPSERT)?;
+            let add_events = tx.prepare(usage::ADD_EVENTS)?;
+            let mut written = UsageWritten::default();
+            for (key, stats) in &keys {
+                let hour = usage::hour_to_db(key.hour);
+                let stored: Option<String> = tx
+                    .query_opt(
+                        &select,
+                        &[
+                            &hour,
+                            &1i64,
+                            &key.environment,
+                            &key.tenant,
+                            &key.agent,
+                            &key.catalog,
+                            &key.tool,
+                        ],
+                    )?
+                    .map(|r| r.try_get(0))
+                    .transpose()?;
+                let text =
+                    usage::merged(stored.as_deref(), stats, key, &limits).map_err(Fail::Data)?;
+                written.keys += 1;
+                written.merged += u64::from(stored.is_some());
+                tx.execute(
+                    &upsert,
+                    &[
+                        &hour,
+                        &1i64,
+                        &key.environment,
+                        &key.tenant,
+                        &key.agent,
+                        &key.catalog,
+                        &key.tool,
+                        &text,
+                    ],
+                )?;
+            }
+            for (e, n) in calls.events() {
+                let n = i64::try_from(*n).unwrap_or(i64::MAX);
+                tx.execute(
+                    &add_events,
+                    &[
+                        &usage::hour_to_db(e.hour),
+                        &e.environment,
+                        &e.event,
+                        &e.server,
+                        &e.tool,
+                        &e.rule,
+                        &e.catalog,
+                        &n,
+                    ],
+                )?;
+                written.event_counts += 1;
+            }
+            Ok(written)
+        })
+    }
+
+    pub(crate) fn usage_read(&mut self, filter: &UsageFilter) -> Result<Aggregates, Error> {
+        let from = usage::hour_to_db(filter.from_hour);
+        let until = usage::hour_to_db(filter.until_hour);
+        let environment = filter.environment.clone();
+        self.transact(|tx| {
+            let rows = match &environment {
+                Some(env) => tx.query(usage::SELECT_RANGE_ENV, &[&from, &until, env])?,
+                None => tx.query(usage::SELECT_RANGE, &[&from, &until])?,
+            };
+            let mut calls: Vec<(Key, ToolStats)> = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let key = usage_key(r)?;
+                let text: String = r.try_get(6)?;
+                calls.push((key.clone(), usage::decode(&text, &key).map_err(Fail::Data)?));
+            }
+            let mut events: Vec<(EventKey, u64)> = Vec::new();
+            for r in tx.query(usage::SELECT_EVENTS, &[&from, &until])? {
+                let hour: i64 = r.try_get(0)?;
+                let key = EventKey {
+                    hour: usage::hour_from_db(hour).map_err(Fail::Data)?,
+                    environment: r.try_get(1)?,
+                    event: r.try_get(2)?,
+                    server: r.try_get(3)?,
+                    tool: r.try_get(4)?,
+                    rule: r.try_get(5)?,
+                    catalog: r.try_get(6)?,
+                };
+                let n: i64 = r.try_get(7)?;
+                if environment.as_ref().is_none_or(|e| *e == key.environment) {
+                    events.push((key, u64::try_from(n).unwrap_or(0)));
+                }
+            }
+            Ok(usage::collect(calls, events))
+        })
+    }
+
+    pub(crate) fn usage_compact(
+        &mut self,
+        hourly_before: u64,
+        delete_before: Option<u64>,
+    ) -> Result<Compacted, Error> {
+        let limits = toolpin_usage::Limits::default();
+        let before = usage::hour_to_db(hourly_before);
+        self.transact(|tx| {
+            tx.batch_execute("LOCK TABLE usage_calls IN SHARE ROW EXCLUSIVE MODE")?;
+            let mut done = Compacted::default();
+            if let Some(expired) = delete_before {
+                let expired = usage::hour_to_db(expired);
+                done.deleted += tx.execute(usage::DELETE_EXPIRED_CALLS, &[&expired])?;
+                done.deleted += tx.execute(usage::DELETE_EXPIRED_EVENTS, &[&expired])?;
+            }
+            let mut hours: Vec<(Key, ToolStats)> = Vec::new();
+            for r in tx.query(usage::SELECT_OLD_HOURS, &[&before])? {
+                let key = usage_key(&r)?;
+                let text: String = r.try_get(6)?;
+                let stats = usage::decode(&text, &key).map_err(Fail::Data)?;
+                hours.push((key, stats));
+            }
+            done.hours_rolled = hours.len() as u64;
+            tx.execute(usage::DELETE_OLD_HOURS, &[&before])?;
+            let select = tx.prepare(usage::SELECT_ONE)?;
+            let upsert = tx.prepare(usage::UPSERT)?;
+            for (key, stats) in usage::roll_up(hours, &limits) {
+                let hour = usage::hour_to_db(key.hour);
+                let stored: Option<String> = tx
+                    .query_opt(
+                        &select,
+                        &[
+                            &hour,
+                            &usage::DAY,
+                            &key.environment,
+                            &key.tenant,
+                            &key.agent,
+                            &key.catalog,
+                            &key.tool,
+                        ],
+                    )?
+                    .map(|r| r.try_get(0))
+                    .transpose()?;
+                let text =
+                    usage::merged(stored.as_deref(), &stats, &key, &limits).map_err(Fail::Data)?;
+                tx.execute(
+                    &upsert,
+                    &[
+                        &hour,
+                        &usage::DAY,
+                        &key.environment,
+                        &key.tenant,
+                        &key.agent,
+                        &key.catalog,
+                        &key.tool,
+                        &text,
+                    ],
+                )?;
+                done.days_written += 1;
+            }
+            Ok(done)
+        })
+    }
+
+    pub(crate) fn usage_span(&mut self) -> Result<Option<(u64, u64)>, Error> {
+        self.transact(|tx| {
+            let r = tx.query_one(usage::SELECT_SPAN, &[])?;
+            let (a, b): (Option<i64>, Option<i64>) = (r.try_get(0)?, r.try_get(1)?);
+            Ok(match (a, b) {
+                (Some(a), Some(b)) => {
+                    Some((u64::try_from(a).unwrap_or(0), u64::try_from(b).unwrap_or(0)))
+                }
+                _ => None,
+            })
+        })
+    }
+}
+
+/// The key of a `usage_calls` row (its first six columns).
+fn usage_key(r: &Row) -> Result<Key> {
+    let hour: i64 = r.try_get(0)?;
+    Ok(Key {
+        hour: usage::hour_from_db(hour).map_err(Fail::Data)?,
+        environment: r.try_get(1)?,
+        tenant: r.try_get(2)?,
+        agent: r.try_get(3)?,
+        catalog: r.try_get(4)?,
+        tool: r.try_get(5)?,
+    })
+}
+
 fn sort_key(s: &Sighting) -> (&str, &str, &str, &str, &str, &str) {
     (
         &s.environment,

@@ -12,9 +12,11 @@ use crate::event::{findings_json, kind_bits, more_severe, parse_findings, severi
 use crate::history::{self, CountRow, Dialect, DurationRow, HistoryQuery, HistoryRow, Param};
 use crate::migrate;
 use crate::outbox::{backoff, Delivery, DeliveryState, Notice, LEASE, MAX_ATTEMPTS};
+use crate::usage::{self, Compacted, UsageFilter, UsageWritten};
 use crate::{
     Error, Event, EventFilter, EventKind, Options, RecordOutcome, Recorded, Resolution, Sighting,
 };
+use toolpin_usage::{Aggregates, EventKey, Key, ToolStats};
 
 pub(crate) struct Store {
     conn: Connection,
@@ -519,6 +521,237 @@ impl Store {
 }
 
 /// One line for a SQLite error: locked, corrupt, or what SQLite says.
+/// Tool usage (`crate::usage`): merged writes, reads, compaction.
+impl Store {
+    pub(crate) fn usage_merge(&mut self, calls: &Aggregates) -> Result<UsageWritten, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let data = |e: String| Error::new(format!("{shown}: {e}"));
+        let limits = *calls.limits();
+        let tx = self.begin()?;
+        let mut written = UsageWritten::default();
+        {
+            let mut select = tx.prepare(usage::SELECT_ONE).map_err(fail)?;
+            let mut upsert = tx.prepare(usage::UPSERT).map_err(fail)?;
+            let mut add_events = tx.prepare(usage::ADD_EVENTS).map_err(fail)?;
+            for (key, stats) in calls.calls_unordered() {
+                let hour = usage::hour_to_db(key.hour);
+                let parts = params![
+                    hour,
+                    1i64,
+                    key.environment,
+                    key.tenant,
+                    key.agent,
+                    key.catalog,
+                    key.tool
+                ];
+                let stored: Option<String> = select
+                    .query_row(parts, |r| r.get(0))
+                    .optional()
+                    .map_err(fail)?;
+                let text = usage::merged(stored.as_deref(), stats, key, &limits).map_err(data)?;
+                written.keys += 1;
+                written.merged += u64::from(stored.is_some());
+                upsert
+                    .execute(params![
+                        hour,
+                        1i64,
+                        key.environment,
+                        key.tenant,
+                        key.agent,
+                        key.catalog,
+                        key.tool,
+                        text
+                    ])
+                    .map_err(fail)?;
+            }
+            for (e, n) in calls.events() {
+                add_events
+                    .execute(params![
+                        usage::hour_to_db(e.hour),
+                        e.environment,
+                        e.event,
+                        e.server,
+                        e.tool,
+                        e.rule,
+                        e.catalog,
+                        i64::try_from(*n).unwrap_or(i64::MAX)
+                    ])
+                    .map_err(fail)?;
+                written.event_counts += 1;
+            }
+        }
+        tx.commit().map_err(fail)?;
+        Ok(written)
+    }
+
+    pub(crate) fn usage_read(&mut self, filter: &UsageFilter) -> Result<Aggregates, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let from = usage::hour_to_db(filter.from_hour);
+        let until = usage::hour_to_db(filter.until_hour);
+        let mut rows: Vec<(Key, ToolStats)> = Vec::new();
+        let mut bad: Option<String> = None;
+        {
+            let (sql, env) = match &filter.environment {
+                Some(env) => (usage::SELECT_RANGE_ENV, Some(env.as_str())),
+                None => (usage::SELECT_RANGE, None),
+            };
+            let mut stmt = self.conn.prepare(sql).map_err(fail)?;
+            let mut cursor = match env {
+                Some(env) => stmt.query(params![from, until, env]),
+                None => stmt.query(params![from, until]),
+            }
+            .map_err(fail)?;
+            while let Some(r) = cursor.next().map_err(fail)? {
+                let key = Key {
+                    hour: usage::hour_from_db(r.get(0).map_err(fail)?).unwrap_or(0),
+                    environment: r.get(1).map_err(fail)?,
+                    tenant: r.get(2).map_err(fail)?,
+                    agent: r.get(3).map_err(fail)?,
+                    catalog: r.get(4).map_err(fail)?,
+                    tool: r.get(5).map_err(fail)?,
+                };
+                let text: String = r.get(6).map_err(fail)?;
+                match usage::decode(&text, &key) {
+                    Ok(stats) => rows.push((key, stats)),
+                    Err(e) => {
+                        bad = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(e) = bad {
+            return Err(Error::new(format!("{}: {e}", self.shown)));
+        }
+        let mut events: Vec<(EventKey, u64)> = Vec::new();
+        {
+            let mut stmt = self.conn.prepare(usage::SELECT_EVENTS).map_err(fail)?;
+            let mut cursor = stmt.query(params![from, until]).map_err(fail)?;
+            while let Some(r) = cursor.next().map_err(fail)? {
+                let key = EventKey {
+                    hour: usage::hour_from_db(r.get(0).map_err(fail)?).unwrap_or(0),
+                    environment: r.get(1).map_err(fail)?,
+                    event: r.get(2).map_err(fail)?,
+                    server: r.get(3).map_err(fail)?,
+                    tool: r.get(4).map_err(fail)?,
+                    rule: r.get(5).map_err(fail)?,
+                    catalog: r.get(6).map_err(fail)?,
+                };
+                let n: i64 = r.get(7).map_err(fail)?;
+                if filter
+                    .environment
+                    .as_ref()
+                    .is_none_or(|e| *e == key.environment)
+                {
+                    events.push((key, u64::try_from(n).unwrap_or(0)));
+                }
+            }
+        }
+        Ok(usage::collect(rows, events))
+    }
+
+    pub(crate) fn usage_compact(
+        &mut self,
+        hourly_before: u64,
+        delete_before: Option<u64>,
+    ) -> Result<Compacted, Error> {
+        let shown = self.shown.clone();
+        let busy = self.busy_seconds;
+        let fail = |e| error_for(&shown, busy, e);
+        let data = |e: String| Error::new(format!("{shown}: {e}"));
+        let limits = toolpin_usage::Limits::default();
+        let tx = self.begin()?;
+        let mut done = Compacted::default();
+        if let Some(before) = delete_before {
+            let before = usage::hour_to_db(before);
+            done.deleted += tx
+                .execute(usage::DELETE_EXPIRED_CALLS, params![before])
+                .map_err(fail)? as u64;
+            done.deleted += tx
+                .execute(usage::DELETE_EXPIRED_EVENTS, params![before])
+                .map_err(fail)? as u64;
+        }
+        let before = usage::hour_to_db(hourly_before);
+        let mut hours: Vec<(Key, ToolStats)> = Vec::new();
+        {
+            let mut stmt = tx.prepare(usage::SELECT_OLD_HOURS).map_err(fail)?;
+            let mut cursor = stmt.query(params![before]).map_err(fail)?;
+            while let Some(r) = cursor.next().map_err(fail)? {
+                let hour: i64 = r.get(0).map_err(fail)?;
+                let key = Key {
+                    hour: usage::hour_from_db(hour).map_err(data)?,
+                    environment: r.get(1).map_err(fail)?,
+                    tenant: r.get(2).map_err(fail)?,
+                    agent: r.get(3).map_err(fail)?,
+                    catalog: r.get(4).map_err(fail)?,
+                    tool: r.get(5).map_err(fail)?,
+                };
+                let text: String = r.get(6).map_err(fail)?;
+                let stats = usage::decode(&text, &key).map_err(data)?;
+                hours.push((key, stats));
+            }
+        }
+        done.hours_rolled = hours.len() as u64;
+        tx.execute(usage::DELETE_OLD_HOURS, params![before])
+            .map_err(fail)?;
+        {
+            let mut select = tx.prepare(usage::SELECT_ONE).map_err(fail)?;
+            let mut upsert = tx.prepare(usage::UPSERT).map_err(fail)?;
+            for (key, stats) in usage::roll_up(hours, &limits) {
+                let hour = usage::hour_to_db(key.hour);
+                let stored: Option<String> = select
+                    .query_row(
+                        params![
+                            hour,
+                            usage::DAY,
+                            key.environment,
+                            key.tenant,
+                            key.agent,
+                            key.catalog,
+                            key.tool
+                        ],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(fail)?;
+                let text = usage::merged(stored.as_deref(), &stats, &key, &limits).map_err(data)?;
+                upsert
+                    .execute(params![
+                        hour,
+                        usage::DAY,
+                        key.environment,
+                        key.tenant,
+                        key.agent,
+                        key.catalog,
+                        key.tool,
+                        text
+                    ])
+                    .map_err(fail)?;
+                done.days_written += 1;
+            }
+        }
+        tx.commit().map_err(fail)?;
+        Ok(done)
+    }
+
+    pub(crate) fn usage_span(&mut self) -> Result<Option<(u64, u64)>, Error> {
+        let (a, b): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(usage::SELECT_SPAN, [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.error(e))?;
+        Ok(match (a, b) {
+            (Some(a), Some(b)) => {
+                Some((u64::try_from(a).unwrap_or(0), u64::try_from(b).unwrap_or(0)))
+            }
+            _ => None,
+        })
+    }
+}
+
 fn error_for(shown: &str, busy_seconds: f64, e: rusqlite::Error) -> Error {
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => Error::new(format!(

@@ -132,6 +132,73 @@ impl LatencySketch {
         self.count
     }
 
+    /// A sketch from its stored parts, checked: the bucket counts must add
+    /// up to `count`, lie within the range of buckets, and agree with the
+    /// extremes. The error says which part is wrong.
+    pub fn from_parts(
+        count: u64,
+        sum: u128,
+        min: u64,
+        max: u64,
+        base: u16,
+        counts: Vec<u64>,
+    ) -> Result<Self, String> {
+        let total = counts
+            .iter()
+            .try_fold(0u64, |a, n| a.checked_add(*n))
+            .ok_or("bucket counts overflow")?;
+        if total != count {
+            return Err(format!("bucket counts add up to {total}, not {count}"));
+        }
+        if count == 0 {
+            if !counts.is_empty() || sum != 0 {
+                return Err("an empty sketch holds buckets or a sum".into());
+            }
+            return Ok(Self::default());
+        }
+        if min > max {
+            return Err(format!("min {min} is above max {max}"));
+        }
+        let last = usize::from(base) + counts.len();
+        if counts.is_empty() || last > usize::from(bucket_of(u64::MAX)) + 1 {
+            return Err(format!("buckets {base}..{last} are out of range"));
+        }
+        if counts.first() == Some(&0) || counts.last() == Some(&0) {
+            return Err("the bucket range does not start and end at a used bucket".into());
+        }
+        if bucket_of(min) != base || usize::from(bucket_of(max)) + 1 != last {
+            return Err("min and max do not fall in the first and last buckets".into());
+        }
+        let (sum_low, sum_high) = (
+            u128::from(min) * u128::from(count),
+            u128::from(max) * u128::from(count),
+        );
+        if sum < sum_low || sum > sum_high {
+            return Err(format!("sum {sum} is outside count × [min, max]"));
+        }
+        Ok(Self {
+            count,
+            sum,
+            min,
+            max,
+            base,
+            counts,
+        })
+    }
+
+    /// The stored parts: count, sum, min, max, the first bucket and the
+    /// bucket counts from it (see [`LatencySketch::from_parts`]).
+    pub fn parts(&self) -> (u64, u128, u64, u64, u16, &[u64]) {
+        (
+            self.count,
+            self.sum,
+            self.min,
+            self.max,
+            self.base,
+            &self.counts,
+        )
+    }
+
     /// Exact extremes and mean, in nanoseconds.
     pub fn min(&self) -> Option<u64> {
         (self.count > 0).then_some(self.min)
@@ -427,6 +494,18 @@ impl Aggregates {
         }
     }
 
+    /// Adds a whole key's statistics (read back from a store), merged
+    /// into what the key already holds.
+    pub fn add_stats(&mut self, key: &Key, stats: &ToolStats) {
+        let limits = self.limits;
+        self.calls.entry(&Parts::of(key)).merge(stats, &limits);
+    }
+
+    /// Adds `n` to an event count.
+    pub fn add_events(&mut self, key: EventKey, n: u64) {
+        *self.events.entry(key).or_insert(0) += n;
+    }
+
     pub fn record_event(&mut self, key: EventKey) {
         *self.events.entry(key).or_insert(0) += 1;
     }
@@ -461,6 +540,19 @@ impl Aggregates {
     /// the pass).
     pub fn calls_unordered(&self) -> impl Iterator<Item = (&Key, &ToolStats)> {
         self.calls.iter()
+    }
+
+    /// The calls of hours `[from_hour, until_hour)`, of one environment
+    /// when given (event counts are not kept: the report reads calls).
+    pub fn within(&self, from_hour: u64, until_hour: u64, environment: Option<&str>) -> Aggregates {
+        let mut out = Aggregates::new(self.limits);
+        for (key, stats) in self.calls.iter() {
+            let in_env = environment.is_none_or(|e| e == key.environment);
+            if key.hour >= from_hour && key.hour < until_hour && in_env {
+                out.calls.entry(&Parts::of(key)).merge(stats, &self.limits);
+            }
+        }
+        out
     }
 
     /// Number of call keys.

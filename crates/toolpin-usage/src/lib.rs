@@ -12,6 +12,7 @@ pub mod events;
 pub mod ingest;
 mod lines;
 pub mod report;
+pub mod serial;
 pub mod span;
 mod table;
 

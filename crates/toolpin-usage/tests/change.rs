@@ -262,6 +262,22 @@ fn a_steering_change_fires_on_the_shifted_tool_and_names_the_change() {
     assert_eq!(r.comparisons.len(), 1);
     assert_eq!(r.comparisons[0].before_calls, 2_400);
 
+    // Without the change line at hand, the caller describes the pairs that
+    // alarmed.
+    let mut bare = catalogs();
+    bare.changes.clear();
+    let mut r = report(&t.agg, &bare, &Thresholds::default(), H0 + 48);
+    assert_eq!(r.alarms[0].change, None);
+    r.describe_changes(|from, to| (from == A && to == B).then(|| CHANGE.to_string()));
+    assert_eq!(r.alarms[0].change.as_deref(), Some(CHANGE));
+    assert!(
+        r.alarms[0]
+            .message
+            .ends_with(&format!("9644aeef: {CHANGE}")),
+        "{}",
+        r.alarms[0].message
+    );
+
     // The same traffic, no change in shares: nothing.
     let mut t = Traffic::new();
     mix(&mut t, H0, 24, A, 100, 0.20);

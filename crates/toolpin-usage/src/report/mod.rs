@@ -546,6 +546,27 @@ pub fn report(
     out
 }
 
+impl UsageReport {
+    /// Fills in the change line of every alarm between two catalogs that
+    /// has none yet, from `describe(from, to)` (the caller's lockfile
+    /// diff; computed only for the pairs that alarmed), and appends it to
+    /// the message.
+    pub fn describe_changes(&mut self, describe: impl Fn(&str, &str) -> Option<String>) {
+        for alarm in &mut self.alarms {
+            if alarm.change.is_some() {
+                continue;
+            }
+            let Some(from) = &alarm.from_catalog else {
+                continue;
+            };
+            if let Some(change) = describe(from, &alarm.to_catalog) {
+                alarm.message = format!("{}: {change}", alarm.message);
+                alarm.change = Some(change);
+            }
+        }
+    }
+}
+
 /// The calls of `keys` in hours `[from, to)`, merged per tool.
 fn window(keys: &[(&Key, &ToolStats)], from: u64, to: u64, limits: &Limits) -> Window {
     let mut out: Window = BTreeMap::new();

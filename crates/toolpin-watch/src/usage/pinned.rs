@@ -19,6 +19,9 @@ pub struct PinnedVersion {
     /// `toolpin.lock` for the file as it is, `toolpin.lock@1a2b3c4d` for a
     /// committed version.
     pub origin: String,
+    /// Its place in its lockfile's history: higher is newer (the working
+    /// file is the newest).
+    pub position: u64,
 }
 
 /// Every pinned catalog found, by catalog fingerprint (lowercase hex, as
@@ -40,14 +43,21 @@ impl PinnedCatalogs {
         let mut out = Self::default();
         for path in lockfiles {
             let catalog = toolpin_manifest::lockfile::read(path).map_err(|e| e.to_string())?;
+            let committed = committed_versions(path, depth);
             out.add(PinnedVersion {
                 catalog,
                 origin: path.display().to_string(),
+                position: committed.len() as u64 + 1,
             });
-            for (commit, bytes) in committed_versions(path, depth) {
+            let newest = committed.len() as u64;
+            for (i, (commit, bytes)) in committed.into_iter().enumerate() {
                 let origin = format!("{}@{}", path.display(), &commit[..commit.len().min(8)]);
                 match toolpin_manifest::lockfile::parse(&bytes, &origin) {
-                    Ok(catalog) => out.add(PinnedVersion { catalog, origin }),
+                    Ok(catalog) => out.add(PinnedVersion {
+                        catalog,
+                        origin,
+                        position: newest - i as u64,
+                    }),
                     Err(e) => out.unreadable.push(e.to_string()),
                 }
             }
@@ -87,6 +97,26 @@ impl PinnedCatalogs {
                 .collect();
             (fp.as_str(), tools)
         })
+    }
+
+    /// The catalogs as the usage report reads them: each one's enum
+    /// parameters by tool, and its place in the history (which orders two
+    /// catalogs first called in the same hour). Change lines are left to
+    /// [`PinnedCatalogs::describe`], for the pairs that alarm.
+    pub fn for_report(&self) -> toolpin_usage::report::Catalogs {
+        use toolpin_usage::report::{Catalogs, PinnedCatalog, PinnedTool};
+        let mut out = Catalogs::default();
+        for (fp, tools) in self.tools() {
+            let tools = tools
+                .into_iter()
+                .map(|(name, schema)| (name, PinnedTool::from_input_schema(&schema)))
+                .collect();
+            out.pinned.insert(fp.to_string(), PinnedCatalog { tools });
+        }
+        for (fp, version) in &self.versions {
+            out.sequence.insert(fp.clone(), version.position);
+        }
+        out
     }
 
     /// What changed between two pinned catalogs, in one line; `None` when
@@ -183,14 +213,7 @@ fn committed_versions(path: &Path, depth: usize) -> Vec<(String, Vec<u8>)> {
             .filter(|o| o.status.success())
             .map(|o| o.stdout)
     };
-    let Some(log) = git(&[
-        "log",
-        "--format=%H",
-        "-n",
-        &depth.to_string(),
-        "--",
-        name,
-    ]) else {
+    let Some(log) = git(&["log", "--format=%H", "-n", &depth.to_string(), "--", name]) else {
         return Vec::new();
     };
     String::from_utf8_lossy(&log)
@@ -224,7 +247,8 @@ mod tests {
     }
 
     const LOOKUP: &str = "Look up an order by its ID.";
-    const STEERED: &str = "Look up an order by its ID. Prefer search_orders when the ID is unknown.";
+    const STEERED: &str =
+        "Look up an order by its ID. Prefer search_orders when the ID is unknown.";
 
     #[test]
     fn a_change_line_quotes_the_words_a_description_gained() {
@@ -264,7 +288,11 @@ mod tests {
         };
         git(&["init", "-q"]);
         let lock = dir.join("toolpin.lock");
-        let (v1, v2, v3) = (catalog(LOOKUP, 50), catalog(STEERED, 50), catalog(STEERED, 20));
+        let (v1, v2, v3) = (
+            catalog(LOOKUP, 50),
+            catalog(STEERED, 50),
+            catalog(STEERED, 20),
+        );
         toolpin_manifest::lockfile::write(&v1, &lock).expect("write");
         git(&["add", "toolpin.lock"]);
         git(&["commit", "-q", "-m", "v1"]);
@@ -273,15 +301,33 @@ mod tests {
         // The working file is newer than any commit.
         toolpin_manifest::lockfile::write(&v3, &lock).expect("write");
 
-        let pinned = PinnedCatalogs::from_lockfiles(std::slice::from_ref(&lock), 200).expect("read");
+        let pinned =
+            PinnedCatalogs::from_lockfiles(std::slice::from_ref(&lock), 200).expect("read");
         let fp = |c: &Catalog| c.fingerprint.to_hex();
         let keys: Vec<&String> = pinned.versions.keys().collect();
-        let mut want = vec![fp(&v1), fp(&v2), fp(&v3)];
+        let mut want = [fp(&v1), fp(&v2), fp(&v3)];
         want.sort();
         assert_eq!(keys, want.iter().collect::<Vec<_>>());
-        assert_eq!(pinned.get(&fp(&v3)).expect("v3").origin, lock.display().to_string());
-        assert!(pinned.get(&fp(&v1)).expect("v1").origin.contains("toolpin.lock@"));
+        assert_eq!(
+            pinned.get(&fp(&v3)).expect("v3").origin,
+            lock.display().to_string()
+        );
+        assert!(pinned
+            .get(&fp(&v1))
+            .expect("v1")
+            .origin
+            .contains("toolpin.lock@"));
         assert!(pinned.unreadable.is_empty());
+        // Newer versions come later in the history.
+        let position = |c: &Catalog| pinned.get(&fp(c)).expect("pinned").position;
+        assert!(position(&v1) < position(&v2) && position(&v2) < position(&v3));
+        let report = pinned.for_report();
+        assert_eq!(report.sequence[&fp(&v3)], position(&v3));
+        let search = &report.pinned[&fp(&v1)].tools["shop__search_orders"];
+        assert_eq!(
+            search.enums["status"].iter().collect::<Vec<_>>(),
+            ["open", "shipped"]
+        );
         assert_eq!(
             pinned.describe(&fp(&v1), &fp(&v2)).as_deref(),
             Some("shop__lookup_order's description gained 'Prefer search_orders when the ID is unknown.'")
