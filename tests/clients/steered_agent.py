@@ -73,7 +73,7 @@ async def main() -> None:
                     name, arguments = lookup.name, {"order_id": f"A-{task}"}
                 result = await session.call_tool(name, arguments)
                 picks[name] = picks.get(name, 0) + 1
-                errors += int(bool(result.isError))
+                errors += int(bool(result.is_error))
                 # Paced: the next task starts at its slot, not before.
                 slot = start + (task + 1) / args.per_second
                 delay = slot - time.monotonic()

@@ -175,6 +175,149 @@ pub enum HistoryFormat {
     Markdown,
 }
 
+/// `toolpin usage`.
+#[derive(Subcommand)]
+pub enum UsageCommand {
+    /// Read span files (OTLP/JSON, as the Collector's file exporter writes them) or the proxy's event log into the usage store
+    ///
+    /// Each file's format is told from its first line. Every file is read
+    /// before the store is opened, so a missing file stores nothing. What
+    /// could not be used (malformed lines, spans without a tool name, clock
+    /// skew, unknown fingerprints) is counted, with examples, on stderr.
+    Ingest(UsageIngestArgs),
+    /// Receive spans over OTLP/HTTP (POST /v1/traces, protobuf or JSON) and merge them into the usage store
+    ///
+    /// Point an OpenTelemetry SDK or Collector at http://ADDR (the
+    /// OTEL_EXPORTER_OTLP_ENDPOINT). What arrives is merged into the store
+    /// every --flush-every; while the store cannot be written it is kept and
+    /// retried. SIGTERM or SIGINT stores the rest and exits. No TLS and no
+    /// authentication: listen on loopback, or behind a Collector.
+    Serve(UsageServeArgs),
+    /// Compare tool usage before and after every catalog change, and day over day (exit 1 when an alarm fires)
+    ///
+    /// Reads the usage store, or FILE… directly (no ingest step: for
+    /// one-off analysis in CI). The pinned catalogs come from the lockfile
+    /// and its git history, so every alarm names the lockfile change
+    /// between its two catalogs. Alarms are recorded in the ledger as
+    /// usage-shift events and sent to the [notify.NAME] sinks routing
+    /// names (unless --no-record). Thresholds: [usage.report] in
+    /// toolpin.toml. Exit codes: 0 no alarm, 1 an alarm fired, 2 an error.
+    Report(UsageReportArgs),
+    /// Roll hours older than --hourly-days into days, and delete rows older than --retain-days
+    Compact(UsageCompactArgs),
+}
+
+/// Where the usage store is.
+#[derive(clap::Args)]
+pub struct UsageStoreArgs {
+    /// The configuration file ([ledger] is the default store; [usage.report] holds the thresholds)
+    #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
+    pub config: PathBuf,
+    /// The usage store: a SQLite file or a postgres:// URL [default: the ledger, else toolpin.usage.db beside the configuration]
+    #[arg(long, value_name = "PATH|URL")]
+    pub store: Option<String>,
+}
+
+/// How spans are read.
+#[derive(clap::Args)]
+pub struct UsageReadArgs {
+    /// The environment of spans that name none (deployment.environment.name)
+    #[arg(long = "env", value_name = "NAME", default_value = "")]
+    pub environment: String,
+    /// The span or resource attribute that names the tenant
+    #[arg(long, value_name = "KEY", default_value = "tenant.id")]
+    pub tenant_key: String,
+}
+
+/// `toolpin usage ingest`.
+#[derive(clap::Args)]
+pub struct UsageIngestArgs {
+    /// OTLP/JSON span files or proxy event logs
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: UsageReadArgs,
+    #[command(flatten)]
+    pub store: UsageStoreArgs,
+}
+
+/// `toolpin usage serve`.
+#[derive(clap::Args)]
+pub struct UsageServeArgs {
+    /// Where to listen, e.g. 127.0.0.1:4318
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// How often what arrived is merged into the store (at least 1s)
+    #[arg(long, value_name = "INTERVAL", default_value = "10s", value_parser = parse_flush_interval)]
+    pub flush_every: std::time::Duration,
+    #[command(flatten)]
+    pub read: UsageReadArgs,
+    #[command(flatten)]
+    pub store: UsageStoreArgs,
+}
+
+/// `--flush-every`: an interval of at least a second.
+fn parse_flush_interval(text: &str) -> Result<std::time::Duration, String> {
+    let d = toolpin_watch::schedule::parse_interval(text)?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err("--flush-every must be at least 1s".into());
+    }
+    Ok(d)
+}
+
+/// `toolpin usage report`.
+#[derive(clap::Args)]
+pub struct UsageReportArgs {
+    /// Read these span or event files instead of the store (nothing is stored)
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A lockfile whose pinned catalogs (and committed versions) judge the calls; repeatable [default: the lockfile of every environment beside the configuration]
+    #[arg(long = "lockfile", value_name = "PATH")]
+    pub lockfiles: Vec<PathBuf>,
+    /// How many committed versions of each lockfile to read from git
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub history: usize,
+    /// How many days of usage to read, up to now
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3660))]
+    pub days: u64,
+    /// Only this environment's calls
+    #[arg(long = "only-env", value_name = "NAME")]
+    pub only_env: Option<String>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = UsageReportFormat::Text)]
+    pub format: UsageReportFormat,
+    /// Write to FILE (atomically) instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Record nothing in the ledger and notify nobody
+    #[arg(long)]
+    pub no_record: bool,
+    #[command(flatten)]
+    pub read: UsageReadArgs,
+    #[command(flatten)]
+    pub store: UsageStoreArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum UsageReportFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+/// `toolpin usage compact`.
+#[derive(clap::Args)]
+pub struct UsageCompactArgs {
+    /// Keep hourly rows for this many days; older hours become one row per day
+    #[arg(long, value_name = "N", default_value_t = 14)]
+    pub hourly_days: u64,
+    /// Delete rows older than this many days [default: keep everything]
+    #[arg(long, value_name = "N")]
+    pub retain_days: Option<u64>,
+    #[command(flatten)]
+    pub store: UsageStoreArgs,
+}
+
 /// `toolpin proxy`.
 #[derive(clap::Args)]
 pub struct ProxyArgs {
@@ -367,6 +510,21 @@ pub enum Command {
     /// Markdown. Exit codes: 0, or 2 for an error (no ledger yet, a bad
     /// date). See docs/history.md.
     History(HistoryArgs),
+    /// Tool usage in production: selection and argument shifts at every catalog change
+    ///
+    /// `ingest` and `serve` fold tool-call spans (OTLP, the GenAI and MCP
+    /// semantic conventions: the proxy's, or any framework's `execute_tool`
+    /// spans) into hourly aggregates in the usage store: the ledger
+    /// ([ledger]), else toolpin.usage.db beside toolpin.toml, or --store.
+    /// `report` compares each agent's calls before and after every catalog
+    /// fingerprint change (and day over day), tests selection shares, enum
+    /// arguments, how often each parameter is supplied, error rates and p95
+    /// latency, and names the lockfile change behind each alarm. See
+    /// docs/usage.md.
+    Usage {
+        #[command(subcommand)]
+        command: UsageCommand,
+    },
     /// Contract tests: golden calls against the live tools, derived from the pin
     ///
     /// The contracts live in toolpin.contracts.toml beside the lockfile; see

@@ -19,6 +19,7 @@ pub mod report_target;
 pub mod review;
 pub mod rules;
 pub mod stamp;
+pub mod usage;
 pub mod watch;
 pub mod withdraw;
 
@@ -88,6 +89,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
         Command::Evals { command } => evals::run(command, quiet, style),
         Command::Watch(args) => watch::run(args, quiet),
         Command::History(args) => history::run(args),
+        Command::Usage { command } => usage::run(command, quiet),
         Command::Contract { command } => contract::run(command, quiet, style),
         Command::Rules { id, markdown } => rules::run(id.as_deref(), *markdown),
         Command::Fingerprint {

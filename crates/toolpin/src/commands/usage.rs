@@ -1,0 +1,329 @@
+//! `toolpin usage ingest | serve | report | compact`. Reading spans and
+//! the change-point tests are `toolpin-usage`'s, the receiver
+//! `toolpin-otlp`'s, the store `toolpin-ledger`'s, and the pinned catalogs,
+//! alarm recording and the flush loop `toolpin-watch`'s; this reads the
+//! arguments and the configuration, and prints.
+
+use std::path::{Path, PathBuf};
+
+use toolpin_config::ledger::LedgerLocation;
+use toolpin_ledger::Ledger;
+use toolpin_usage::{Aggregates, IngestReport, Input, Options};
+
+use super::{display, print, Outcome};
+use crate::cli::{
+    UsageCommand, UsageCompactArgs, UsageIngestArgs, UsageReadArgs, UsageReportArgs,
+    UsageReportFormat, UsageServeArgs, UsageStoreArgs,
+};
+use crate::config;
+use crate::error::CliError;
+
+/// Nanoseconds in an hour: the store's keys are unix hours.
+const HOUR_NANOS: u64 = 3_600_000_000_000;
+
+/// The store's file beside the configuration when the ledger is off.
+const STORE_FILE: &str = "toolpin.usage.db";
+
+pub fn run(command: &UsageCommand, quiet: bool) -> Result<Outcome, CliError> {
+    match command {
+        UsageCommand::Ingest(args) => ingest(args, quiet),
+        UsageCommand::Serve(args) => serve(args, quiet),
+        UsageCommand::Report(args) => report(args, quiet),
+        UsageCommand::Compact(args) => compact(args, quiet),
+    }
+}
+
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn options(read: &UsageReadArgs) -> Options {
+    Options {
+        tenant_key: read.tenant_key.clone(),
+        environment: read.environment.clone(),
+        ..Options::default()
+    }
+}
+
+/// Reads every file (its format told from its first line) into one set of
+/// aggregates. A file that cannot be opened or is of no known format is an
+/// error before anything is read.
+fn read_files(
+    files: &[PathBuf],
+    options: &Options,
+) -> Result<(Aggregates, IngestReport), CliError> {
+    let mut inputs: Vec<Input<'static>> = Vec::with_capacity(files.len());
+    for path in files {
+        let head = read_head(path)?;
+        let format = toolpin_usage::detect::detect(&head).ok_or_else(|| {
+            let first = String::from_utf8_lossy(&head);
+            let first: String = first
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .chars()
+                .take(60)
+                .collect();
+            CliError::new(format!(
+                "{}: neither OTLP/JSON spans nor a proxy event log (first line: {first:?})",
+                display(path)
+            ))
+        })?;
+        let input = Input::file(path, format)
+            .map_err(|e| CliError::new(format!("cannot read {}: {e}", display(path))))?;
+        inputs.push(input);
+    }
+    Ok(toolpin_usage::ingest(inputs, options))
+}
+
+fn read_head(path: &Path) -> Result<Vec<u8>, CliError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .map_err(|e| CliError::new(format!("cannot read {}: {e}", display(path))))?;
+    let mut head = Vec::new();
+    file.take(toolpin_usage::detect::SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| CliError::new(format!("cannot read {}: {e}", display(path))))?;
+    Ok(head)
+}
+
+/// Prints what reading found wrong (always: a dropped span is news) and,
+/// unless quiet, what was read.
+fn print_ingest_report(report: &IngestReport, quiet: bool) {
+    let problems: u64 = report.problems.values().map(|o| o.count).sum();
+    if problems > 0 || !quiet {
+        eprint!("{report}");
+    }
+}
+
+/// The usage store, opened.
+struct Store {
+    ledger: Ledger,
+    shown: String,
+    secrets: Vec<(String, String)>,
+}
+
+impl Store {
+    fn err(&self, e: toolpin_ledger::Error) -> CliError {
+        CliError::new(format!(
+            "usage store {}: {}",
+            self.shown,
+            toolpin_watch::open::redact(&e.to_string(), &self.secrets)
+        ))
+    }
+}
+
+/// Where the store is: `--store`, else the ledger, else a file beside the
+/// configuration. `must_exist`: a SQLite file that is not there is an
+/// error (reading it would create an empty store and hide a wrong path).
+fn open_store(
+    args: &UsageStoreArgs,
+    cfg: Option<&config::Config>,
+    must_exist: bool,
+) -> Result<Store, CliError> {
+    let (location, shown, secrets) = match (&args.store, cfg) {
+        (Some(s), _) if s.starts_with("postgres://") || s.starts_with("postgresql://") => (
+            LedgerLocation::Postgres(s.clone()),
+            "(the --store URL)".to_string(),
+            Vec::new(),
+        ),
+        (Some(s), _) => (
+            LedgerLocation::Sqlite(PathBuf::from(s)),
+            s.clone(),
+            Vec::new(),
+        ),
+        (None, Some(cfg)) => match &cfg.ledger.location {
+            Some(location) => (
+                location.clone(),
+                cfg.ledger.shown.clone(),
+                cfg.ledger.secrets.clone(),
+            ),
+            None => {
+                let path = cfg.path.parent().unwrap_or(Path::new("")).join(STORE_FILE);
+                (
+                    LedgerLocation::Sqlite(path.clone()),
+                    display(&path),
+                    Vec::new(),
+                )
+            }
+        },
+        (None, None) => (
+            LedgerLocation::Sqlite(PathBuf::from(STORE_FILE)),
+            STORE_FILE.to_string(),
+            Vec::new(),
+        ),
+    };
+    if must_exist {
+        if let LedgerLocation::Sqlite(path) = &location {
+            if !path.exists() {
+                return Err(CliError::new(format!(
+                    "{}: no usage store here; `toolpin usage ingest` or `toolpin usage serve` writes it (or pass --store)",
+                    display(path)
+                )));
+            }
+        }
+    }
+    let opened = match &location {
+        LedgerLocation::Sqlite(path) => Ledger::open(path),
+        LedgerLocation::Postgres(url) => Ledger::connect(url, &toolpin_ledger::Options::default()),
+    };
+    let ledger = opened.map_err(|e| {
+        CliError::new(format!(
+            "usage store {shown}: {}",
+            toolpin_watch::open::redact(&e.to_string(), &secrets)
+        ))
+    })?;
+    Ok(Store {
+        ledger,
+        shown,
+        secrets,
+    })
+}
+
+/// The configuration, when there is one: `usage` works without
+/// toolpin.toml when it is not there (a one-off report over files in CI),
+/// but a configuration that is there must be valid.
+fn optional_config(path: &Path) -> Result<Option<config::Config>, CliError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    config::load(path, None).map(Some).map_err(CliError::from)
+}
+
+fn ingest(args: &UsageIngestArgs, quiet: bool) -> Result<Outcome, CliError> {
+    let cfg = optional_config(&args.store.config)?;
+    // Every file is read before the store is opened: a bad path or an
+    // unknown format stores nothing.
+    let (aggregates, report) = read_files(&args.files, &options(&args.read))?;
+    print_ingest_report(&report, quiet);
+    let mut store = open_store(&args.store, cfg.as_ref(), false)?;
+    store
+        .ledger
+        .usage_merge(&aggregates)
+        .map_err(|e| store.err(e))?;
+    if !quiet {
+        eprintln!(
+            "usage: stored {} call{} under {} key{} in {}",
+            aggregates.total_calls(),
+            if aggregates.total_calls() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            aggregates.len(),
+            if aggregates.len() == 1 { "" } else { "s" },
+            store.shown
+        );
+    }
+    Ok(Outcome::Clean)
+}
+
+fn serve(_args: &UsageServeArgs, _quiet: bool) -> Result<Outcome, CliError> {
+    Err(CliError::new("usage serve: not yet built"))
+}
+
+fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
+    let cfg = optional_config(&args.store.config)?;
+    let thresholds = cfg
+        .as_ref()
+        .map(|c| c.usage_report.clone())
+        .unwrap_or_default();
+    let lockfiles: Vec<PathBuf> = if !args.lockfiles.is_empty() {
+        args.lockfiles.clone()
+    } else if let Some(cfg) = &cfg {
+        vec![cfg.default_lockfile()]
+    } else {
+        return Err(CliError::new(format!(
+            "{} not found: name the pinned catalogs with --lockfile PATH (or pass --config)",
+            display(&args.store.config)
+        )));
+    };
+    // The pins first: a missing lockfile is an error before any reading.
+    let pinned =
+        toolpin_watch::usage::pinned::PinnedCatalogs::from_lockfiles(&lockfiles, args.history)
+            .map_err(CliError::new)?;
+    for unreadable in &pinned.unreadable {
+        if !quiet {
+            eprintln!("note: a committed lockfile was skipped: {unreadable}");
+        }
+    }
+    let now = now_nanos();
+    let until_hour = now / HOUR_NANOS + 1;
+    let from_hour = until_hour.saturating_sub(args.days * 24);
+    let aggregates = if args.files.is_empty() {
+        let mut store = open_store(&args.store, cfg.as_ref(), true)?;
+        read_store(&mut store, from_hour, until_hour, args.only_env.as_deref())?
+    } else {
+        let (aggregates, ingest_report) = read_files(&args.files, &options(&args.read))?;
+        print_ingest_report(&ingest_report, true);
+        aggregates.within(from_hour, until_hour, args.only_env.as_deref())
+    };
+    let mut report =
+        toolpin_usage::report::report(&aggregates, &pinned.for_report(), &thresholds, until_hour);
+    report.describe_changes(|from, to| pinned.describe(from, to));
+    let out = match args.format {
+        UsageReportFormat::Text => toolpin_usage::report::render_text(&report),
+        UsageReportFormat::Json => toolpin_usage::report::render_json(&report),
+        UsageReportFormat::Markdown => toolpin_usage::report::render_markdown(&report),
+    };
+    match &args.output {
+        Some(path) => toolpin_manifest::fs::write_atomic(path, out.as_bytes())
+            .map_err(|e| CliError::new(format!("cannot write {}: {e}", display(path))))?,
+        None => print(&out)?,
+    }
+    if !args.no_record && !report.alarms.is_empty() {
+        if let Some(cfg) = &cfg {
+            record_alarms(cfg, &report, quiet)?;
+        }
+    }
+    Ok(if report.alarms.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Drift
+    })
+}
+
+fn compact(args: &UsageCompactArgs, quiet: bool) -> Result<Outcome, CliError> {
+    let cfg = optional_config(&args.store.config)?;
+    let mut store = open_store(&args.store, cfg.as_ref(), true)?;
+    let now_hour = now_nanos() / HOUR_NANOS;
+    let hourly_before = now_hour.saturating_sub(args.hourly_days * 24);
+    let delete_before = args.retain_days.map(|d| now_hour.saturating_sub(d * 24));
+    let done = store
+        .ledger
+        .usage_compact(hourly_before, delete_before)
+        .map_err(|e| store.err(e))?;
+    if !quiet {
+        eprintln!("usage: {done}");
+    }
+    Ok(Outcome::Clean)
+}
+
+/// The stored calls of hours `[from_hour, until_hour)`.
+fn read_store(
+    store: &mut Store,
+    from_hour: u64,
+    until_hour: u64,
+    environment: Option<&str>,
+) -> Result<Aggregates, CliError> {
+    let filter = toolpin_ledger::usage::UsageFilter {
+        from_hour,
+        until_hour,
+        environment: environment.map(str::to_string),
+    };
+    store.ledger.usage_read(&filter).map_err(|e| store.err(e))
+}
+
+/// Records each alarm as a usage-shift event in the ledger and routes it
+/// to the sinks.
+fn record_alarms(
+    cfg: &config::Config,
+    report: &toolpin_usage::report::UsageReport,
+    quiet: bool,
+) -> Result<(), CliError> {
+    let _ = (cfg, report, quiet);
+    Ok(())
+}
