@@ -23,10 +23,14 @@ pub enum EventKind {
     ProxyRefusal,
     /// A contract run failed.
     ContractFailed,
+    /// `toolpin usage report` saw the calls of a tool shift at a catalog
+    /// change (or day over day), or a tool or enum value that is not
+    /// pinned.
+    UsageShift,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 8] = [
+    pub const ALL: [EventKind; 9] = [
         EventKind::Drift,
         EventKind::Approved,
         EventKind::Rejected,
@@ -35,6 +39,7 @@ impl EventKind {
         EventKind::ProxyDrift,
         EventKind::ProxyRefusal,
         EventKind::ContractFailed,
+        EventKind::UsageShift,
     ];
 
     /// The name stored in the ledger.
@@ -48,6 +53,7 @@ impl EventKind {
             EventKind::ProxyDrift => "proxy-drift",
             EventKind::ProxyRefusal => "proxy-refusal",
             EventKind::ContractFailed => "contract-failed",
+            EventKind::UsageShift => "usage-shift",
         }
     }
 

@@ -567,7 +567,10 @@ mod tests {
         assert_eq!(
             parsed,
             vec![
-                ("deployment.environment.name".to_string(), "prod".to_string()),
+                (
+                    "deployment.environment.name".to_string(),
+                    "prod".to_string()
+                ),
                 ("service.name".to_string(), "shop".to_string()),
                 ("tenant.id".to_string(), "acme co".to_string()),
             ]
@@ -584,7 +587,10 @@ mod tests {
                 .map(|a| {
                     (
                         a["key"].as_str().expect("key").to_string(),
-                        a["value"]["stringValue"].as_str().expect("value").to_string(),
+                        a["value"]["stringValue"]
+                            .as_str()
+                            .expect("value")
+                            .to_string(),
                     )
                 })
                 .collect()

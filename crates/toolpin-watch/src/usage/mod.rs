@@ -3,3 +3,4 @@
 //! one-line change between two of them ([`pinned`]).
 
 pub mod pinned;
+pub mod record;

@@ -276,7 +276,7 @@ fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
     }
     if !args.no_record && !report.alarms.is_empty() {
         if let Some(cfg) = &cfg {
-            record_alarms(cfg, &report, quiet)?;
+            record_alarms(cfg, &pinned, &report, quiet)?;
         }
     }
     Ok(if report.alarms.is_empty() {
@@ -317,13 +317,51 @@ fn read_store(
     store.ledger.usage_read(&filter).map_err(|e| store.err(e))
 }
 
-/// Records each alarm as a usage-shift event in the ledger and routes it
-/// to the sinks.
+/// Records the alarms as `usage-shift` events in the ledger, each routed
+/// to the `[notify.NAME]` sinks that admit it, and delivers what is due
+/// at once (the report is what an on-call schedule runs; no `watch` needs
+/// to follow it). An alarm seen before is one more sighting, and sends
+/// nothing.
 fn record_alarms(
     cfg: &config::Config,
+    pinned: &toolpin_watch::usage::pinned::PinnedCatalogs,
     report: &toolpin_usage::report::UsageReport,
     quiet: bool,
 ) -> Result<(), CliError> {
-    let _ = (cfg, report, quiet);
+    let at = toolpin_watch::now();
+    let sightings = toolpin_watch::usage::record::sightings(report, pinned, at);
+    let mut recorder = super::ledger::Recorder::open(cfg, quiet)?;
+    let route = toolpin_watch::deliver::route(&cfg.notify);
+    let recorded = recorder.write(|ledger| ledger.record_batch(&sightings, &route))?;
+    let Some(recorded) = recorded else {
+        return Ok(());
+    };
+    if !quiet {
+        let new = recorded
+            .iter()
+            .filter(|r| r.outcome == toolpin_ledger::RecordOutcome::New)
+            .count();
+        eprintln!(
+            "usage: {} usage-shift event{} in the ledger ({new} new)",
+            recorded.len(),
+            if recorded.len() == 1 { "" } else { "s" }
+        );
+    }
+    let sender = toolpin_watch::deliver::NotifySender::new(&cfg.notify);
+    let names = sender.names();
+    let done = recorder.write(|ledger| {
+        toolpin_watch::deliver::deliver_due(ledger, &sender, Some(&names), &toolpin_watch::now)
+    })?;
+    if let Some(done) = done {
+        for e in &done.errors {
+            eprintln!("warning: {e}");
+        }
+        if !quiet && (done.delivered + done.retrying + done.given_up) > 0 {
+            eprintln!(
+                "notified: {} sent, {} to retry, {} given up",
+                done.delivered, done.retrying, done.given_up
+            );
+        }
+    }
     Ok(())
 }
