@@ -501,6 +501,18 @@ impl Aggregates {
         self.calls.entry(&Parts::of(key)).merge(stats, &limits);
     }
 
+    /// [`Aggregates::add_stats`] for statistics the caller owns: a new key
+    /// takes them as they are, without a merge (reading a store back).
+    pub fn add_owned_stats(&mut self, key: &Key, stats: ToolStats) {
+        let limits = self.limits;
+        let slot = self.calls.entry(&Parts::of(key));
+        if slot.calls == 0 && slot.latency.count() == 0 && slot.params.is_empty() {
+            *slot = stats;
+        } else {
+            slot.merge(&stats, &limits);
+        }
+    }
+
     /// Adds `n` to an event count.
     pub fn add_events(&mut self, key: EventKey, n: u64) {
         *self.events.entry(key).or_insert(0) += n;

@@ -11,6 +11,7 @@ pub mod detect;
 pub mod events;
 pub mod ingest;
 mod lines;
+mod proto;
 pub mod report;
 pub mod serial;
 pub mod span;
@@ -19,4 +20,5 @@ mod table;
 pub use aggregate::{
     Aggregates, ArgValue, Call, EventKey, Key, LatencySketch, Limits, ParamStats, ToolStats,
 };
+pub use span::{read_body, Encoding};
 pub use ingest::{ingest, ingest_one, Format, IngestReport, Input, Occurrences, Options, Problem};

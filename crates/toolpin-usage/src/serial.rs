@@ -1,11 +1,15 @@
 //! A key's statistics as stored: compact JSON with a version member, so
 //! that a store written by one build is read, or refused with a reason, by
-//! another. Decoding checks everything (the latency sketch's parts, the
-//! counts' types) and never panics: a row that does not decode is an
-//! error the store reports with its key.
+//! another. The latency sketch is stored sparse (offset and count of each
+//! used bucket): a tool's calls spread over a few hundred buckets, most of
+//! them empty. Decoding reads into borrowing structs (no JSON tree), checks
+//! everything (the sketch's parts, every count's type) and never panics: a
+//! row that does not decode is an error the store reports with its key.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::aggregate::{LatencySketch, ParamStats, ToolStats};
@@ -16,6 +20,13 @@ pub const VERSION: u64 = 1;
 /// `stats` as one line of JSON.
 pub fn encode(stats: &ToolStats) -> String {
     let (count, sum, min, max, base, counts) = stats.latency.parts();
+    let mut sparse: Vec<u64> = Vec::new();
+    for (i, n) in counts.iter().enumerate() {
+        if *n > 0 {
+            sparse.push(i as u64);
+            sparse.push(*n);
+        }
+    }
     let params: Map<String, Value> = stats
         .params
         .iter()
@@ -37,8 +48,9 @@ pub fn encode(stats: &ToolStats) -> String {
         "v": VERSION,
         "calls": stats.calls,
         "errors": stats.errors,
-        // The sum can pass 2^64 ns (584 years of calls): a string.
-        "latency": [count, sum.to_string(), min, max, base, counts],
+        // The sum can pass 2^64 ns (584 years of calls): a string. The
+        // buckets: [offset from base, count, …] for each used one.
+        "latency": [count, sum.to_string(), min, max, base, sparse],
         "with_arguments": stats.with_arguments,
         "params": params,
         "params_over_cap": stats.params_over_cap,
@@ -48,90 +60,106 @@ pub fn encode(stats: &ToolStats) -> String {
     .to_string()
 }
 
-fn u64_of(v: Option<&Value>, what: &str) -> Result<u64, String> {
-    v.and_then(Value::as_u64)
-        .ok_or_else(|| format!("{what} is not a count"))
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Stored<'a> {
+    #[allow(dead_code)]
+    v: u64,
+    calls: u64,
+    #[serde(borrow)]
+    errors: BTreeMap<Cow<'a, str>, u64>,
+    #[serde(borrow)]
+    latency: (u64, Cow<'a, str>, u64, u64, u16, Vec<u64>),
+    with_arguments: u64,
+    #[serde(borrow)]
+    params: BTreeMap<Cow<'a, str>, StoredParam<'a>>,
+    params_over_cap: u64,
+    #[serde(borrow)]
+    fingerprints: BTreeMap<Cow<'a, str>, u64>,
+    fingerprints_other: u64,
 }
 
-fn counts_of(v: Option<&Value>, what: &str) -> Result<Vec<(String, u64)>, String> {
-    let Some(map) = v.and_then(Value::as_object) else {
-        return Err(format!("{what} is not an object of counts"));
-    };
-    map.iter()
-        .map(|(k, n)| Ok((k.clone(), u64_of(Some(n), &format!("{what}.{k}"))?)))
-        .collect()
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredParam<'a> {
+    supplied: u64,
+    #[serde(borrow)]
+    values: HashMap<Cow<'a, str>, u64>,
+    other: u64,
+    non_string: u64,
+}
+
+#[derive(Deserialize)]
+struct Version {
+    v: Option<u64>,
 }
 
 /// The statistics `text` encodes; the error says what is wrong with it.
 pub fn decode(text: &str) -> Result<ToolStats, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let version = value.get("v").and_then(Value::as_u64);
-    if version != Some(VERSION) {
-        return Err(match version {
-            Some(v) => format!(
-                "encoding version {v} is not one this toolpin reads ({VERSION}); upgrade toolpin"
-            ),
-            None => "no encoding version".into(),
-        });
-    }
-    let latency = value
-        .get("latency")
-        .and_then(Value::as_array)
-        .filter(|a| a.len() == 6)
-        .ok_or("latency is not [count, sum, min, max, base, counts]")?;
-    let sum: u128 = latency[1]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .ok_or("latency sum is not a number in a string")?;
-    let base = u16::try_from(u64_of(latency.get(4), "latency base")?)
-        .map_err(|_| "latency base is out of range")?;
-    let buckets = latency[5]
-        .as_array()
-        .ok_or("latency counts are not an array")?
-        .iter()
-        .map(|n| n.as_u64().ok_or("a latency bucket is not a count"))
-        .collect::<Result<Vec<u64>, _>>()?;
-    let latency = LatencySketch::from_parts(
-        u64_of(latency.first(), "latency count")?,
-        sum,
-        u64_of(latency.get(2), "latency min")?,
-        u64_of(latency.get(3), "latency max")?,
-        base,
-        buckets,
-    )
-    .map_err(|e| format!("latency: {e}"))?;
-    let mut params = BTreeMap::new();
-    let Some(stored) = value.get("params").and_then(Value::as_object) else {
-        return Err("params is not an object".into());
+    let stored: Stored<'_> = match serde_json::from_str(text) {
+        Ok(s) => s,
+        Err(e) => {
+            // Say "another version" rather than which member it lacks.
+            return Err(match serde_json::from_str::<Version>(text) {
+                Ok(Version { v: Some(v) }) if v != VERSION => format!(
+                    "encoding version {v} is not one this toolpin reads ({VERSION}); upgrade toolpin"
+                ),
+                Ok(Version { v: None }) => "no encoding version".to_string(),
+                _ => format!("not a stored statistics record: {e}"),
+            });
+        }
     };
-    for (name, p) in stored {
-        let values: HashMap<String, u64> =
-            counts_of(p.get("values"), &format!("params.{name}.values"))?
-                .into_iter()
-                .collect();
-        params.insert(
-            name.clone(),
-            ParamStats {
-                supplied: u64_of(p.get("supplied"), &format!("params.{name}.supplied"))?,
-                values,
-                other_values: u64_of(p.get("other"), &format!("params.{name}.other"))?,
-                non_string: u64_of(p.get("non_string"), &format!("params.{name}.non_string"))?,
-            },
-        );
+    if stored.v != VERSION {
+        return Err(format!(
+            "encoding version {} is not one this toolpin reads ({VERSION}); upgrade toolpin",
+            stored.v
+        ));
     }
+    let (count, sum, min, max, base, sparse) = stored.latency;
+    let sum: u128 = sum.parse().map_err(|_| "latency sum is not a number".to_string())?;
+    if sparse.len() % 2 != 0 {
+        return Err("latency buckets are not offset and count pairs".into());
+    }
+    let mut counts: Vec<u64> = Vec::new();
+    let mut last: Option<u64> = None;
+    for pair in sparse.chunks_exact(2) {
+        let (offset, n) = (pair[0], pair[1]);
+        if last.is_some_and(|l| offset <= l) || offset > u64::from(u16::MAX) {
+            return Err("latency bucket offsets are not increasing".into());
+        }
+        last = Some(offset);
+        counts.resize(offset as usize, 0);
+        counts.push(n);
+    }
+    let latency = LatencySketch::from_parts(count, sum, min, max, base, counts)
+        .map_err(|e| format!("latency: {e}"))?;
+    let params = stored
+        .params
+        .into_iter()
+        .map(|(name, p)| {
+            (
+                name.into_owned(),
+                ParamStats {
+                    supplied: p.supplied,
+                    values: p.values.into_iter().map(|(k, n)| (k.into_owned(), n)).collect(),
+                    other_values: p.other,
+                    non_string: p.non_string,
+                },
+            )
+        })
+        .collect();
+    let owned = |m: BTreeMap<Cow<'_, str>, u64>| -> BTreeMap<String, u64> {
+        m.into_iter().map(|(k, n)| (k.into_owned(), n)).collect()
+    };
     let stats = ToolStats {
-        calls: u64_of(value.get("calls"), "calls")?,
-        errors: counts_of(value.get("errors"), "errors")?
-            .into_iter()
-            .collect(),
+        calls: stored.calls,
+        errors: owned(stored.errors),
         latency,
-        with_arguments: u64_of(value.get("with_arguments"), "with_arguments")?,
+        with_arguments: stored.with_arguments,
         params,
-        params_over_cap: u64_of(value.get("params_over_cap"), "params_over_cap")?,
-        tool_fingerprints: counts_of(value.get("fingerprints"), "fingerprints")?
-            .into_iter()
-            .collect(),
-        fingerprints_other: u64_of(value.get("fingerprints_other"), "fingerprints_other")?,
+        params_over_cap: stored.params_over_cap,
+        tool_fingerprints: owned(stored.fingerprints),
+        fingerprints_other: stored.fingerprints_other,
     };
     if stats.latency.count() != stats.calls {
         return Err(format!(
@@ -195,22 +223,30 @@ mod tests {
             f(&mut v);
             decode(&v.to_string()).expect_err("damaged")
         };
-        assert!(decode("{").expect_err("not json").starts_with("not JSON"));
+        assert!(decode("{").expect_err("not json").starts_with("not a stored statistics record"));
         assert!(damaged(&|v| v["v"] = json!(2)).contains("version 2"));
-        assert!(damaged(&|v| v["calls"] = json!(-1)).contains("calls"));
+        assert!(damaged(&|v| {
+            v["v"] = json!(2);
+            v["new_member"] = json!(1);
+        })
+        .contains("version 2"));
+        let no_version = damaged(&|v| {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("v");
+            }
+        });
+        assert_eq!(no_version, "no encoding version");
+        assert!(damaged(&|v| v["calls"] = json!(-1)).contains("invalid value"));
         assert!(damaged(&|v| v["calls"] = json!(49)).contains("49 calls but 50 latencies"));
         assert!(damaged(&|v| v["latency"][0] = json!(51)).contains("add up to 50, not 51"));
-        assert!(damaged(&|v| v["latency"][4] = json!(70000)).contains("base"));
-        assert!(damaged(&|v| v["latency"][1] = json!(5)).contains("sum"));
-        assert!(
-            damaged(&|v| v["params"]["status"]["values"]["open"] = json!("x"))
-                .contains("params.status.values.open")
-        );
-        let e = damaged(&|v| {
-            let counts = v["latency"][5].as_array_mut().expect("counts");
-            counts.insert(0, json!(0));
-            v["latency"][4] = json!(v["latency"][4].as_u64().expect("base") - 1);
-        });
-        assert!(e.contains("latency"), "{e}");
+        assert!(damaged(&|v| v["latency"][4] = json!(70000)).contains("u16"));
+        assert!(damaged(&|v| v["latency"][1] = json!("5")).contains("sum"));
+        assert!(damaged(&|v| v["params"]["status"]["values"]["open"] = json!("x")).contains("invalid type"));
+        let e = damaged(&|v| v["latency"][4] = json!(v["latency"][4].as_u64().expect("base") - 1));
+        assert!(e.contains("latency: min and max"), "{e}");
+        let e = damaged(&|v| v["latency"][5].as_array_mut().expect("pairs").swap(0, 2));
+        assert!(e.contains("offsets are not increasing"), "{e}");
+        let e = damaged(&|v| v["latency"][5].as_array_mut().expect("pairs").push(json!(1)));
+        assert!(e.contains("pairs"), "{e}");
     }
 }

@@ -94,7 +94,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Loose<'a> {
 
 /// Unix nanoseconds, a string in OTLP/JSON (a number is accepted too).
 /// Anything unreadable is `None`, reported as a missing time.
-struct Nanos(Option<u64>);
+pub(crate) struct Nanos(pub Option<u64>);
 
 impl<'de> Deserialize<'de> for Nanos {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -104,7 +104,7 @@ impl<'de> Deserialize<'de> for Nanos {
 }
 
 /// `status.code`: 2 is ERROR (`"STATUS_CODE_ERROR"` in older exporters).
-struct StatusCode(bool);
+pub(crate) struct StatusCode(pub bool);
 
 impl<'de> Deserialize<'de> for StatusCode {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -118,75 +118,75 @@ impl<'de> Deserialize<'de> for StatusCode {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Request<'a> {
+pub(crate) struct Request<'a> {
     #[serde(borrow, default)]
-    resource_spans: Vec<ResourceSpans<'a>>,
+    pub(crate) resource_spans: Vec<ResourceSpans<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ResourceSpans<'a> {
+pub(crate) struct ResourceSpans<'a> {
     #[serde(borrow, default)]
-    resource: Option<Resource<'a>>,
+    pub(crate) resource: Option<Resource<'a>>,
     /// `instrumentationLibrarySpans` before OTLP 0.15.
     #[serde(borrow, default, alias = "instrumentationLibrarySpans")]
-    scope_spans: Vec<ScopeSpans<'a>>,
+    pub(crate) scope_spans: Vec<ScopeSpans<'a>>,
 }
 
 #[derive(Deserialize)]
-struct Resource<'a> {
+pub(crate) struct Resource<'a> {
     #[serde(borrow, default)]
-    attributes: Vec<KeyValue<'a>>,
+    pub(crate) attributes: Vec<KeyValue<'a>>,
 }
 
 #[derive(Deserialize)]
-struct ScopeSpans<'a> {
+pub(crate) struct ScopeSpans<'a> {
     #[serde(borrow, default)]
-    spans: Vec<Span<'a>>,
+    pub(crate) spans: Vec<Span<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Span<'a> {
+pub(crate) struct Span<'a> {
     #[serde(borrow, default)]
-    span_id: Option<Str<'a>>,
+    pub(crate) span_id: Option<Str<'a>>,
     #[serde(borrow, default)]
-    attributes: Vec<KeyValue<'a>>,
+    pub(crate) attributes: Vec<KeyValue<'a>>,
     #[serde(default)]
-    start_time_unix_nano: Option<Nanos>,
+    pub(crate) start_time_unix_nano: Option<Nanos>,
     #[serde(default)]
-    end_time_unix_nano: Option<Nanos>,
+    pub(crate) end_time_unix_nano: Option<Nanos>,
     #[serde(default)]
-    status: Option<Status>,
+    pub(crate) status: Option<Status>,
 }
 
 #[derive(Deserialize)]
-struct Status {
+pub(crate) struct Status {
     #[serde(default)]
-    code: Option<StatusCode>,
+    pub(crate) code: Option<StatusCode>,
 }
 
 #[derive(Deserialize)]
-struct KeyValue<'a> {
+pub(crate) struct KeyValue<'a> {
     #[serde(borrow, default)]
-    key: Option<Str<'a>>,
+    pub(crate) key: Option<Str<'a>>,
     #[serde(borrow, default)]
-    value: Option<AnyValue<'a>>,
+    pub(crate) value: Option<AnyValue<'a>>,
 }
 
 /// An attribute value. Arrays, maps and bytes are skipped: no attribute
 /// read here has that type.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct AnyValue<'a> {
+pub(crate) struct AnyValue<'a> {
     #[serde(borrow, default)]
-    string_value: Option<Str<'a>>,
+    pub(crate) string_value: Option<Str<'a>>,
     #[serde(borrow, default)]
-    int_value: Option<Loose<'a>>,
+    pub(crate) int_value: Option<Loose<'a>>,
     #[serde(default)]
-    bool_value: Option<bool>,
+    pub(crate) bool_value: Option<bool>,
     #[serde(default)]
-    double_value: Option<f64>,
+    pub(crate) double_value: Option<f64>,
 }
 
 impl<'a> AnyValue<'a> {
@@ -415,6 +415,17 @@ fn request(
             return;
         }
     };
+    spans_of(&request, at, options, aggregates, report);
+}
+
+/// Every span of a decoded request (either encoding).
+fn spans_of(
+    request: &Request<'_>,
+    at: &At<'_>,
+    options: &Options,
+    aggregates: &mut Aggregates,
+    report: &mut IngestReport,
+) {
     report.requests += 1;
     for rs in &request.resource_spans {
         let mut resource = Scope::default();
@@ -585,4 +596,52 @@ fn one_span(
         error,
         arguments: members,
     });
+}
+
+/// How an OTLP/HTTP export body is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// `application/json`: OTLP/JSON.
+    Json,
+    /// `application/x-protobuf`.
+    Protobuf,
+}
+
+/// Reads one OTLP/HTTP export body (a whole `ExportTraceServiceRequest`)
+/// into `aggregates`, by the same rules as span files. `Err` (with the
+/// reason, also counted in `report` as a malformed request) when the body
+/// is not a request at all; spans that are left out are counted in
+/// `report` and the body is still `Ok`.
+pub fn read_body(
+    body: &[u8],
+    encoding: Encoding,
+    name: &str,
+    options: &Options,
+    aggregates: &mut Aggregates,
+    report: &mut IngestReport,
+) -> Result<(), String> {
+    let at = At {
+        input: name,
+        line: 1,
+    };
+    let decoded = match encoding {
+        Encoding::Json => {
+            if body.trim_ascii_start().first() != Some(&b'{') {
+                Err("not a JSON object".to_string())
+            } else {
+                serde_json::from_slice::<Request<'_>>(body).map_err(|e| e.to_string())
+            }
+        }
+        Encoding::Protobuf => crate::proto::decode(body).map_err(|e| e.0),
+    };
+    match decoded {
+        Ok(request) => {
+            spans_of(&request, &at, options, aggregates, report);
+            Ok(())
+        }
+        Err(e) => {
+            report.note(Problem::MalformedLine, || format!("{at}: {e}"));
+            Err(e)
+        }
+    }
 }
