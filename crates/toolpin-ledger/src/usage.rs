@@ -167,7 +167,7 @@ pub(crate) fn collect(
 ) -> Aggregates {
     let mut out = Aggregates::new(toolpin_usage::Limits::default());
     for (key, stats) in rows {
-        out.add_stats(&key, &stats);
+        out.add_owned_stats(&key, stats);
     }
     for (key, n) in events {
         out.add_events(key, n);

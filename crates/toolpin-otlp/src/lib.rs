@@ -103,13 +103,26 @@ impl Receiver {
         options.now_nanos = now_nanos();
         let mut aggregates = Aggregates::new(options.limits);
         let mut report = IngestReport::new(options.examples);
-        let outcome = read_body(body, encoding, "otlp", &options, &mut aggregates, &mut report);
+        let outcome = read_body(
+            body,
+            encoding,
+            "otlp",
+            &options,
+            &mut aggregates,
+            &mut report,
+        );
         let rejected = report.spans_rejected;
         let why = report
             .problems
             .iter()
             .find(|(p, _)| p.rejects())
-            .map(|(p, o)| format!("{}: {}", p.name(), o.examples.first().map_or("", String::as_str)))
+            .map(|(p, o)| {
+                format!(
+                    "{}: {}",
+                    p.name(),
+                    o.examples.first().map_or("", String::as_str)
+                )
+            })
             .unwrap_or_default();
         let mut b = self.buffer();
         b.aggregates.merge(&aggregates);
@@ -137,7 +150,11 @@ fn answer(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Resp
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
-    answer(status, "text/plain; charset=utf-8", format!("{text}\n").into_bytes())
+    answer(
+        status,
+        "text/plain; charset=utf-8",
+        format!("{text}\n").into_bytes(),
+    )
 }
 
 /// A protobuf varint.
@@ -226,7 +243,10 @@ fn bad_request(encoding: Encoding, why: &str) -> Response<Body> {
 
 async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() != TRACES_PATH {
-        return plain(StatusCode::NOT_FOUND, "not found: spans go to POST /v1/traces");
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: spans go to POST /v1/traces",
+        );
     }
     if req.method() != Method::POST {
         let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "only POST");
@@ -238,7 +258,13 @@ async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Bod
         .headers()
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default();
     let encoding = match content_type.as_str() {
         "application/x-protobuf" => Encoding::Protobuf,
@@ -267,7 +293,10 @@ async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Bod
         }
     };
     if receiver.unavailable.load(Ordering::Relaxed) {
-        let mut r = plain(StatusCode::SERVICE_UNAVAILABLE, "the usage store is unavailable; retry later");
+        let mut r = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the usage store is unavailable; retry later",
+        );
         r.headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from_static("5"));
         return r;
@@ -276,8 +305,14 @@ async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Bod
     let body = match Limited::new(req.into_body(), limit).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => {
-            return if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                plain(StatusCode::PAYLOAD_TOO_LARGE, &format!("a body over {limit} bytes"))
+            return if e
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("a body over {limit} bytes"),
+                )
             } else {
                 plain(StatusCode::BAD_REQUEST, "the body could not be read")
             };
@@ -308,7 +343,10 @@ async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Bod
     match outcome {
         Ok(Ok((rejected, why))) => success(encoding, rejected, &why),
         Ok(Err(why)) => bad_request(encoding, &why),
-        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the request could not be read"),
+        Err(_) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the request could not be read",
+        ),
     }
 }
 
@@ -362,7 +400,8 @@ pub async fn serve(
     }
     let _ = stop_tx.send(true);
     let deadline = tokio::time::Instant::now() + grace;
-    while receiver.connections.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+    while receiver.connections.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline
+    {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(())

@@ -33,11 +33,22 @@ impl Running {
                 .build()
                 .expect("runtime");
             rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-                ready_tx.send(listener.local_addr().expect("addr")).expect("ready");
-                serve(listener, r, async { let _ = stopped.await; }, Duration::from_secs(2))
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
-                    .expect("serve");
+                    .expect("bind");
+                ready_tx
+                    .send(listener.local_addr().expect("addr"))
+                    .expect("ready");
+                serve(
+                    listener,
+                    r,
+                    async {
+                        let _ = stopped.await;
+                    },
+                    Duration::from_secs(2),
+                )
+                .await
+                .expect("serve");
             });
         });
         let addr = ready.recv().expect("address");
@@ -64,14 +75,19 @@ impl Drop for Running {
 fn python() -> PathBuf {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let python = repo.join(".venv/bin/python");
-    assert!(python.exists(), "{} is missing: run scripts/setup", python.display());
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup",
+        python.display()
+    );
     python
 }
 
 fn export_with_the_python_sdk(url: &str, gzip: bool) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/clients/otel_exporter.py");
     let mut cmd = std::process::Command::new(python());
-    cmd.arg(script).args(["--endpoint", &format!("{url}/v1/traces")]);
+    cmd.arg(script)
+        .args(["--endpoint", &format!("{url}/v1/traces")]);
     if gzip {
         cmd.arg("--gzip");
     }
@@ -101,10 +117,24 @@ fn assert_the_scripts_calls(agg: &Aggregates) {
         })
         .collect();
     let row = |tool: &str, calls, errors| {
-        ("staging".into(), "globex".into(), "billing-agent".into(), tool.to_string(), calls, errors)
+        (
+            "staging".into(),
+            "globex".into(),
+            "billing-agent".into(),
+            tool.to_string(),
+            calls,
+            errors,
+        )
     };
-    assert_eq!(summary, vec![row("lookup_order", 2, 2), row("search_orders", 5, 0)]);
-    let search = calls.iter().find(|(k, _)| k.tool == "search_orders").expect("search").1;
+    assert_eq!(
+        summary,
+        vec![row("lookup_order", 2, 2), row("search_orders", 5, 0)]
+    );
+    let search = calls
+        .iter()
+        .find(|(k, _)| k.tool == "search_orders")
+        .expect("search")
+        .1;
     let status = &search.params["status"];
     assert_eq!((status.values["open"], status.values["shipped"]), (3, 2));
     assert_eq!(search.params["page_size"].non_string, 5);
@@ -135,7 +165,9 @@ fn json_body() -> String {
             serde_json::json!({"key": "toolpin.catalog.fingerprint", "value": {"stringValue": format!("9644aeef{}", "0".repeat(56))}}),
         ];
         if error {
-            attrs.push(serde_json::json!({"key": "error.type", "value": {"stringValue": "timeout"}}));
+            attrs.push(
+                serde_json::json!({"key": "error.type", "value": {"stringValue": "timeout"}}),
+            );
         }
         let start = now() - 60_000_000_000 + i;
         serde_json::json!({"spanId": format!("{i:016x}"), "name": tool, "attributes": attrs,
@@ -143,8 +175,16 @@ fn json_body() -> String {
             "status": if error { serde_json::json!({"code": 2}) } else { serde_json::json!({}) }})
     };
     let mut spans = Vec::new();
-    for (i, s) in ["open", "open", "shipped", "open", "shipped"].iter().enumerate() {
-        spans.push(span("search_orders", &format!("{{\"status\":\"{s}\",\"page_size\":20}}"), false, i as u64));
+    for (i, s) in ["open", "open", "shipped", "open", "shipped"]
+        .iter()
+        .enumerate()
+    {
+        spans.push(span(
+            "search_orders",
+            &format!("{{\"status\":\"{s}\",\"page_size\":20}}"),
+            false,
+            i as u64,
+        ));
     }
     spans.push(span("lookup_order", "{\"order_id\":\"A-1\"}", true, 10));
     spans.push(span("lookup_order", "{\"order_id\":\"A-1\"}", true, 11));
@@ -166,7 +206,10 @@ fn now() -> u64 {
 
 fn post(url: &str, content_type: &str, encoding: Option<&str>, body: Vec<u8>) -> (u16, Vec<u8>) {
     let client = reqwest::blocking::Client::new();
-    let mut req = client.post(url).header("content-type", content_type).body(body);
+    let mut req = client
+        .post(url)
+        .header("content-type", content_type)
+        .body(body);
     if let Some(e) = encoding {
         req = req.header("content-encoding", e);
     }
@@ -175,27 +218,44 @@ fn post(url: &str, content_type: &str, encoding: Option<&str>, body: Vec<u8>) ->
     (status, r.bytes().expect("body").to_vec())
 }
 
+/// A key as text, its calls, and its argument values with their counts.
+type Stripped = (String, u64, Vec<(String, u64)>);
+
 #[test]
 fn json_gives_what_protobuf_gives() {
     let running = Running::start(4 << 20);
-    let (status, body) = post(&format!("{}/v1/traces", running.url), "application/json", None, json_body().into_bytes());
+    let (status, body) = post(
+        &format!("{}/v1/traces", running.url),
+        "application/json",
+        None,
+        json_body().into_bytes(),
+    );
     assert_eq!((status, body.as_slice()), (200, &b"{}"[..]));
     let (json, _) = running.receiver.take();
     assert_the_scripts_calls(&json);
     export_with_the_python_sdk(&running.url, false);
     let (proto, _) = running.receiver.take();
     // The same calls, keys and argument statistics (latencies differ).
-    let strip = |a: &Aggregates| -> Vec<(String, u64, Vec<(String, u64)>)> {
+    let strip = |a: &Aggregates| -> Vec<Stripped> {
         a.calls()
             .iter()
             .map(|(k, s)| {
                 let mut values: Vec<(String, u64)> = s
                     .params
                     .iter()
-                    .flat_map(|(p, st)| st.values.iter().map(move |(v, n)| (format!("{p}={v}"), *n)))
+                    .flat_map(|(p, st)| {
+                        st.values.iter().map(move |(v, n)| (format!("{p}={v}"), *n))
+                    })
                     .collect();
                 values.sort();
-                (format!("{}/{}/{}/{}/{}", k.environment, k.tenant, k.agent, k.catalog, k.tool), s.calls, values)
+                (
+                    format!(
+                        "{}/{}/{}/{}/{}",
+                        k.environment, k.tenant, k.agent, k.catalog, k.tool
+                    ),
+                    s.calls,
+                    values,
+                )
             })
             .collect()
     };
@@ -210,24 +270,56 @@ fn errors_are_answered_as_the_specification_says() {
     let (status, body) = post(&traces, "application/json", None, b"[1,2]".to_vec());
     assert_eq!(status, 400);
     assert!(String::from_utf8_lossy(&body).contains("\"code\":3"));
-    let (status, _) = post(&traces, "application/x-protobuf", None, vec![0x0a, 0x05, 0x01]);
+    let (status, _) = post(
+        &traces,
+        "application/x-protobuf",
+        None,
+        vec![0x0a, 0x05, 0x01],
+    );
     assert_eq!(status, 400);
     // Another content type or encoding: 415.
     assert_eq!(post(&traces, "text/plain", None, b"{}".to_vec()).0, 415);
-    assert_eq!(post(&traces, "application/json", Some("br"), b"{}".to_vec()).0, 415);
+    assert_eq!(
+        post(&traces, "application/json", Some("br"), b"{}".to_vec()).0,
+        415
+    );
     // Over the limit, as sent or once decompressed (a gzip bomb): 413.
-    assert_eq!(post(&traces, "application/json", None, vec![b' '; 70 * 1024]).0, 413);
+    assert_eq!(
+        post(&traces, "application/json", None, vec![b' '; 70 * 1024]).0,
+        413
+    );
     let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     bomb.write_all(&vec![b' '; 8 << 20]).expect("compress");
     let bomb = bomb.finish().expect("gzip");
     assert!(bomb.len() < 64 * 1024, "{}", bomb.len());
     assert_eq!(post(&traces, "application/json", Some("gzip"), bomb).0, 413);
-    assert_eq!(post(&traces, "application/json", Some("gzip"), b"not gzip".to_vec()).0, 400);
+    assert_eq!(
+        post(
+            &traces,
+            "application/json",
+            Some("gzip"),
+            b"not gzip".to_vec()
+        )
+        .0,
+        400
+    );
     // Other paths and methods.
-    assert_eq!(post(&format!("{}/v1/metrics", running.url), "application/json", None, b"{}".to_vec()).0, 404);
+    assert_eq!(
+        post(
+            &format!("{}/v1/metrics", running.url),
+            "application/json",
+            None,
+            b"{}".to_vec()
+        )
+        .0,
+        404
+    );
     let get = reqwest::blocking::get(&traces).expect("get");
     assert_eq!(get.status().as_u16(), 405);
-    assert_eq!(get.headers().get("allow").and_then(|v| v.to_str().ok()), Some("POST"));
+    assert_eq!(
+        get.headers().get("allow").and_then(|v| v.to_str().ok()),
+        Some("POST")
+    );
     // The store is down and the buffer full: 503, retry later.
     running.receiver.set_unavailable(true);
     let client = reqwest::blocking::Client::new();
@@ -238,16 +330,31 @@ fn errors_are_answered_as_the_specification_says() {
         .send()
         .expect("send");
     assert_eq!(r.status().as_u16(), 503);
-    assert_eq!(r.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("5"));
+    assert_eq!(
+        r.headers().get("retry-after").and_then(|v| v.to_str().ok()),
+        Some("5")
+    );
     running.receiver.set_unavailable(false);
     // Spans left out: a partial success naming them.
     let mut partial: serde_json::Value = serde_json::from_str(&json_body()).expect("json");
-    partial["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["endTimeUnixNano"] = serde_json::json!("1");
-    let (status, body) = post(&traces, "application/json", None, partial.to_string().into_bytes());
+    partial["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["endTimeUnixNano"] =
+        serde_json::json!("1");
+    let (status, body) = post(
+        &traces,
+        "application/json",
+        None,
+        partial.to_string().into_bytes(),
+    );
     assert_eq!(status, 200);
     let body: serde_json::Value = serde_json::from_slice(&body).expect("json");
     assert_eq!(body["partialSuccess"]["rejectedSpans"], "1", "{body}");
-    assert!(body["partialSuccess"]["errorMessage"].as_str().unwrap_or("").contains("end-before-start"), "{body}");
+    assert!(
+        body["partialSuccess"]["errorMessage"]
+            .as_str()
+            .unwrap_or("")
+            .contains("end-before-start"),
+        "{body}"
+    );
     // What was refused was still counted.
     let (agg, report) = running.receiver.take();
     assert_eq!(agg.total_calls(), 6);

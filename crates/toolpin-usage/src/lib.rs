@@ -20,5 +20,5 @@ mod table;
 pub use aggregate::{
     Aggregates, ArgValue, Call, EventKey, Key, LatencySketch, Limits, ParamStats, ToolStats,
 };
-pub use span::{read_body, Encoding};
 pub use ingest::{ingest, ingest_one, Format, IngestReport, Input, Occurrences, Options, Problem};
+pub use span::{read_body, Encoding};

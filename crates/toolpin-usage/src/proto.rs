@@ -21,7 +21,10 @@
 
 use std::borrow::Cow;
 
-use crate::span::{AnyValue, KeyValue, Loose, Nanos, Request, Resource, ResourceSpans, ScopeSpans, Span, Status, StatusCode, Str};
+use crate::span::{
+    AnyValue, KeyValue, Loose, Nanos, Request, Resource, ResourceSpans, ScopeSpans, Span, Status,
+    StatusCode, Str,
+};
 
 /// Why a body is not a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,14 +92,19 @@ impl<'a> Reader<'a> {
                 Value::Fixed64(u64::from_le_bytes(a))
             }
             2 => {
-                let len = usize::try_from(self.varint()?).map_err(|_| DecodeError("a length too large".into()))?;
+                let len = usize::try_from(self.varint()?)
+                    .map_err(|_| DecodeError("a length too large".into()))?;
                 Value::Bytes(self.take(len)?)
             }
             5 => {
                 self.take(4)?;
                 Value::Fixed32
             }
-            w => return Err(DecodeError(format!("wire type {w} (groups are not used by OTLP)"))),
+            w => {
+                return Err(DecodeError(format!(
+                    "wire type {w} (groups are not used by OTLP)"
+                )))
+            }
         };
         Ok(Some((number, value)))
     }
@@ -121,7 +129,9 @@ fn hex(b: &[u8]) -> String {
 
 /// Decodes an `ExportTraceServiceRequest`.
 pub(crate) fn decode(body: &[u8]) -> Result<Request<'_>> {
-    let mut request = Request { resource_spans: Vec::new() };
+    let mut request = Request {
+        resource_spans: Vec::new(),
+    };
     fields(body, |n, v| {
         if let (1, Value::Bytes(b)) = (n, v) {
             request.resource_spans.push(resource_spans(b)?);
@@ -132,7 +142,10 @@ pub(crate) fn decode(body: &[u8]) -> Result<Request<'_>> {
 }
 
 fn resource_spans(buf: &[u8]) -> Result<ResourceSpans<'_>> {
-    let mut out = ResourceSpans { resource: None, scope_spans: Vec::new() };
+    let mut out = ResourceSpans {
+        resource: None,
+        scope_spans: Vec::new(),
+    };
     fields(buf, |n, v| {
         match (n, v) {
             (1, Value::Bytes(b)) => {
@@ -184,7 +197,9 @@ fn span(buf: &[u8]) -> Result<Span<'_>> {
                     }
                     Ok(())
                 })?;
-                out.status = Some(Status { code: Some(StatusCode(code)) });
+                out.status = Some(Status {
+                    code: Some(StatusCode(code)),
+                });
             }
             _ => {}
         }
@@ -194,7 +209,10 @@ fn span(buf: &[u8]) -> Result<Span<'_>> {
 }
 
 fn key_value(buf: &[u8]) -> Result<KeyValue<'_>> {
-    let mut out = KeyValue { key: None, value: None };
+    let mut out = KeyValue {
+        key: None,
+        value: None,
+    };
     fields(buf, |n, v| {
         match (n, v) {
             (1, Value::Bytes(b)) => out.key = Some(Str(Cow::Borrowed(text(b)?))),
@@ -217,7 +235,9 @@ fn any_value(buf: &[u8]) -> Result<AnyValue<'_>> {
         match (n, v) {
             (1, Value::Bytes(b)) => out.string_value = Some(Str(Cow::Borrowed(text(b)?))),
             (2, Value::Varint(x)) => out.bool_value = Some(x != 0),
-            (3, Value::Varint(x)) => out.int_value = Some(Loose(Some(Cow::Owned((x as i64).to_string())))),
+            (3, Value::Varint(x)) => {
+                out.int_value = Some(Loose(Some(Cow::Owned((x as i64).to_string()))))
+            }
             (4, Value::Fixed64(x)) => out.double_value = Some(f64::from_bits(x)),
             _ => {}
         }
@@ -283,7 +303,12 @@ pub(crate) mod tests {
             .fixed64(7, 1_000)
             .fixed64(8, 3_500)
             .msg(9, kv("gen_ai.tool.name", "search"))
-            .msg(9, W::default().bytes(1, b"n").msg(2, W::default().uint(3, u64::MAX)))
+            .msg(
+                9,
+                W::default()
+                    .bytes(1, b"n")
+                    .msg(2, W::default().uint(3, u64::MAX)),
+            )
             .msg(15, W::default().uint(3, 2))
             .bytes(99, b"a field from the future");
         let body = W::default().msg(
@@ -295,13 +320,29 @@ pub(crate) mod tests {
         let request = decode(&body.0).expect("decodes");
         let rs = &request.resource_spans[0];
         let resource = rs.resource.as_ref().expect("resource");
-        assert_eq!(resource.attributes[0].key.as_ref().map(|k| k.0.as_ref()), Some("service.name"));
+        assert_eq!(
+            resource.attributes[0].key.as_ref().map(|k| k.0.as_ref()),
+            Some("service.name")
+        );
         let span = &rs.scope_spans[0].spans[0];
         assert_eq!(span.span_id.as_ref().map(|s| s.0.as_ref()), Some("01ff"));
-        assert_eq!(span.start_time_unix_nano.as_ref().and_then(|n| n.0), Some(1_000));
-        assert_eq!(span.end_time_unix_nano.as_ref().and_then(|n| n.0), Some(3_500));
-        assert!(span.status.as_ref().and_then(|s| s.code.as_ref()).is_some_and(|c| c.0));
-        let n = span.attributes[1].value.as_ref().and_then(|v| v.int_value.as_ref());
+        assert_eq!(
+            span.start_time_unix_nano.as_ref().and_then(|n| n.0),
+            Some(1_000)
+        );
+        assert_eq!(
+            span.end_time_unix_nano.as_ref().and_then(|n| n.0),
+            Some(3_500)
+        );
+        assert!(span
+            .status
+            .as_ref()
+            .and_then(|s| s.code.as_ref())
+            .is_some_and(|c| c.0));
+        let n = span.attributes[1]
+            .value
+            .as_ref()
+            .and_then(|v| v.int_value.as_ref());
         assert_eq!(n.and_then(|l| l.0.as_deref()), Some("-1"));
     }
 
@@ -309,7 +350,12 @@ pub(crate) mod tests {
     fn broken_bodies_are_errors() {
         for (body, why) in [
             (vec![0x0a, 0x05, 0x01], "runs past the end"),
-            (vec![0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], "varint"),
+            (
+                vec![
+                    0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+                ],
+                "varint",
+            ),
             (vec![0x0b], "wire type 3"),
             (vec![0x00, 0x00], "field number 0"),
         ] {

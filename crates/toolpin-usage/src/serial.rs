@@ -116,7 +116,9 @@ pub fn decode(text: &str) -> Result<ToolStats, String> {
         ));
     }
     let (count, sum, min, max, base, sparse) = stored.latency;
-    let sum: u128 = sum.parse().map_err(|_| "latency sum is not a number".to_string())?;
+    let sum: u128 = sum
+        .parse()
+        .map_err(|_| "latency sum is not a number".to_string())?;
     if sparse.len() % 2 != 0 {
         return Err("latency buckets are not offset and count pairs".into());
     }
@@ -141,7 +143,11 @@ pub fn decode(text: &str) -> Result<ToolStats, String> {
                 name.into_owned(),
                 ParamStats {
                     supplied: p.supplied,
-                    values: p.values.into_iter().map(|(k, n)| (k.into_owned(), n)).collect(),
+                    values: p
+                        .values
+                        .into_iter()
+                        .map(|(k, n)| (k.into_owned(), n))
+                        .collect(),
                     other_values: p.other,
                     non_string: p.non_string,
                 },
@@ -223,7 +229,9 @@ mod tests {
             f(&mut v);
             decode(&v.to_string()).expect_err("damaged")
         };
-        assert!(decode("{").expect_err("not json").starts_with("not a stored statistics record"));
+        assert!(decode("{")
+            .expect_err("not json")
+            .starts_with("not a stored statistics record"));
         assert!(damaged(&|v| v["v"] = json!(2)).contains("version 2"));
         assert!(damaged(&|v| {
             v["v"] = json!(2);
@@ -241,12 +249,20 @@ mod tests {
         assert!(damaged(&|v| v["latency"][0] = json!(51)).contains("add up to 50, not 51"));
         assert!(damaged(&|v| v["latency"][4] = json!(70000)).contains("u16"));
         assert!(damaged(&|v| v["latency"][1] = json!("5")).contains("sum"));
-        assert!(damaged(&|v| v["params"]["status"]["values"]["open"] = json!("x")).contains("invalid type"));
+        assert!(
+            damaged(&|v| v["params"]["status"]["values"]["open"] = json!("x"))
+                .contains("invalid type")
+        );
         let e = damaged(&|v| v["latency"][4] = json!(v["latency"][4].as_u64().expect("base") - 1));
         assert!(e.contains("latency: min and max"), "{e}");
         let e = damaged(&|v| v["latency"][5].as_array_mut().expect("pairs").swap(0, 2));
         assert!(e.contains("offsets are not increasing"), "{e}");
-        let e = damaged(&|v| v["latency"][5].as_array_mut().expect("pairs").push(json!(1)));
+        let e = damaged(&|v| {
+            v["latency"][5]
+                .as_array_mut()
+                .expect("pairs")
+                .push(json!(1))
+        });
         assert!(e.contains("pairs"), "{e}");
     }
 }

@@ -256,13 +256,28 @@ pub struct UsageServeArgs {
     pub store: UsageStoreArgs,
 }
 
-/// `--flush-every`: an interval of at least a second.
+/// `--flush-every`: whole seconds, minutes or hours (`5s`, `1m`), at
+/// least a second (`watch`'s intervals start at 10 s; a flush may be
+/// more frequent).
 fn parse_flush_interval(text: &str) -> Result<std::time::Duration, String> {
-    let d = toolpin_watch::schedule::parse_interval(text)?;
-    if d < std::time::Duration::from_secs(1) {
+    let text = text.trim();
+    let bad = || {
+        format!(
+            "{text:?} is not an interval; write whole seconds, minutes or hours (\"10s\", \"1m\")"
+        )
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let n: u64 = text[..split].parse().map_err(|_| bad())?;
+    let seconds = match &text[split..] {
+        "s" => n,
+        "m" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3_600),
+        _ => return Err(bad()),
+    };
+    if seconds == 0 {
         return Err("--flush-every must be at least 1s".into());
     }
-    Ok(d)
+    Ok(std::time::Duration::from_secs(seconds))
 }
 
 /// `toolpin usage report`.
@@ -736,4 +751,24 @@ fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
     let values = Format::ALL
         .map(|f| clap::builder::PossibleValue::new(f.name()).aliases(f.aliases().iter().copied()));
     clap::builder::PossibleValuesParser::new(values).try_map(|s| s.parse::<Format>())
+}
+
+#[cfg(test)]
+mod flush_interval_tests {
+    use super::parse_flush_interval;
+    use std::time::Duration;
+
+    #[test]
+    fn flush_intervals_are_whole_units_of_at_least_a_second() {
+        assert_eq!(parse_flush_interval("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_flush_interval(" 2m "), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_flush_interval("1h"), Ok(Duration::from_secs(3_600)));
+        assert_eq!(
+            parse_flush_interval("0s"),
+            Err("--flush-every must be at least 1s".to_string())
+        );
+        for bad in ["", "s", "10", "10ms", "1.5s", "-1s", "1d"] {
+            assert!(parse_flush_interval(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -7,9 +7,9 @@
 //!
 //! - The steered run: 360 tasks on the catalog pinned from variant a, then
 //!   the reviewed change (variant b re-locked and committed, the proxy
-//!   restarted on the same port), then 360 more. The spans go to a
-//!   stand-in Collector that writes them as its file exporter does; they
-//!   are ingested into the usage store, and `toolpin usage report` must
+//!   restarted on the same port), then 360 more. The proxy exports its
+//!   spans to a live `toolpin usage serve`, which stores them; `toolpin
+//!   usage report` must
 //!   exit 1 with a selection-share alarm on `shop__search_orders` that
 //!   quotes the sentence from the lockfile's history. Both catalogs were
 //!   first called within the same hour: the lockfile's history orders them.
@@ -257,7 +257,22 @@ fn picks(summary: &Value, tool: &str) -> u64 {
 #[test]
 fn a_steering_sentence_moves_selection_and_the_report_names_it() {
     let mut w = World::new("a");
-    let (otlp, spans) = collector();
+    // The live receiver, flushing into the store every second.
+    let receiver = free_port();
+    let mut serve = Command::new(BIN);
+    serve.args([
+        "usage",
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{receiver}"),
+        "--store",
+        "usage.db",
+        "--flush-every",
+        "1s",
+    ]);
+    w.spawn("serve", &mut serve);
+    wait_listening(receiver, &|| w.log("serve"));
+    let otlp = format!("http://127.0.0.1:{receiver}");
     let port = free_port();
 
     w.start_proxy(port, &otlp);
@@ -271,22 +286,17 @@ fn a_steering_sentence_moves_selection_and_the_report_names_it() {
     let after = w.agent(port, 2);
     assert_eq!(after["steered_tasks"], TASKS as u64, "{after}");
     assert_eq!(picks(&after, "shop__search_orders"), 126, "{after}");
+    // The proxy flushes its spans at SIGTERM; the receiver stores the rest
+    // at its own.
     w.stop("proxy");
-
-    // The Collector's file, ingested into the store.
-    let requests = drain(&spans, 2 * TASKS);
-    let lines: Vec<String> = requests.iter().map(Value::to_string).collect();
-    w.sb.write("spans.jsonl", lines.join("\n") + "\n");
-    let ingest =
-        w.sb.run(&["usage", "ingest", "spans.jsonl", "--store", "usage.db"]);
-    assert_eq!(ingest.code, 0, "{}", ingest.stderr);
-    assert!(
-        ingest
-            .stderr
-            .contains(&format!("stored {} calls", 2 * TASKS)),
-        "{}",
-        ingest.stderr
-    );
+    w.stop("serve");
+    let served = w.log("serve");
+    let stored: u64 = served
+        .lines()
+        .filter_map(|l| l.strip_prefix("usage serve: stored "))
+        .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(stored, 2 * TASKS as u64, "{served}");
 
     let run = w.sb.run(&[
         "usage",

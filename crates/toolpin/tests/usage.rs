@@ -262,3 +262,71 @@ fn bad_input_is_counted_and_bad_arguments_create_nothing() {
         assert_eq!(sb.listing(), listing, "{args:?} changed files");
     }
 }
+
+#[test]
+fn serve_receives_the_python_sdk_and_stores_at_sigterm() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let sb = Sandbox::new();
+    let mut child = Command::new(common::BIN)
+        .args([
+            "usage",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "u.db",
+            "--flush-every",
+            "1h",
+        ])
+        .current_dir(sb.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start usage serve");
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("read");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(repo.join(".venv/bin/python"))
+        .arg(repo.join("tests/clients/otel_exporter.py"))
+        .args(["--endpoint", &format!("{url}/v1/traces"), "--gzip"])
+        .output()
+        .expect("run the exporter (scripts/setup installs it)");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"exported\": true"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The flush is an hour away: SIGTERM stores what arrived.
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().expect("wait");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).expect("read");
+    assert!(status.success(), "{status}: {rest}");
+    assert!(rest.contains("stored 7 calls under 2 keys"), "{rest}");
+    let mut ledger = Ledger::open(&sb.join("u.db")).expect("store");
+    let stored = ledger
+        .usage_read(&toolpin_ledger::usage::UsageFilter {
+            from_hour: 0,
+            until_hour: u64::MAX / 2,
+            environment: Some("staging".into()),
+        })
+        .expect("read");
+    assert_eq!(stored.total_calls(), 7);
+    let tenants: Vec<&str> = stored
+        .calls()
+        .iter()
+        .map(|(k, _)| k.tenant.as_str())
+        .collect();
+    assert_eq!(tenants, ["globex", "globex"]);
+}

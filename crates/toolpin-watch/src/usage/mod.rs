@@ -4,3 +4,4 @@
 
 pub mod pinned;
 pub mod record;
+pub mod serve;

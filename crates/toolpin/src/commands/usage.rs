@@ -221,8 +221,54 @@ fn ingest(args: &UsageIngestArgs, quiet: bool) -> Result<Outcome, CliError> {
     Ok(Outcome::Clean)
 }
 
-fn serve(_args: &UsageServeArgs, _quiet: bool) -> Result<Outcome, CliError> {
-    Err(CliError::new("usage serve: not yet built"))
+fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
+    use toolpin_watch::usage::serve::{serve_until_stopped, ServeEvents, ServeSettings};
+
+    struct Printer {
+        quiet: bool,
+        shown: String,
+    }
+    impl ServeEvents for Printer {
+        fn listening(&self, addr: std::net::SocketAddr) {
+            // Always printed: with port 0 it is how the caller learns it.
+            eprintln!(
+                "usage serve: listening on http://{addr} (POST /v1/traces), storing in {}",
+                self.shown
+            );
+        }
+        fn stored(&self, calls: u64, keys: usize) {
+            if !self.quiet {
+                eprintln!(
+                    "usage serve: stored {calls} call{} under {keys} key{}",
+                    if calls == 1 { "" } else { "s" },
+                    if keys == 1 { "" } else { "s" }
+                );
+            }
+        }
+        fn store_failed(&self, error: &str, buffered: usize) {
+            eprintln!("warning: usage serve: {error}; {buffered} keys kept for the next flush");
+        }
+        fn bad_input(&self, report: &IngestReport) {
+            eprint!("{report}");
+        }
+    }
+
+    let cfg = optional_config(&args.store.config)?;
+    let mut store = open_store(&args.store, cfg.as_ref(), false)?;
+    let settings = ServeSettings::new(&args.listen, args.flush_every, options(&args.read));
+    let printer = Printer {
+        quiet,
+        shown: store.shown.clone(),
+    };
+    let mut write = |aggregates: &Aggregates| -> Result<(), String> {
+        store
+            .ledger
+            .usage_merge(aggregates)
+            .map(|_| ())
+            .map_err(|e| store.err(e).to_string())
+    };
+    serve_until_stopped(&settings, &mut write, &printer).map_err(CliError::new)?;
+    Ok(Outcome::Clean)
 }
 
 fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
