@@ -264,6 +264,9 @@ struct Rare {
     findings: BTreeMap<String, u64>,
     /// HTTP connections closed by the proxy, by reason.
     connections_closed: BTreeMap<&'static str, u64>,
+    /// (server, tool, parameter) → arguments with a value the pinned enum
+    /// does not allow.
+    unknown_enum_values: BTreeMap<(String, String, String), u64>,
 }
 
 /// The proxy's metrics. Each series of a call is an atomic: counting a
@@ -415,6 +418,22 @@ impl Metrics {
         }
     }
 
+    /// A call's argument at `pointer` had a value the pinned enum does not
+    /// allow (counted whether or not validation refuses the call: the
+    /// model chose it either way).
+    pub fn unknown_enum_value(&self, server: &str, tool: &str, pointer: &str) {
+        let parameter = pointer.strip_prefix('/').unwrap_or(pointer);
+        if let Ok(mut r) = self.rare.lock() {
+            *r.unknown_enum_values
+                .entry((
+                    bounded(server).into_owned(),
+                    bounded(tool).into_owned(),
+                    bounded(parameter).into_owned(),
+                ))
+                .or_default() += 1;
+        }
+    }
+
     /// A drift finding found at run time.
     pub fn drift_event(&self, server: &str, rule: &str, severity: &str) {
         if let Ok(mut r) = self.rare.lock() {
@@ -534,6 +553,16 @@ impl Metrics {
                 label(tool),
                 label(param),
                 label(value)
+            );
+        }
+        let _ = writeln!(out, "# HELP toolpin_unknown_enum_values_total Arguments whose value the pinned enum does not allow, by tool and parameter.\n# TYPE toolpin_unknown_enum_values_total counter");
+        for ((server, tool, parameter), n) in &r.unknown_enum_values {
+            let _ = writeln!(
+                out,
+                "toolpin_unknown_enum_values_total{{server=\"{}\",tool=\"{}\",parameter=\"{}\"}} {n}",
+                label(server),
+                label(tool),
+                label(parameter)
             );
         }
         let _ = writeln!(out, "# HELP toolpin_drift_events_total Drift found upstream at run time.\n# TYPE toolpin_drift_events_total counter");

@@ -722,6 +722,9 @@ impl Session {
                     self.proxy
                         .metrics
                         .finding(toolpin_drift::rules::RESULT_UNKNOWN_ENUM_VALUE.id);
+                    self.proxy
+                        .metrics
+                        .unknown_enum_value(&route.server, name, &v.pointer);
                 }
             }
             if !violations.is_empty() {

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::Read;
