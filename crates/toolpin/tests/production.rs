@@ -20,6 +20,10 @@
 //!   without a catalog change between them); `toolpin usage report FILE`
 //!   really runs its day-over-day tests and must exit 0.
 //!
+//! In both, a real Prometheus scrapes the proxy with deploy/prometheus's
+//! rules at the test windows: `ToolpinSelectionShareMoved` fires on
+//! `shop__search_orders` in the steered run and never in the other.
+//!
 //! The agent deals its picks from decks of 20 (4 searches in 20, 7 once
 //! steered), so the shares are exact and only their order is seeded.
 
@@ -34,6 +38,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::prometheus::Prometheus;
 use common::*;
 use serde_json::{json, Value};
 
@@ -276,6 +281,9 @@ fn a_steering_sentence_moves_selection_and_the_report_names_it() {
     let port = free_port();
 
     w.start_proxy(port, &otlp);
+    // A real Prometheus scrapes the proxy's port every second, with the
+    // rules of deploy/prometheus at the test windows.
+    let prom = Prometheus::start(&w.root.join("prometheus"), &[format!("127.0.0.1:{port}")]);
     let before = w.agent(port, 1);
     assert_eq!(before["steered_tasks"], 0, "{before}");
     assert_eq!(picks(&before, "shop__search_orders"), 72, "{before}");
@@ -286,6 +294,21 @@ fn a_steering_sentence_moves_selection_and_the_report_names_it() {
     let after = w.agent(port, 2);
     assert_eq!(after["steered_tasks"], TASKS as u64, "{after}");
     assert_eq!(picks(&after, "shop__search_orders"), 126, "{after}");
+    // The alert fired on the tool that gained share (and on the one that
+    // lost it), at some point since the change.
+    let fired = prom.query(
+        "max by (tool) (max_over_time(ALERTS{alertname=\"ToolpinSelectionShareMoved\",alertstate=\"firing\"}[2m]))",
+    );
+    let tools: Vec<&str> = fired
+        .iter()
+        .filter_map(|s| s["metric"]["tool"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"shop__search_orders"),
+        "ToolpinSelectionShareMoved did not fire on shop__search_orders: {fired:?}\n{:?}",
+        prom.query("toolpin:tool_selection_share:ratio10m")
+    );
+    drop(prom);
     // The proxy flushes its spans at SIGTERM; the receiver stores the rest
     // at its own.
     w.stop("proxy");
@@ -443,6 +466,7 @@ fn the_same_traffic_with_no_catalog_change_fires_nothing() {
     let (otlp, spans) = collector();
     let port = free_port();
     w.start_proxy(port, &otlp);
+    let prom = Prometheus::start(&w.root.join("prometheus"), &[format!("127.0.0.1:{port}")]);
     let first = w.agent(port, 3);
     w.stop("proxy");
     let mut day_before = drain(&spans, TASKS);
@@ -452,6 +476,14 @@ fn the_same_traffic_with_no_catalog_change_fires_nothing() {
     let today = drain(&spans, TASKS);
     assert_eq!(picks(&first, "shop__search_orders"), 72, "{first}");
     assert_eq!(picks(&second, "shop__search_orders"), 72, "{second}");
+    // The same shares: the alert never even went pending, though the
+    // rule was evaluated over both phases.
+    let moved = prom.query("max_over_time(ALERTS{alertname=\"ToolpinSelectionShareMoved\"}[2m])");
+    assert!(moved.is_empty(), "{moved:?}");
+    assert!(!prom
+        .query("toolpin:tool_selection_share:ratio10m{tool=\"shop__search_orders\"}")
+        .is_empty());
+    drop(prom);
 
     for request in &mut day_before {
         shift(request, 24 * HOUR_NANOS);
