@@ -638,3 +638,107 @@ fn thresholds_say_which_key_is_out_of_range() {
         assert!(e.starts_with(key), "{e}");
     }
 }
+
+/// A report with an alarm of every kind, kept in
+/// tests/fixtures/usage-report.json for scripts/check-schemas to validate
+/// against docs/usage-report.schema.json (`TOOLPIN_BLESS=1` rewrites it).
+#[test]
+fn the_report_fixture_is_current() {
+    let mut t = Traffic::new();
+    for h in 0..24 {
+        let before = At::new(H0 + h, A);
+        let after = At::new(H0 + 24 + h, B);
+        t.calls(
+            &before,
+            "search_orders",
+            40,
+            &[("query", "q"), ("status", "open")],
+            None,
+            40,
+        );
+        t.calls(
+            &before,
+            "search_orders",
+            10,
+            &[("query", "q"), ("status", "returned")],
+            None,
+            40,
+        );
+        t.calls(
+            &after,
+            "search_orders",
+            45,
+            &[("query", "q"), ("status", "open")],
+            None,
+            40,
+        );
+        t.calls(
+            &after,
+            "search_orders",
+            105,
+            &[("query", "q"), ("status", "returned")],
+            None,
+            40,
+        );
+        t.calls(
+            &before,
+            "refund",
+            45,
+            &[("order_id", "1"), ("reason", "late")],
+            None,
+            100,
+        );
+        t.calls(
+            &after,
+            "refund",
+            10,
+            &[("order_id", "1"), ("reason", "late")],
+            None,
+            300,
+        );
+        t.calls(&after, "refund", 25, &[("order_id", "1")], None, 300);
+        t.calls(
+            &after,
+            "refund",
+            15,
+            &[("order_id", "1")],
+            Some("rate_limit"),
+            300,
+        );
+        t.calls(&before, "lookup_order", 100, &[("order_id", "1")], None, 20);
+        t.calls(&after, "lookup_order", 100, &[("order_id", "1")], None, 20);
+    }
+    let at = At::new(H0 + 30, B);
+    t.calls(&at, "search_orders", 1, &[("status", "cancelled")], None, 5);
+    t.calls(&at, "delete_everything", 1, &[], None, 5);
+    t.calls(&At::new(H0 + 30, "ffff0000"), "whatever", 3, &[], None, 5);
+    let r = run(&t, H0 + 48);
+    let mut kinds: Vec<&str> = r.alarms.iter().map(|a| a.kind.name()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "enum-shift",
+            "error-rate",
+            "latency-p95",
+            "selection-share",
+            "supplied-rate",
+            "unknown-enum-value",
+            "unknown-tool"
+        ]
+    );
+    let json = toolpin_usage::report::render_json(&r);
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/usage-report.json");
+    if std::env::var_os("TOOLPIN_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        std::fs::write(&path, &json).expect("write");
+    }
+    let kept = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        kept == json,
+        "{} is stale: run with TOOLPIN_BLESS=1",
+        path.display()
+    );
+}
