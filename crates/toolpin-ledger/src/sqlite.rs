@@ -606,17 +606,9 @@ impl Store {
             }
             .map_err(fail)?;
             while let Some(r) = cursor.next().map_err(fail)? {
-                let key = Key {
-                    hour: usage::hour_from_db(r.get(0).map_err(fail)?).unwrap_or(0),
-                    environment: r.get(1).map_err(fail)?,
-                    tenant: r.get(2).map_err(fail)?,
-                    agent: r.get(3).map_err(fail)?,
-                    catalog: r.get(4).map_err(fail)?,
-                    tool: r.get(5).map_err(fail)?,
-                };
-                let text: String = r.get(6).map_err(fail)?;
-                match usage::decode(&text, &key) {
-                    Ok(stats) => rows.push((key, stats)),
+                let (key, text) = usage_row(r).map_err(fail)?;
+                match key.and_then(|key| Ok((usage::decode(&text, &key)?, key))) {
+                    Ok((stats, key)) => rows.push((key, stats)),
                     Err(e) => {
                         bad = Some(e);
                         break;
@@ -681,16 +673,8 @@ impl Store {
             let mut stmt = tx.prepare(usage::SELECT_OLD_HOURS).map_err(fail)?;
             let mut cursor = stmt.query(params![before]).map_err(fail)?;
             while let Some(r) = cursor.next().map_err(fail)? {
-                let hour: i64 = r.get(0).map_err(fail)?;
-                let key = Key {
-                    hour: usage::hour_from_db(hour).map_err(data)?,
-                    environment: r.get(1).map_err(fail)?,
-                    tenant: r.get(2).map_err(fail)?,
-                    agent: r.get(3).map_err(fail)?,
-                    catalog: r.get(4).map_err(fail)?,
-                    tool: r.get(5).map_err(fail)?,
-                };
-                let text: String = r.get(6).map_err(fail)?;
+                let (key, text) = usage_row(r).map_err(fail)?;
+                let key = key.map_err(data)?;
                 let stats = usage::decode(&text, &key).map_err(data)?;
                 hours.push((key, stats));
             }
@@ -750,6 +734,23 @@ impl Store {
             _ => None,
         })
     }
+}
+
+/// A `usage_calls` row's key (its first six columns; a negative hour is a
+/// damaged row, the inner error) and its stored statistics.
+fn usage_row(r: &Row<'_>) -> rusqlite::Result<(Result<Key, String>, String)> {
+    let hour: i64 = r.get(0)?;
+    let (environment, tenant, agent, catalog, tool) =
+        (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?);
+    let key = usage::hour_from_db(hour).map(|hour| Key {
+        hour,
+        environment,
+        tenant,
+        agent,
+        catalog,
+        tool,
+    });
+    Ok((key, r.get(6)?))
 }
 
 fn error_for(shown: &str, busy_seconds: f64, e: rusqlite::Error) -> Error {

@@ -1,7 +1,10 @@
 //! Telling an input's format from its first line, so that `toolpin usage`
 //! takes span files and event logs alike without a flag.
 
-use crate::ingest::Format;
+use std::io::Read;
+use std::path::Path;
+
+use crate::ingest::{Format, Input};
 
 /// How much of a file is looked at: a Collector line can be megabytes, and
 /// its first member is enough.
@@ -45,6 +48,29 @@ pub fn detect(head: &[u8]) -> Option<Format> {
     } else {
         None
     }
+}
+
+/// Opens `path` as an input of the format its first line shows. The error
+/// is one line: the file cannot be read, or it is neither format (with its
+/// first line, cut).
+pub fn open(path: &Path) -> Result<Input<'static>, String> {
+    let shown = path.display();
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(SNIFF_BYTES as u64).read_to_end(&mut head))
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let format = detect(&head).ok_or_else(|| {
+        let text = String::from_utf8_lossy(&head);
+        let first: String = text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .chars()
+            .take(60)
+            .collect();
+        format!("{shown}: neither OTLP/JSON spans nor a proxy event log (first line: {first:?})")
+    })?;
+    Input::file(path, format).map_err(|e| format!("cannot read {shown}: {e}"))
 }
 
 #[cfg(test)]

@@ -30,7 +30,6 @@
 mod common;
 
 use std::fs;
-use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -369,55 +368,19 @@ fn a_steering_sentence_moves_selection_and_the_report_names_it() {
 }
 
 /// A stand-in for a Collector with the file exporter: every OTLP/JSON
-/// request becomes one line of the returned channel.
+/// request becomes one value of the returned channel
+/// (`common::otlp_collector`, without the request paths).
 fn collector() -> (String, mpsc::Receiver<Value>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
+    let (endpoint, requests) = otlp_collector();
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let tx = tx.clone();
-            thread::spawn(move || {
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-                let mut data: Vec<u8> = Vec::new();
-                let mut buf = [0u8; 65536];
-                loop {
-                    while let Some(head_end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&data[..head_end]).to_string();
-                        let length = head
-                            .lines()
-                            .find_map(|l| {
-                                let (k, v) = l.split_once(':')?;
-                                k.trim()
-                                    .eq_ignore_ascii_case("content-length")
-                                    .then(|| v.trim().parse::<usize>().ok())
-                                    .flatten()
-                            })
-                            .unwrap_or(0);
-                        if data.len() < head_end + 4 + length {
-                            break;
-                        }
-                        let body =
-                            serde_json::from_slice(&data[head_end + 4..head_end + 4 + length])
-                                .unwrap_or(Value::Null);
-                        data.drain(..head_end + 4 + length);
-                        let _ = stream.write_all(
-                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
-                        );
-                        if tx.send(body).is_err() {
-                            return;
-                        }
-                    }
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => data.extend_from_slice(&buf[..n]),
-                    }
-                }
-            });
+        for (_, body) in requests {
+            if tx.send(body).is_err() {
+                return;
+            }
         }
     });
-    (format!("http://{addr}"), rx)
+    (endpoint, rx)
 }
 
 /// Moves every span of a request `by` nanoseconds earlier.

@@ -51,6 +51,31 @@ impl Recorder {
         }
     }
 
+    /// Delivers what is due to `sender`'s sinks now, and says what was sent
+    /// (failures always, the counts unless quiet).
+    pub fn deliver_due(
+        &mut self,
+        sender: &toolpin_watch::deliver::NotifySender,
+    ) -> Result<(), CliError> {
+        let names = sender.names();
+        let quiet = self.quiet;
+        let done = self.write(|ledger| {
+            toolpin_watch::deliver::deliver_due(ledger, sender, Some(&names), &toolpin_watch::now)
+        })?;
+        if let Some(done) = done {
+            for e in &done.errors {
+                eprintln!("warning: {e}");
+            }
+            if !quiet && (done.delivered + done.retrying + done.given_up) > 0 {
+                eprintln!(
+                    "notified: {} sent, {} to retry, {} given up",
+                    done.delivered, done.retrying, done.given_up
+                );
+            }
+        }
+        Ok(())
+    }
+
     fn unavailable(&self, why: &str) -> Result<(), CliError> {
         if self.required {
             return Err(CliError::new(format!("ledger: {why}")));

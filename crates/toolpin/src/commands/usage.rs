@@ -55,39 +55,11 @@ fn read_files(
     files: &[PathBuf],
     options: &Options,
 ) -> Result<(Aggregates, IngestReport), CliError> {
-    let mut inputs: Vec<Input<'static>> = Vec::with_capacity(files.len());
-    for path in files {
-        let head = read_head(path)?;
-        let format = toolpin_usage::detect::detect(&head).ok_or_else(|| {
-            let first = String::from_utf8_lossy(&head);
-            let first: String = first
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("")
-                .chars()
-                .take(60)
-                .collect();
-            CliError::new(format!(
-                "{}: neither OTLP/JSON spans nor a proxy event log (first line: {first:?})",
-                display(path)
-            ))
-        })?;
-        let input = Input::file(path, format)
-            .map_err(|e| CliError::new(format!("cannot read {}: {e}", display(path))))?;
-        inputs.push(input);
-    }
+    let inputs = files
+        .iter()
+        .map(|path| toolpin_usage::detect::open(path).map_err(CliError::new))
+        .collect::<Result<Vec<Input<'static>>, _>>()?;
     Ok(toolpin_usage::ingest(inputs, options))
-}
-
-fn read_head(path: &Path) -> Result<Vec<u8>, CliError> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)
-        .map_err(|e| CliError::new(format!("cannot read {}: {e}", display(path))))?;
-    let mut head = Vec::new();
-    file.take(toolpin_usage::detect::SNIFF_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| CliError::new(format!("cannot read {}: {e}", display(path))))?;
-    Ok(head)
 }
 
 /// Prints what reading found wrong (always: a dropped span is news) and,
@@ -393,21 +365,6 @@ fn record_alarms(
             if recorded.len() == 1 { "" } else { "s" }
         );
     }
-    let sender = toolpin_watch::deliver::NotifySender::new(&cfg.notify);
-    let names = sender.names();
-    let done = recorder.write(|ledger| {
-        toolpin_watch::deliver::deliver_due(ledger, &sender, Some(&names), &toolpin_watch::now)
-    })?;
-    if let Some(done) = done {
-        for e in &done.errors {
-            eprintln!("warning: {e}");
-        }
-        if !quiet && (done.delivered + done.retrying + done.given_up) > 0 {
-            eprintln!(
-                "notified: {} sent, {} to retry, {} given up",
-                done.delivered, done.retrying, done.given_up
-            );
-        }
-    }
+    recorder.deliver_due(&toolpin_watch::deliver::NotifySender::new(&cfg.notify))?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use toolpin_ledger::RecordOutcome;
-use toolpin_watch::deliver::{deliver_due, NotifySender};
+use toolpin_watch::deliver::NotifySender;
 use toolpin_watch::schedule;
 
 use super::ledger::Recorder;
@@ -73,20 +73,7 @@ fn run_once(args: &WatchArgs, quiet: bool) -> Result<Outcome, CliError> {
         }
     }
     if let (Some(recorder), Some(sender)) = (recorder.as_mut(), sender.as_ref()) {
-        let names = sender.names();
-        let done = recorder
-            .write(|ledger| deliver_due(ledger, sender, Some(&names), &toolpin_watch::now))?;
-        if let Some(done) = done {
-            for e in &done.errors {
-                eprintln!("warning: {e}");
-            }
-            if !quiet && (done.delivered + done.retrying + done.given_up) > 0 {
-                eprintln!(
-                    "notified: {} sent, {} to retry, {} given up",
-                    done.delivered, done.retrying, done.given_up
-                );
-            }
-        }
+        recorder.deliver_due(sender)?;
     }
     if let Some(e) = failed {
         return Err(e);

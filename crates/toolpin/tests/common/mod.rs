@@ -9,10 +9,11 @@ pub mod prometheus;
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -443,4 +444,59 @@ pub fn processes_with_cmdline(argv: &[&str]) -> Vec<i32> {
         }
     }
     pids
+}
+
+/// A stand-in for an OpenTelemetry Collector: accepts OTLP/HTTP requests
+/// (keep-alive included) on a free port and hands over each one's path and
+/// JSON body. Returns the base endpoint.
+pub fn otlp_collector() -> (String, mpsc::Receiver<(String, Value)>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let tx = tx.clone();
+            thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+                let mut data: Vec<u8> = Vec::new();
+                let mut buf = [0u8; 65536];
+                loop {
+                    // Every whole request in the buffer.
+                    while let Some(head_end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.trim()
+                                    .eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().ok())
+                                    .flatten()
+                            })
+                            .unwrap_or(0);
+                        if data.len() < head_end + 4 + length {
+                            break;
+                        }
+                        let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                        let body =
+                            serde_json::from_slice(&data[head_end + 4..head_end + 4 + length])
+                                .unwrap_or(Value::Null);
+                        data.drain(..head_end + 4 + length);
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+                        );
+                        if tx.send((path, body)).is_err() {
+                            return;
+                        }
+                    }
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => data.extend_from_slice(&buf[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}"), rx)
 }
