@@ -79,6 +79,16 @@ pub fn display_command(argv: &[String]) -> String {
 
 /// Runs the command and returns its stdout.
 pub fn run(spec: &ExecSpec) -> Result<Vec<u8>, ExecError> {
+    run_keeping(spec, true)
+}
+
+/// Runs the command with its stdout discarded (a recorded agent's own
+/// output is nobody's business), keeping stderr's tail for a failure.
+pub fn run_quiet(spec: &ExecSpec) -> Result<(), ExecError> {
+    run_keeping(spec, false).map(drop)
+}
+
+fn run_keeping(spec: &ExecSpec, keep_stdout: bool) -> Result<Vec<u8>, ExecError> {
     let Some((program, args)) = spec.argv.split_first() else {
         return Err(ExecError::Empty);
     };
@@ -87,7 +97,11 @@ pub fn run(spec: &ExecSpec) -> Result<Vec<u8>, ExecError> {
     cmd.args(args)
         .envs(&spec.env)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(if keep_stdout {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stderr(Stdio::piped())
         .process_group(0);
     if let Some(cwd) = &spec.cwd {

@@ -1,7 +1,8 @@
 //! Where tools come from: tool-definition files in the formats agents use
 //! (MCP, OpenAI Chat Completions and Responses, Anthropic, Gemini),
-//! commands that print them, live MCP servers, and OpenAPI documents
-//! (converted by `toolpin-openapi`). Each source yields raw
+//! commands that print them, live MCP servers, OpenAPI documents
+//! (converted by `toolpin-openapi`), and the requests an agent's framework
+//! sends a model API (`record`). Each source yields raw
 //! `serde_json::Value` tools; `toolpin-manifest` normalizes them.
 
 pub mod call;
@@ -10,6 +11,7 @@ pub mod file;
 pub mod format;
 pub mod mcp;
 pub mod openapi;
+pub mod record;
 pub mod servers;
 pub mod source;
 

@@ -13,6 +13,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use toolpin_manifest::{Catalog, PinBuilder, Redactor, ServerPin, Transform};
 
+use crate::record::{self, RecordSpec};
 use crate::{Format, Source};
 
 /// A server ready to capture: where its tools come from and how they are
@@ -87,12 +88,21 @@ pub fn capture_servers(
     for (server, result) in servers.iter().zip(results) {
         let redactor = Redactor::new(&server.secrets);
         match result {
-            Some(Ok((pin, said))) => {
+            Some(Ok((pins, said))) => {
                 if !said.is_empty() {
                     let said = said.iter().map(|w| redactor.redact(w)).collect();
                     warnings.push((format!("server {:?}", server.name), said));
                 }
-                pinned.insert(server.name.clone(), pin);
+                for (name, pin) in pins {
+                    if pinned.contains_key(&name) {
+                        failures.push(format!(
+                            "server {:?}: its recording pins {name:?}, which is also a configured server; rename one",
+                            server.name
+                        ));
+                        continue;
+                    }
+                    pinned.insert(name, pin);
+                }
             }
             Some(Err(e)) => {
                 failures.push(format!("server {:?}: {}", server.name, redactor.redact(&e)))
@@ -108,8 +118,9 @@ pub fn capture_servers(
     Ok(Capture { catalog, warnings })
 }
 
-/// A pinned server and its source's warnings.
-type Pinned = (ServerPin, Vec<String>);
+/// A source's pinned servers (one, or one per distinct array a recording
+/// caught, by name) and its warnings.
+type Pinned = (Vec<(String, ServerPin)>, Vec<String>);
 
 /// One result per server, in order; `None` for servers not finished because
 /// another failed first (without `keep_going`).
@@ -128,7 +139,11 @@ async fn capture_all(servers: &[Server], opts: Options) -> Vec<Option<Result<Pin
             let result = capture_server(&server).await;
             if let Some(bar) = bar {
                 bar.finish_with_message(match &result {
-                    Ok((pin, _)) => format!("{}: {}", server.name, tool_count(pin.tools.len())),
+                    Ok((pins, _)) => format!(
+                        "{}: {}",
+                        server.name,
+                        tool_count(pins.iter().map(|(_, p)| p.tools.len()).sum())
+                    ),
                     Err(_) => format!("{}: failed", server.name),
                 });
             }
@@ -166,6 +181,9 @@ fn tool_count(n: usize) -> String {
 }
 
 async fn capture_server(server: &Server) -> Result<Pinned, String> {
+    if let Source::Record(spec) = &server.source {
+        return capture_recorded(server, spec).await;
+    }
     let builder = PinBuilder::new(server.transform.clone());
     let (builder, captured) = server
         .source
@@ -179,7 +197,14 @@ async fn capture_server(server: &Server) -> Result<Pinned, String> {
             captured.session,
         )
         .with_instructions(captured.instructions);
-    Ok((pin, captured.warnings))
+    Ok((vec![(server.name.clone(), pin)], captured.warnings))
+}
+
+/// A `record` source: one pin per catalog the recording yields.
+async fn capture_recorded(server: &Server, spec: &RecordSpec) -> Result<Pinned, String> {
+    let recording = record::record(spec).await.map_err(|e| e.to_string())?;
+    let catalogs = record::catalogs(&recording, spec.merge).map_err(|e| e.to_string())?;
+    record::pins(&server.name, &server.transform, &server.record, catalogs)
 }
 
 /// Spinners on stderr, one per server; absent when not wanted.

@@ -13,6 +13,7 @@ use crate::exec::{self, ExecError, ExecSpec};
 use crate::format::{self, Format, ToolSink};
 use crate::mcp::{self, Client, HttpMode, HttpSpec, McpError, SessionOptions, StdioSpec};
 use crate::openapi::{self, DocumentLocation, OpenApiSpec};
+use crate::record::{self, RecordError, RecordSpec};
 
 /// Largest tool file read.
 pub const MAX_FILE_BYTES: u64 = 512 << 20;
@@ -37,6 +38,11 @@ pub enum Source {
     },
     /// An OpenAPI document, converted into one tool per operation.
     OpenApi(OpenApiSpec),
+    /// A command whose model requests are recorded at a loopback model
+    /// API endpoint; see [`crate::record`]. Captured by
+    /// [`crate::capture_servers`], since one recording can pin several
+    /// catalogs.
+    Record(RecordSpec),
 }
 
 /// How to reach a live MCP server.
@@ -72,6 +78,8 @@ pub enum CaptureError {
     Exec(#[from] ExecError),
     #[error("{0}")]
     Mcp(#[from] McpError),
+    #[error("{0}")]
+    Record(#[from] RecordError),
 }
 
 /// How long a stdio server gets to exit after its stdin closes.
@@ -146,6 +154,36 @@ impl Source {
                         session: Some(session_record),
                         instructions,
                         warnings: Vec::new(),
+                    },
+                ))
+            }
+            Source::Record(spec) => {
+                // One catalog: the recording's only array, or the union.
+                let recording = record::record(spec).await?;
+                let mut catalogs = record::catalogs(&recording, spec.merge)?;
+                if catalogs.len() != 1 {
+                    return Err(CaptureError::Format {
+                        origin: format!("requests of `{}`", exec::display_command(&spec.argv)),
+                        reason: format!(
+                            "{} distinct tool arrays; capture the server with capture_servers, or set merge = \"union\"",
+                            catalogs.len()
+                        ),
+                    });
+                }
+                let catalog = catalogs.remove(0);
+                for tool in catalog.tools {
+                    sink.push(tool).map_err(|reason| CaptureError::Format {
+                        origin: format!("requests of `{}`", exec::display_command(&spec.argv)),
+                        reason,
+                    })?;
+                }
+                Ok((
+                    sink,
+                    Captured {
+                        format: catalog.format,
+                        session: Some(catalog.session),
+                        instructions: None,
+                        warnings: catalog.warnings,
                     },
                 ))
             }

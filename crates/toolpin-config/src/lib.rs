@@ -18,6 +18,7 @@ use serde_json::{json, Map, Value};
 use toml::Spanned;
 use toolpin_capture::mcp::{self, HttpMode, HttpSpec, SessionOptions, StdioSpec, VersionChoice};
 use toolpin_capture::openapi::DEFAULT_FETCH_TIMEOUT;
+use toolpin_capture::record::{Merge, RecordSpec};
 use toolpin_capture::{DocumentLocation, Endpoint, Format, OpenApiSpec, Source};
 use toolpin_drift::policy::{check_rule_id, parse_severity, IgnoreEntry, Level, Policy, Preset};
 use toolpin_manifest::{Glob, Pointer, ToolFormat, Transform};
@@ -54,6 +55,9 @@ impl std::error::Error for Error {}
 
 /// Default deadline for an `exec` source.
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default deadline for a `record` source: an agent's smoke run makes real
+/// MCP connections and imports a framework before its first request.
+pub const DEFAULT_RECORD_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -441,6 +445,7 @@ struct ServerConfig {
     command: Option<Vec<String>>,
     url: Option<String>,
     openapi: Option<String>,
+    record: Option<Vec<String>>,
     // Per source kind.
     format: Option<String>,
     timeout: Option<TimeoutValue>,
@@ -456,6 +461,8 @@ struct ServerConfig {
     init_timeout: Option<TimeoutValue>,
     page_timeout: Option<TimeoutValue>,
     max_pages: Option<usize>,
+    /// How a `record` source pins several distinct tool arrays.
+    merge: Option<String>,
     // How an OpenAPI document becomes tools.
     body: Option<String>,
     output_schema: Option<bool>,
@@ -485,6 +492,7 @@ enum SourceKind {
     Command,
     Url,
     OpenApi,
+    Record,
 }
 
 /// Keys that only an `openapi` source reads: how its operations become
@@ -519,22 +527,31 @@ impl SourceKind {
             SourceKind::Command => "command",
             SourceKind::Url => "url",
             SourceKind::OpenApi => "openapi",
+            SourceKind::Record => "record",
         }
     }
 
-    const ALL: [SourceKind; 5] = [
+    const ALL: [SourceKind; 6] = [
         SourceKind::File,
         SourceKind::Exec,
         SourceKind::Command,
         SourceKind::Url,
         SourceKind::OpenApi,
+        SourceKind::Record,
     ];
 
     fn allows(self, key: &str) -> bool {
         match key {
             "format" => matches!(self, SourceKind::File | SourceKind::Exec),
-            "timeout" => matches!(self, SourceKind::Exec | SourceKind::OpenApi),
-            "env" | "cwd" => matches!(self, SourceKind::Exec | SourceKind::Command),
+            "timeout" => matches!(
+                self,
+                SourceKind::Exec | SourceKind::OpenApi | SourceKind::Record
+            ),
+            "env" | "cwd" => matches!(
+                self,
+                SourceKind::Exec | SourceKind::Command | SourceKind::Record
+            ),
+            "merge" => self == SourceKind::Record,
             "headers" | "bearer_token_env" => matches!(self, SourceKind::Url | SourceKind::OpenApi),
             "transport" => self == SourceKind::Url,
             k if MCP_KEYS.contains(&k) => matches!(self, SourceKind::Command | SourceKind::Url),
@@ -601,6 +618,7 @@ macro_rules! source_settings {
             init_timeout,
             page_timeout,
             max_pages,
+            merge,
             body,
             output_schema,
             allow_remote_refs,
@@ -633,6 +651,9 @@ impl ServerConfig {
         if self.openapi.is_some() {
             kinds.push(SourceKind::OpenApi);
         }
+        if self.record.is_some() {
+            kinds.push(SourceKind::Record);
+        }
         kinds
     }
 
@@ -655,6 +676,7 @@ impl ServerConfig {
             self.command = over.command.clone();
             self.url = over.url.clone();
             self.openapi = over.openapi.clone();
+            self.record = over.record.clone();
             macro_rules! drop_inapplicable {
                 ($($f:ident),*) => { $(if !kind.allows(stringify!($f)) { self.$f = None; })* };
             }
@@ -671,7 +693,10 @@ impl ServerConfig {
         macro_rules! take {
             ($($f:ident),*) => { $(if over.$f.is_some() { self.$f = over.$f.clone(); })* };
         }
-        take!(file, exec, command, url, openapi, prefix, include, exclude, ignore, enabled, vendor);
+        take!(
+            file, exec, command, url, openapi, record, prefix, include, exclude, ignore, enabled,
+            vendor
+        );
         source_settings!(take);
         self
     }
@@ -948,11 +973,15 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
     }
     let kind = match cfg.kinds().as_slice() {
         [kind] => *kind,
-        [] => return Err("no source: set `file`, `exec`, `command`, `url` or `openapi`".into()),
+        [] => {
+            return Err(
+                "no source: set `file`, `exec`, `command`, `url`, `openapi` or `record`".into(),
+            )
+        }
         many => {
             let names: Vec<String> = many.iter().map(|k| format!("`{}`", k.key())).collect();
             return Err(format!(
-                "set exactly one of `file`, `exec`, `command`, `url` or `openapi` (found {})",
+                "set exactly one of `file`, `exec`, `command`, `url`, `openapi` or `record` (found {})",
                 names.join(" and ")
             ));
         }
@@ -1053,6 +1082,40 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
             }
         }
         SourceKind::OpenApi => openapi_source(&cfg, dir, lookup, &mut record, &mut secrets)?,
+        SourceKind::Record => {
+            let argv = cfg.record.clone().unwrap_or_default();
+            if argv.first().is_none_or(|p| p.is_empty()) {
+                return Err(
+                    "`record` must name a program: record = [\"python\", \"agent.py\", \"--smoke\"]"
+                        .into(),
+                );
+            }
+            let timeout = match &cfg.timeout {
+                None => DEFAULT_RECORD_TIMEOUT,
+                Some(t) => {
+                    let d = parse_timeout("timeout", t)?;
+                    record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
+                    d
+                }
+            };
+            record.insert("record".into(), json!(argv));
+            let merge = match &cfg.merge {
+                None => Merge::default(),
+                Some(m) => {
+                    let merge = Merge::parse(m).map_err(|e| format!("`merge`: {e}"))?;
+                    record.insert("merge".into(), json!(merge.name()));
+                    merge
+                }
+            };
+            let env = process_env(&cfg, lookup, &mut record, &mut secrets)?;
+            Source::Record(RecordSpec {
+                argv,
+                env,
+                cwd,
+                timeout,
+                merge,
+            })
+        }
     };
     let format = match &cfg.format {
         None => None,
@@ -1484,7 +1547,7 @@ enabled = false
         let cases = [
             (
                 "[servers.a]\nfile = \"x\"\nexec = [\"y\"]\n",
-                "servers.a: set exactly one of `file`, `exec`, `command`, `url` or `openapi` (found `file` and `exec`)",
+                "servers.a: set exactly one of `file`, `exec`, `command`, `url`, `openapi` or `record` (found `file` and `exec`)",
             ),
             ("[servers.a]\nprefix = \"p\"\n", "servers.a: no source"),
             (

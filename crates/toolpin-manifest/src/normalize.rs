@@ -2,7 +2,8 @@
 //! docs/fingerprint.md so another language can reproduce it.
 //!
 //! 1. the schema member is unified: `inputSchema`, `input_schema`,
-//!    `parameters` or `parametersJsonSchema` becomes `inputSchema`;
+//!    `parameters`, `parametersJsonSchema` or `parameters_json_schema`
+//!    becomes `inputSchema`;
 //! 2. the `prefix` is prepended to `name` (namespacing as the runtime does);
 //! 3. a string `description` is trimmed of leading and trailing white space;
 //! 4. every `required` keyword at a schema position inside `inputSchema` /
@@ -22,11 +23,14 @@ use crate::glob::Glob;
 use crate::pointer::Pointer;
 
 /// Members that hold a tool's input schema in the formats toolpin reads.
-pub const SCHEMA_MEMBERS: [&str; 4] = [
+pub const SCHEMA_MEMBERS: [&str; 5] = [
     "inputSchema",
     "input_schema",
     "parameters",
     "parametersJsonSchema",
+    // google-genai sends the JSON Schema of a Python function under the
+    // protobuf field's own name, which the Gemini API accepts as well.
+    "parameters_json_schema",
 ];
 
 /// Deepest nesting a normalized tool may have. Chosen so that a lockfile,

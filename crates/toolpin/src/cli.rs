@@ -557,6 +557,19 @@ pub enum Command {
         #[command(subcommand)]
         command: EvalsCommand,
     },
+    /// Run an agent against a local model API and print the tools its framework sends
+    ///
+    /// Starts an endpoint on 127.0.0.1 that speaks OpenAI Chat Completions
+    /// and Responses, Anthropic Messages and Gemini generateContent (with
+    /// and without streaming), runs CMD with OPENAI_BASE_URL,
+    /// ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL and the like pointed at
+    /// it and dummy keys, answers every request with a final message that
+    /// calls no tool, and prints the `tools` of the requests. Nothing else
+    /// of a request (messages, system prompt, headers) is kept. The same
+    /// recording as a `record = [...]` source in toolpin.toml; see
+    /// docs/record.md. Exit 0, or 2 when the command fails, times out,
+    /// makes no model request or sends one toolpin cannot read.
+    Record(RecordArgs),
     /// Print the release record: the tools fingerprint, and the model and
     /// prompt from [release] when set
     Stamp {
@@ -582,6 +595,56 @@ pub enum Command {
         #[command(flatten)]
         config: ConfigArgs,
     },
+}
+
+/// `toolpin record`.
+#[derive(clap::Args)]
+pub struct RecordArgs {
+    /// How to print the tools: native (the `tools` member byte for byte as
+    /// sent), or normalized as mcp, openai-chat or anthropic
+    #[arg(long, value_name = "FORMAT", default_value = "native", value_parser = record_output_parser())]
+    pub format: toolpin_capture::record::output::Output,
+    /// Several distinct tool arrays: distinct (one entry per array) or
+    /// union (one document of all their tools)
+    #[arg(long, value_name = "MERGE", default_value = "distinct", value_parser = toolpin_capture::record::Merge::parse)]
+    pub merge: toolpin_capture::record::Merge,
+    /// Kill the command and its process group after this long ("90s", "5m")
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_record_timeout)]
+    pub timeout: std::time::Duration,
+    /// The server name the entries of several arrays are labelled with
+    /// (NAME#N:model, as a `record` source named NAME pins them)
+    #[arg(long, value_name = "NAME", default_value = "agent")]
+    pub name: String,
+    /// Write the document to PATH (atomically) instead of stdout
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+    /// The agent's command and its arguments, after `--`
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// `--format` of `toolpin record`: native, or a format the exports write.
+fn record_output_parser(
+) -> impl clap::builder::TypedValueParser<Value = toolpin_capture::record::output::Output> {
+    use clap::builder::TypedValueParser;
+    use toolpin_capture::record::output::Output;
+    let mut values = vec![clap::builder::PossibleValue::new("native")];
+    values.extend(Format::WRITE.map(|f| clap::builder::PossibleValue::new(f.name())));
+    clap::builder::PossibleValuesParser::new(values).try_map(|s| {
+        if s == "native" {
+            Ok(Output::Native)
+        } else {
+            s.parse::<Format>().map(Output::Export)
+        }
+    })
+}
+
+/// `--timeout` of `toolpin record`, as `timeout` is written in toolpin.toml.
+fn parse_record_timeout(text: &str) -> Result<std::time::Duration, String> {
+    toolpin_config::parse_timeout(
+        "--timeout",
+        &toolpin_config::TimeoutValue::Text(text.to_string()),
+    )
 }
 
 /// `toolpin compare`.

@@ -1983,7 +1983,7 @@ fn bad_config_semantics_name_server_and_key() {
             "[servers.svc]\nfile = \"tools.json\"\nexec = [\"cat\"]\n",
             &[
                 "servers.svc",
-                "set exactly one of `file`, `exec`, `command`, `url` or `openapi` (found `file` and `exec`)",
+                "set exactly one of `file`, `exec`, `command`, `url`, `openapi` or `record` (found `file` and `exec`)",
             ],
         ),
         (

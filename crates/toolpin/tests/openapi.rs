@@ -758,7 +758,7 @@ fn bad_config_openapi_keys_are_validated() {
         ),
         (
             "[servers.pets]\nopenapi = \"api.yaml\"\nurl = \"http://x/mcp\"\n",
-            "servers.pets: set exactly one of `file`, `exec`, `command`, `url` or `openapi` (found `url` and `openapi`)",
+            "servers.pets: set exactly one of `file`, `exec`, `command`, `url`, `openapi` or `record` (found `url` and `openapi`)",
         ),
     ];
     for (config, want) in cases {

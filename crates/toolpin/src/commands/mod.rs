@@ -15,6 +15,7 @@ pub mod lock;
 pub mod ls;
 mod pending;
 pub mod proxy;
+pub mod record;
 pub mod report_target;
 pub mod review;
 pub mod rules;
@@ -86,6 +87,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
             report,
         } => diff::run(old, new, *input_format, config.as_deref(), report, style),
         Command::Stamp { json, config } => stamp::run(config, *json),
+        Command::Record(args) => record::run(args, quiet),
         Command::Evals { command } => evals::run(command, quiet, style),
         Command::Watch(args) => watch::run(args, quiet),
         Command::History(args) => history::run(args),

@@ -280,7 +280,13 @@ impl Drop for Sandbox {
 }
 
 /// Spawns `cmd`, reads its output on threads, and kills it past [`RUN_LIMIT`].
-pub fn run_bounded(mut cmd: Command, args: &[&str]) -> Run {
+pub fn run_bounded(cmd: Command, args: &[&str]) -> Run {
+    run_bounded_for(cmd, args, RUN_LIMIT)
+}
+
+/// [`run_bounded`] with another limit, for runs that start a real agent
+/// framework (whose imports alone take seconds on a loaded machine).
+pub fn run_bounded_for(mut cmd: Command, args: &[&str], limit: Duration) -> Run {
     let start = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -301,10 +307,10 @@ pub fn run_bounded(mut cmd: Command, args: &[&str]) -> Run {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
-        if start.elapsed() > RUN_LIMIT {
+        if start.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("toolpin {args:?} ran longer than {RUN_LIMIT:?} and was killed");
+            panic!("toolpin {args:?} ran longer than {limit:?} and was killed");
         }
         thread::sleep(Duration::from_millis(5));
     };
