@@ -19,6 +19,9 @@ use super::api::{self, Answer, Api, Route};
 
 /// Largest request body read; a bigger one is a failure of the recording.
 pub const MAX_BODY_BYTES: usize = 64 << 20;
+/// Distinct tool arrays kept; past them a recording fails (each is a
+/// catalog to pin, and memory is bounded by them).
+pub const MAX_ARRAYS: usize = 256;
 /// How much of an unreadable body an error quotes.
 const QUOTED_BYTES: usize = 64;
 
@@ -88,6 +91,11 @@ impl Log {
             self.arrays[i].requests += 1;
             self.by_bytes.insert(hash, i);
             return Ok(());
+        }
+        if self.arrays.len() >= MAX_ARRAYS {
+            return Err(format!(
+                "a tool array unlike the {MAX_ARRAYS} before it; does the agent put something that changes per request (a time, an ID) into its tools?"
+            ));
         }
         self.by_bytes.insert(hash, self.arrays.len());
         self.arrays.push(RecordedArray {
@@ -346,6 +354,34 @@ mod tests {
             })
             .collect();
         assert_eq!(seen, vec![(1, 3, "m1", a), (3, 1, "m2", b)]);
+    }
+
+    #[test]
+    fn distinct_arrays_are_bounded() {
+        let mut log = Log::default();
+        for i in 0..MAX_ARRAYS {
+            let raw = format!(r#"[{{"name":"t{i}"}}]"#);
+            log.keep(Api::Anthropic, "m", "/v1/messages", raw)
+                .expect("kept");
+        }
+        // A resent array is still counted; a new one is refused.
+        log.keep(
+            Api::Anthropic,
+            "m",
+            "/v1/messages",
+            r#"[{"name":"t0"}]"#.into(),
+        )
+        .expect("resent");
+        let err = log
+            .keep(
+                Api::Anthropic,
+                "m",
+                "/v1/messages",
+                r#"[{"name":"new"}]"#.into(),
+            )
+            .expect_err("one too many");
+        assert!(err.contains("unlike the 256 before it"), "{err}");
+        assert_eq!(log.requests, MAX_ARRAYS + 2);
     }
 
     #[test]

@@ -127,7 +127,7 @@ pub enum RecordError {
     },
     #[error("merge = \"union\" needs one API, but the requests used {0}; pin each array with merge = \"distinct\"")]
     MixedApis(String),
-    #[error("tool {name:?} differs between request {first} ({first_model}) and request {second} ({second_model}); pin each array with merge = \"distinct\"")]
+    #[error("tool {name:?} differs between request {first} ({first_model}) and request {second} ({second_model}): a catalog pins one definition per name; record each agent with a `record` server of its own and a `prefix`")]
     Conflict {
         name: String,
         first: usize,
@@ -277,6 +277,7 @@ pub fn catalogs(recording: &Recording, merge: Merge) -> Result<Vec<RecordedCatal
             )],
         }]);
     }
+    let first = first_sightings(recording, &read)?;
     match merge {
         Merge::Distinct => {
             let several = read.len() > 1;
@@ -284,64 +285,96 @@ pub fn catalogs(recording: &Recording, merge: Merge) -> Result<Vec<RecordedCatal
                 .arrays
                 .iter()
                 .zip(read)
-                .map(|(array, (tools, warnings))| RecordedCatalog {
-                    label: several.then(|| label(array)),
-                    format: array.api.format(),
-                    session: json!({"recorded": {
-                        "api": array.api.name(),
-                        "path": array.path,
-                        "model": array.model,
-                        "request": array.first_request,
-                        "order": names(&tools),
-                    }}),
-                    tools,
-                    warnings,
+                .zip(first)
+                .map(|((array, (tools, warnings)), first)| {
+                    let order: Vec<String> =
+                        names(&tools).into_iter().map(str::to_string).collect();
+                    // A tool an earlier array already carried (the same
+                    // definition, `first_sightings` made sure) is pinned
+                    // there; this array's order still names it.
+                    let tools = tools
+                        .into_iter()
+                        .zip(first)
+                        .filter_map(|(tool, first)| first.then_some(tool))
+                        .collect();
+                    RecordedCatalog {
+                        label: several.then(|| label(array)),
+                        format: array.api.format(),
+                        session: json!({"recorded": {
+                            "api": array.api.name(),
+                            "path": array.path,
+                            "model": array.model,
+                            "request": array.first_request,
+                            "order": order,
+                        }}),
+                        tools,
+                        warnings,
+                    }
                 })
                 .collect())
         }
-        Merge::Union => union(recording, read),
+        Merge::Union => union(recording, read, first),
     }
 }
 
-type ReadArray = (Vec<Value>, Vec<String>);
-
-fn union(recording: &Recording, read: Vec<ReadArray>) -> Result<Vec<RecordedCatalog>, RecordError> {
-    let mut apis: Vec<&str> = recording.arrays.iter().map(|a| a.api.name()).collect();
-    apis.dedup();
-    if apis.len() > 1 {
-        let mut names = apis.clone();
-        names.sort_unstable();
-        names.dedup();
-        if names.len() > 1 {
-            return Err(RecordError::MixedApis(names.join(" and ")));
-        }
-    }
-    let mut tools: Vec<Value> = Vec::new();
-    // Where each name was first seen: its index in `tools` and array.
-    let mut seen: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let mut warnings = Vec::new();
-    for (a, (array_tools, said)) in read.into_iter().enumerate() {
-        warnings.extend(said);
-        for tool in array_tools {
-            let name = tool_name(&tool).to_string();
-            match seen.get(&name) {
-                Some(&(t, first)) if tools[t] != tool => {
+/// Per array, whether each of its tools is the first sighting of its name.
+/// A catalog holds one definition per name (the model's view of a tool is
+/// its name), so a name seen again must carry the same definition.
+fn first_sightings(
+    recording: &Recording,
+    read: &[ReadArray],
+) -> Result<Vec<Vec<bool>>, RecordError> {
+    let mut seen: BTreeMap<&str, (&Value, usize)> = BTreeMap::new();
+    let mut out = Vec::with_capacity(read.len());
+    for (a, (tools, _)) in read.iter().enumerate() {
+        let mut flags = Vec::with_capacity(tools.len());
+        for tool in tools {
+            match seen.get(tool_name(tool)) {
+                Some(&(before, first)) if before != tool => {
                     let (x, y) = (&recording.arrays[first], &recording.arrays[a]);
                     return Err(RecordError::Conflict {
-                        name,
+                        name: tool_name(tool).to_string(),
                         first: x.first_request,
                         first_model: x.model.clone(),
                         second: y.first_request,
                         second_model: y.model.clone(),
                     });
                 }
-                Some(_) => {}
+                Some(_) => flags.push(false),
                 None => {
-                    seen.insert(name, (tools.len(), a));
-                    tools.push(tool);
+                    seen.insert(tool_name(tool), (tool, a));
+                    flags.push(true);
                 }
             }
         }
+        out.push(flags);
+    }
+    Ok(out)
+}
+
+type ReadArray = (Vec<Value>, Vec<String>);
+
+fn union(
+    recording: &Recording,
+    read: Vec<ReadArray>,
+    first: Vec<Vec<bool>>,
+) -> Result<Vec<RecordedCatalog>, RecordError> {
+    let mut apis: Vec<&str> = recording.arrays.iter().map(|a| a.api.name()).collect();
+    apis.sort_unstable();
+    apis.dedup();
+    if apis.len() > 1 {
+        return Err(RecordError::MixedApis(apis.join(" and ")));
+    }
+    let mut tools: Vec<Value> = Vec::new();
+    let mut warnings = Vec::new();
+    for ((array_tools, said), first) in read.into_iter().zip(first) {
+        warnings.extend(said);
+        tools.extend(
+            array_tools
+                .into_iter()
+                .zip(first)
+                .filter_map(|(tool, first)| first.then_some(tool)),
+        );
     }
     let requests: Vec<Value> = recording
         .arrays
@@ -516,6 +549,10 @@ mod tests {
         let distinct = catalogs(&rec, Merge::Distinct).expect("distinct");
         let labels: Vec<Option<&str>> = distinct.iter().map(|c| c.label.as_deref()).collect();
         assert_eq!(labels, vec![Some("#1:gpt-4o"), Some("#3:models-tuned-1")]);
+        // `b`, sent by both, is pinned where it was first seen.
+        assert_eq!(names(&distinct[0].tools), vec!["a", "b"]);
+        assert_eq!(names(&distinct[1].tools), vec!["c"]);
+        assert_eq!(distinct[1].session["recorded"]["order"], json!(["b", "c"]));
         let union = catalogs(&rec, Merge::Union).expect("union");
         assert_eq!(union.len(), 1);
         assert_eq!(
@@ -525,7 +562,7 @@ mod tests {
     }
 
     #[test]
-    fn union_refuses_one_name_with_two_definitions_and_mixed_apis() {
+    fn one_name_with_two_definitions_and_a_union_of_mixed_apis_are_refused() {
         let rec = Recording {
             first_api: None,
             requests: 2,
@@ -535,8 +572,12 @@ mod tests {
             ],
         };
         assert_eq!(
+            catalogs(&rec, Merge::Distinct).expect_err("conflict"),
+            catalogs(&rec, Merge::Union).expect_err("conflict")
+        );
+        assert_eq!(
             catalogs(&rec, Merge::Union).expect_err("conflict").to_string(),
-            "tool \"a\" differs between request 1 (m1) and request 2 (m2); pin each array with merge = \"distinct\""
+            "tool \"a\" differs between request 1 (m1) and request 2 (m2): a catalog pins one definition per name; record each agent with a `record` server of its own and a `prefix`"
         );
         let mixed = Recording {
             first_api: None,
