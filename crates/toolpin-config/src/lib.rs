@@ -987,15 +987,16 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         }
     };
     if let Some(key) = cfg.settings().into_iter().find(|k| !kind.allows(k)) {
-        let owners: Vec<&str> = SourceKind::ALL
+        let owners: Vec<String> = SourceKind::ALL
             .into_iter()
             .filter(|k| k.allows(key))
-            .map(|k| k.key())
+            .map(|k| format!("`{}`", k.key()))
             .collect();
-        return Err(format!(
-            "`{key}` applies to `{}` sources only",
-            owners.join("` and `")
-        ));
+        let owners = match owners.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => owners.concat(),
+        };
+        return Err(format!("`{key}` applies to {owners} sources only"));
     }
     let mut record = Map::new();
     let mut secrets = Vec::new();
@@ -1013,19 +1014,14 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
             }
         }
         SourceKind::Exec => {
-            let argv = cfg.exec.clone().unwrap_or_default();
-            if argv.first().is_none_or(|p| p.is_empty()) {
-                return Err("`exec` must name a program: exec = [\"program\", \"arg\", …]".into());
-            }
-            let timeout = match &cfg.timeout {
-                None => DEFAULT_EXEC_TIMEOUT,
-                Some(t) => {
-                    let d = parse_timeout("timeout", t)?;
-                    record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
-                    d
-                }
-            };
-            record.insert("exec".into(), json!(argv));
+            let (argv, timeout) = command_line(
+                "exec",
+                cfg.exec.as_ref(),
+                "[\"program\", \"arg\", …]",
+                cfg.timeout.as_ref(),
+                DEFAULT_EXEC_TIMEOUT,
+                &mut record,
+            )?;
             let env = process_env(&cfg, lookup, &mut record, &mut secrets)?;
             Source::Exec {
                 argv,
@@ -1083,22 +1079,14 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         }
         SourceKind::OpenApi => openapi_source(&cfg, dir, lookup, &mut record, &mut secrets)?,
         SourceKind::Record => {
-            let argv = cfg.record.clone().unwrap_or_default();
-            if argv.first().is_none_or(|p| p.is_empty()) {
-                return Err(
-                    "`record` must name a program: record = [\"python\", \"agent.py\", \"--smoke\"]"
-                        .into(),
-                );
-            }
-            let timeout = match &cfg.timeout {
-                None => DEFAULT_RECORD_TIMEOUT,
-                Some(t) => {
-                    let d = parse_timeout("timeout", t)?;
-                    record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
-                    d
-                }
-            };
-            record.insert("record".into(), json!(argv));
+            let (argv, timeout) = command_line(
+                "record",
+                cfg.record.as_ref(),
+                "[\"python\", \"agent.py\", \"--smoke\"]",
+                cfg.timeout.as_ref(),
+                DEFAULT_RECORD_TIMEOUT,
+                &mut record,
+            )?;
             let merge = match &cfg.merge {
                 None => Merge::default(),
                 Some(m) => {
@@ -1312,6 +1300,32 @@ fn openapi_options(cfg: &ServerConfig) -> Result<toolpin_openapi::Options, Strin
 /// The `env` and `cwd` of a process (`exec` or `command`): `env` values are
 /// expanded for the process and recorded as written (literal secrets
 /// redacted, and kept out of messages); `cwd` is recorded as written.
+/// The argv of an `exec` or `record` source (`key`) and its deadline, both
+/// recorded (the timeout only when set); `example` shows a valid argv.
+fn command_line(
+    key: &str,
+    argv: Option<&Vec<String>>,
+    example: &str,
+    timeout: Option<&TimeoutValue>,
+    default: Duration,
+    record: &mut Map<String, Value>,
+) -> Result<(Vec<String>, Duration), String> {
+    let argv = argv.cloned().unwrap_or_default();
+    if argv.first().is_none_or(|p| p.is_empty()) {
+        return Err(format!("`{key}` must name a program: {key} = {example}"));
+    }
+    let timeout = match timeout {
+        None => default,
+        Some(t) => {
+            let d = parse_timeout("timeout", t)?;
+            record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
+            d
+        }
+    };
+    record.insert(key.into(), json!(argv));
+    Ok((argv, timeout))
+}
+
 fn process_env(
     cfg: &ServerConfig,
     lookup: Lookup,
@@ -1570,6 +1584,26 @@ enabled = false
                 "[servers.a]\nexec = []\n",
                 "servers.a: `exec` must name a program",
             ),
+            (
+                "[servers.a]\nrecord = [\"\"]\n",
+                "servers.a: `record` must name a program: record = [\"python\", \"agent.py\", \"--smoke\"]",
+            ),
+            (
+                "[servers.a]\nrecord = [\"x\"]\nmerge = \"both\"\n",
+                "servers.a: `merge`: \"both\" is not a merge; use \"distinct\"",
+            ),
+            (
+                "[servers.a]\nexec = [\"x\"]\nmerge = \"union\"\n",
+                "servers.a: `merge` applies to `record` sources only",
+            ),
+            (
+                "[servers.a]\nfile = \"x\"\ncwd = \"d\"\n",
+                "servers.a: `cwd` applies to `exec`, `command` and `record` sources only",
+            ),
+            (
+                "[servers.a]\nrecord = [\"x\"]\nformat = \"mcp\"\n",
+                "servers.a: `format` applies to `file` and `exec` sources only",
+            ),
             ("", "defines no servers"),
         ];
         for (text, want) in cases {
@@ -1612,6 +1646,47 @@ enabled = false
         )
         .expect_err("unset");
         assert!(err.contains("servers.a: `env.A`: "), "{err}");
+    }
+
+    #[test]
+    fn a_record_source_runs_its_command_with_env_cwd_timeout_and_merge() {
+        let text = "[servers.agent]\nrecord = [\"python\", \"agent.py\"]\ncwd = \"svc\"\n\
+                    timeout = \"90s\"\nmerge = \"union\"\nenv = { A = \"${TOKEN}\" }\nprefix = \"a__\"\n";
+        let (_, servers) = parse(text, None).expect("valid");
+        let Source::Record(spec) = &servers[0].source else {
+            panic!("a record source: {:?}", servers[0].source);
+        };
+        assert_eq!(spec.argv, vec!["python", "agent.py"]);
+        assert_eq!(spec.cwd.as_deref(), Some(Path::new("/base/svc")));
+        assert_eq!(spec.timeout, Duration::from_secs(90));
+        assert_eq!(spec.merge, Merge::Union);
+        assert_eq!(spec.env["A"], "s3cret-value");
+        assert_eq!(
+            servers[0].record,
+            json!({
+                "record": ["python", "agent.py"], "cwd": "svc", "timeout_ms": 90000,
+                "merge": "union", "env": {"A": "${TOKEN}"}, "prefix": "a__",
+            })
+        );
+        let (_, servers) =
+            parse("[servers.agent]\nrecord = [\"node\", \"a.mjs\"]\n", None).expect("valid");
+        let Source::Record(spec) = &servers[0].source else {
+            panic!("a record source");
+        };
+        assert_eq!(
+            (spec.timeout, spec.merge),
+            (DEFAULT_RECORD_TIMEOUT, Merge::Distinct)
+        );
+        // An environment's override may swap an exec source for a record one.
+        let text = "[servers.agent]\nexec = [\"dump\"]\nformat = \"mcp\"\n\
+                    [env.ci.servers.agent]\nrecord = [\"python\", \"agent.py\"]\n";
+        let (_, servers) = parse(text, Some("ci")).expect("valid");
+        assert!(
+            matches!(servers[0].source, Source::Record(_)),
+            "{:?}",
+            servers[0].source
+        );
+        assert_eq!(servers[0].format, None);
     }
 
     #[test]

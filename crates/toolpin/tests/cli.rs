@@ -1965,7 +1965,7 @@ fn bad_config_semantics_name_server_and_key() {
     let cases: &[(&str, &[&str])] = &[
         (
             "[servers.svc]\nfile = \"tools.json\"\ntimeout = \"5s\"\n",
-            &["servers.svc", "`timeout` applies to `exec` and `openapi` sources only"],
+            &["servers.svc", "`timeout` applies to `exec`, `openapi` and `record` sources only"],
         ),
         (
             "[servers.svc]\nexec = [\"cat\", \"tools.json\"]\ntimeout = 0\n",
