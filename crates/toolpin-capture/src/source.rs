@@ -172,10 +172,11 @@ impl Source {
                 }
                 let catalog = catalogs.remove(0);
                 for tool in catalog.tools {
-                    sink.push(tool).map_err(|reason| CaptureError::Format {
-                        origin: format!("requests of `{}`", exec::display_command(&spec.argv)),
-                        reason,
-                    })?;
+                    sink.push(tool.value())
+                        .map_err(|reason| CaptureError::Format {
+                            origin: format!("requests of `{}`", exec::display_command(&spec.argv)),
+                            reason,
+                        })?;
                 }
                 Ok((
                     sink,

@@ -457,6 +457,12 @@ fn several_arrays_are_pinned_apart_or_merged() {
         json!(["lookup_order", "refund"])
     );
     toolpin(&sb, &["check"]).ok();
+    // The sub-agent first: the servers' names change with the order, the
+    // tools (matched by name) do not, and check stays clean.
+    let mut reversed = argv.clone();
+    reversed.push("--reversed".into());
+    config(&sb, &reversed, "");
+    toolpin(&sb, &["check"]).ok();
 
     config(&sb, &argv, "merge = \"union\"\n");
     toolpin(&sb, &["lock"]).ok();

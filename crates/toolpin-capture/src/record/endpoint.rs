@@ -14,6 +14,7 @@ use hyper::header::{HeaderValue, CONTENT_ENCODING, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 use tokio::net::TcpListener;
+use toolpin_manifest::Fingerprint;
 
 use super::api::{self, Answer, Api, Route};
 
@@ -39,9 +40,11 @@ pub struct RecordedArray {
     pub requests: usize,
     /// The `tools` member exactly as the client sent it.
     pub raw: String,
-    /// The same, parsed: arrays are told apart by value, so the same tools
-    /// serialized with members in another order are one array.
-    pub value: Value,
+    /// The fingerprint of its canonical form (RFC 8785): arrays are told
+    /// apart by value, so the same tools serialized with members in
+    /// another order or numbers spelled otherwise are one array. Only the
+    /// text is kept, not the parsed tree, which is ten times its size.
+    pub digest: Fingerprint,
 }
 
 /// What the endpoint saw.
@@ -83,10 +86,12 @@ impl Log {
         }
         let value: Value =
             serde_json::from_str(&raw).map_err(|e| format!("\"tools\" is not JSON ({e})"))?;
+        let digest = Fingerprint::of_tool(&value, &mut Vec::new());
+        drop(value);
         if let Some(i) = self
             .arrays
             .iter()
-            .position(|a| a.api == api && a.value == value)
+            .position(|a| a.api == api && a.digest == digest)
         {
             self.arrays[i].requests += 1;
             self.by_bytes.insert(hash, i);
@@ -105,7 +110,7 @@ impl Log {
             first_request: position,
             requests: 1,
             raw,
-            value,
+            digest,
         });
         Ok(())
     }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolpin_manifest::{PinBuilder, ServerPin, Transform};
+use toolpin_manifest::{Fingerprint, PinBuilder, ServerPin, Transform};
 
 use crate::exec::{self, ExecError, ExecSpec};
 use crate::format::{self, Format};
@@ -249,12 +249,40 @@ pub struct RecordedCatalog {
     pub label: Option<String>,
     pub format: Format,
     /// Each tool with its format's envelope removed, in the order sent.
-    pub tools: Vec<Value>,
+    pub tools: Vec<RecordedTool>,
     /// What the lockfile's session member records: the API, path, model,
     /// request position and tool order (no fingerprint reads it).
     pub session: Value,
     /// Tools not pinned (hosted tools that declare no function).
     pub warnings: Vec<String>,
+}
+
+/// One tool of a recorded array, envelope removed, held as compact JSON
+/// text (a `Value` tree costs about ten times the text, and a recording may
+/// hold hundreds of arrays until they are pinned).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedTool {
+    /// Its `name` member ("" without one: normalization reports it).
+    pub name: String,
+    /// The fingerprint of its canonical form: two arrays' tools of one
+    /// name are the same definition when these are equal.
+    pub digest: Fingerprint,
+    pub json: String,
+}
+
+impl RecordedTool {
+    fn new(tool: &Value, scratch: &mut Vec<u8>) -> Self {
+        RecordedTool {
+            name: tool_name(tool).to_string(),
+            digest: Fingerprint::of_tool(tool, scratch),
+            json: tool.to_string(),
+        }
+    }
+
+    /// The tool as a tree. Its text was written from one, so it parses.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.json).unwrap_or(Value::Null)
+    }
 }
 
 /// Turns a recording into the catalogs to pin. A recording whose requests
@@ -287,8 +315,7 @@ pub fn catalogs(recording: &Recording, merge: Merge) -> Result<Vec<RecordedCatal
                 .zip(read)
                 .zip(first)
                 .map(|((array, (tools, warnings)), first)| {
-                    let order: Vec<String> =
-                        names(&tools).into_iter().map(str::to_string).collect();
+                    let order = names(&tools);
                     // A tool an earlier array already carried (the same
                     // definition, `first_sightings` made sure) is pinned
                     // there; this array's order still names it.
@@ -324,16 +351,16 @@ fn first_sightings(
     recording: &Recording,
     read: &[ReadArray],
 ) -> Result<Vec<Vec<bool>>, RecordError> {
-    let mut seen: BTreeMap<&str, (&Value, usize)> = BTreeMap::new();
+    let mut seen: BTreeMap<&str, (&Fingerprint, usize)> = BTreeMap::new();
     let mut out = Vec::with_capacity(read.len());
     for (a, (tools, _)) in read.iter().enumerate() {
         let mut flags = Vec::with_capacity(tools.len());
         for tool in tools {
-            match seen.get(tool_name(tool)) {
-                Some(&(before, first)) if before != tool => {
+            match seen.get(tool.name.as_str()) {
+                Some(&(before, first)) if *before != tool.digest => {
                     let (x, y) = (&recording.arrays[first], &recording.arrays[a]);
                     return Err(RecordError::Conflict {
-                        name: tool_name(tool).to_string(),
+                        name: tool.name.clone(),
                         first: x.first_request,
                         first_model: x.model.clone(),
                         second: y.first_request,
@@ -342,7 +369,7 @@ fn first_sightings(
                 }
                 Some(_) => flags.push(false),
                 None => {
-                    seen.insert(tool_name(tool), (tool, a));
+                    seen.insert(&tool.name, (&tool.digest, a));
                     flags.push(true);
                 }
             }
@@ -352,7 +379,7 @@ fn first_sightings(
     Ok(out)
 }
 
-type ReadArray = (Vec<Value>, Vec<String>);
+type ReadArray = (Vec<RecordedTool>, Vec<String>);
 
 fn union(
     recording: &Recording,
@@ -365,7 +392,7 @@ fn union(
     if apis.len() > 1 {
         return Err(RecordError::MixedApis(apis.join(" and ")));
     }
-    let mut tools: Vec<Value> = Vec::new();
+    let mut tools: Vec<RecordedTool> = Vec::new();
     let mut warnings = Vec::new();
     for ((array_tools, said), first) in read.into_iter().zip(first) {
         warnings.extend(said);
@@ -414,7 +441,9 @@ pub fn pins(
         let name = format!("{server}{}", catalog.label.as_deref().unwrap_or(""));
         let mut builder = PinBuilder::new(transform.clone());
         for tool in catalog.tools {
-            builder.push(tool).map_err(|e| format!("{name}: {e}"))?;
+            builder
+                .push(tool.value())
+                .map_err(|e| format!("{name}: {e}"))?;
         }
         let pin = builder.finish(source.clone(), catalog.format.name(), Some(catalog.session));
         warnings.extend(catalog.warnings);
@@ -444,8 +473,8 @@ fn tool_name(tool: &Value) -> &str {
     tool.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
-fn names(tools: &[Value]) -> Vec<&str> {
-    tools.iter().map(tool_name).collect()
+fn names(tools: &[RecordedTool]) -> Vec<String> {
+    tools.iter().map(|t| t.name.clone()).collect()
 }
 
 /// One array's tools, envelopes removed; hosted tools (a `type` other than
@@ -458,12 +487,14 @@ fn read_array(array: &RecordedArray) -> Result<ReadArray, RecordError> {
         api: api.name(),
         reason,
     };
-    let Value::Array(items) = &array.value else {
+    let parsed: Value = serde_json::from_str(&array.raw)
+        .map_err(|e| fail(format!("\"tools\" is not JSON ({e})")))?;
+    let Value::Array(items) = parsed else {
         return Err(fail("\"tools\" is not an array".into()));
     };
     let mut warnings = Vec::new();
     let mut kept = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
+    for (index, item) in items.into_iter().enumerate() {
         let kind = item.get("type").and_then(Value::as_str);
         let openai = matches!(api, Api::OpenAiChat | Api::OpenAiResponses);
         match kind {
@@ -472,11 +503,16 @@ fn read_array(array: &RecordedArray) -> Result<ReadArray, RecordError> {
                 array.first_request,
                 api.name()
             )),
-            _ => kept.push(item.clone()),
+            _ => kept.push(item),
         }
     }
-    let mut tools = Vec::with_capacity(kept.len());
-    format::extract_into(Value::Array(kept), Some(api.format()), &mut tools).map_err(fail)?;
+    let mut unwrapped = Vec::with_capacity(kept.len());
+    format::extract_into(Value::Array(kept), Some(api.format()), &mut unwrapped).map_err(fail)?;
+    let mut scratch = Vec::new();
+    let tools = unwrapped
+        .iter()
+        .map(|t| RecordedTool::new(t, &mut scratch))
+        .collect();
     Ok((tools, warnings))
 }
 
@@ -492,8 +528,12 @@ mod tests {
             first_request: first,
             requests: 1,
             raw: tools.to_string(),
-            value: tools,
+            digest: Fingerprint::of_tool(&tools, &mut Vec::new()),
         }
+    }
+
+    fn values(tools: &[RecordedTool]) -> Vec<Value> {
+        tools.iter().map(RecordedTool::value).collect()
     }
 
     fn chat(name: &str, description: &str) -> Value {
@@ -521,7 +561,7 @@ mod tests {
             json!(["zeta", "alpha"])
         );
         assert_eq!(
-            out[0].tools[0],
+            out[0].tools[0].value(),
             json!({"name": "zeta", "description": "z", "parameters": {"type": "object"}})
         );
     }
@@ -612,7 +652,7 @@ mod tests {
         };
         let out = catalogs(&rec, Merge::Distinct).expect("catalogs");
         assert_eq!(
-            out[0].tools,
+            values(&out[0].tools),
             vec![json!({"name": "f", "parameters": {}, "strict": true})]
         );
         assert_eq!(out[0].warnings.len(), 1);

@@ -40,13 +40,14 @@ pub fn document(
             }
             Output::Native => {
                 let api = recording.arrays.first().map_or(Api::OpenAiChat, |a| a.api);
-                Ok(wrap(api, &catalog.tools).to_string())
+                let tools: Vec<Value> = catalog.tools.iter().map(|t| t.value()).collect();
+                Ok(wrap(api, &tools).to_string())
             }
             Output::Export(format) => {
                 let mut out = Vec::with_capacity(catalog.tools.len());
                 for (i, tool) in catalog.tools.iter().enumerate() {
                     let normalized = Transform::default()
-                        .normalize(tool.clone(), i)
+                        .normalize(tool.value(), i)
                         .map_err(|e| e.to_string())?;
                     out.push(export::tool(format, &normalized));
                 }
@@ -125,7 +126,10 @@ mod tests {
                     first_request: i + 1,
                     requests: 1,
                     raw: (*raw).into(),
-                    value: serde_json::from_str(raw).expect("json"),
+                    digest: toolpin_manifest::Fingerprint::of_tool(
+                        &serde_json::from_str(raw).expect("json"),
+                        &mut Vec::new(),
+                    ),
                 })
                 .collect(),
         }

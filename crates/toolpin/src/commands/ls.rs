@@ -25,8 +25,14 @@ fn list_tools(catalog: &Catalog, style: Style) -> String {
     let mut out = String::new();
     for (name, pin) in &catalog.servers {
         let session = pin.session.as_ref();
-        let about = match session {
-            Some(s) => format!(
+        let recorded = session.and_then(|s| s.get("recorded"));
+        let about = match (session, recorded) {
+            // A record source: the API and the request it came from.
+            (_, Some(r)) => match (r.get("model").and_then(Value::as_str), r.get("request")) {
+                (Some(model), Some(n)) => format!(", {}, {model}, request {n}", pin.format),
+                _ => format!(", {}, recorded", pin.format),
+            },
+            (Some(s), None) => format!(
                 ", {} {}, protocol {}",
                 s.pointer("/server_info/name")
                     .and_then(Value::as_str)
@@ -38,7 +44,7 @@ fn list_tools(catalog: &Catalog, style: Style) -> String {
                     .and_then(Value::as_str)
                     .unwrap_or("?"),
             ),
-            None => format!(", {}", pin.format),
+            (None, None) => format!(", {}", pin.format),
         };
         let count = pin.tools.len();
         let heading = format!(
