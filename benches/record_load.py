@@ -1,6 +1,6 @@
 """Load for scripts/bench-record: N Chat Completions requests to the
 endpoint `toolpin record` serves, over one keep-alive connection, each with
-a 40-tool array and a 20-turn conversation (about 60 KB). Every 100th
+a 40-tool array and a 20-turn conversation (about 44 KB). Every 100th
 request carries an array unlike the others (a sub-agent), every 10th asks
 for a stream. Prints nothing (toolpin discards stdout); writes the mean
 client-side time per request, in ms, to the file named by argv[2]."""

@@ -1,6 +1,6 @@
 //! What recording adds to a model request (docs/performance.md; target: at
 //! most 5 ms per request). One HTTP/1.1 keep-alive client posts a realistic
-//! Chat Completions request (40 tools, about 60 KB, and a conversation)
+//! Chat Completions request (40 tools and a conversation, 42 KB)
 //! to, side by side in one run:
 //!
 //! - `reference`: a bare server on the same HTTP stack (hyper) that reads
