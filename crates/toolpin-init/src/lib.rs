@@ -90,6 +90,9 @@ impl Client {
 #[derive(Debug, Clone)]
 pub struct Context {
     pub home: Option<PathBuf>,
+    /// The directories environment variables name for client files
+    /// ([`config_dirs`]), searched after the home directory.
+    pub dirs: Vec<(ConfigDir, PathBuf)>,
     /// The project: the current directory, absolute.
     pub project: PathBuf,
     /// What an editor's `${workspaceFolder}` becomes: `.` when the output
@@ -137,23 +140,113 @@ const HOME_FILES: [(Client, &str); 10] = [
     (Client::Gemini, ".gemini/settings.json"),
 ];
 
-/// Every place searched, project first, each file once.
+/// A directory an environment variable names, where clients keep their
+/// files when it is set: the XDG base directory on Linux, the roaming
+/// application data on Windows (searched wherever it is set, so a
+/// Windows-style layout is read on any system), and Codex's home.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigDir {
+    XdgConfigHome,
+    AppData,
+    CodexHome,
+}
+
+impl ConfigDir {
+    pub const ALL: [ConfigDir; 3] = [
+        ConfigDir::XdgConfigHome,
+        ConfigDir::AppData,
+        ConfigDir::CodexHome,
+    ];
+
+    /// The variable that names it.
+    pub fn variable(self) -> &'static str {
+        match self {
+            ConfigDir::XdgConfigHome => "XDG_CONFIG_HOME",
+            ConfigDir::AppData => "APPDATA",
+            ConfigDir::CodexHome => "CODEX_HOME",
+        }
+    }
+
+    /// A file in it as shown in messages and comments, by the variable
+    /// (`$XDG_CONFIG_HOME/zed/settings.json`, `%APPDATA%\Claude\…`), so
+    /// that no machine's path is written into a file meant to be committed.
+    fn show(self, rel: &str) -> String {
+        match self {
+            ConfigDir::AppData => format!("%APPDATA%\\{}", rel.replace('/', "\\")),
+            other => format!("${}/{rel}", other.variable()),
+        }
+    }
+}
+
+/// Files clients keep in the directories of [`ConfigDir`], as documented
+/// by each client.
+const DIR_FILES: [(ConfigDir, Client, &str); 7] = [
+    (
+        ConfigDir::XdgConfigHome,
+        Client::ClaudeDesktop,
+        "Claude/claude_desktop_config.json",
+    ),
+    (
+        ConfigDir::XdgConfigHome,
+        Client::Vscode,
+        "Code/User/mcp.json",
+    ),
+    (ConfigDir::XdgConfigHome, Client::Zed, "zed/settings.json"),
+    (
+        ConfigDir::AppData,
+        Client::ClaudeDesktop,
+        "Claude/claude_desktop_config.json",
+    ),
+    (ConfigDir::AppData, Client::Vscode, "Code/User/mcp.json"),
+    (ConfigDir::AppData, Client::Zed, "Zed/settings.json"),
+    (ConfigDir::CodexHome, Client::Codex, "config.toml"),
+];
+
+/// The directories of [`ConfigDir`] this process's environment names
+/// (set and not empty).
+pub fn config_dirs() -> Vec<(ConfigDir, PathBuf)> {
+    ConfigDir::ALL
+        .into_iter()
+        .filter_map(|d| {
+            std::env::var_os(d.variable())
+                .filter(|v| !v.is_empty())
+                .map(|v| (d, PathBuf::from(v)))
+        })
+        .collect()
+}
+
+/// Every place searched, project first, then the home directory, then the
+/// variables' directories, each file once.
 fn places(ctx: &Context, only: Option<Client>) -> Vec<Place> {
     let mut out: Vec<Place> = Vec::new();
     let project = PROJECT_FILES
         .iter()
-        .map(|(c, rel)| (*c, ctx.project.join(rel)));
-    let home = ctx
-        .home
-        .iter()
-        .flat_map(|h| HOME_FILES.iter().map(move |(c, rel)| (*c, h.join(rel))));
-    for (client, path) in project.chain(home) {
+        .map(|(c, rel)| (*c, ctx.project.join(rel), None));
+    let home = ctx.home.iter().flat_map(|h| {
+        HOME_FILES
+            .iter()
+            .map(move |(c, rel)| (*c, h.join(rel), None))
+    });
+    let dirs = ctx.dirs.iter().flat_map(|(dir, base)| {
+        DIR_FILES
+            .iter()
+            .filter(move |(d, _, _)| d == dir)
+            .map(move |(d, c, rel)| (*c, base.join(rel), Some(d.show(rel))))
+    });
+    for (client, path, by_variable) in project.chain(home).chain(dirs) {
         if only.is_some_and(|o| o != client) || out.iter().any(|p| p.path == path) {
             continue;
         }
+        // A variable's directory inside the project or the home directory
+        // is shown as such; elsewhere by the variable.
+        let plain = shown(ctx, &path);
+        let shown = match by_variable {
+            Some(v) if plain == path.display().to_string() => v,
+            _ => plain,
+        };
         out.push(Place {
             client,
-            shown: shown(ctx, &path),
+            shown,
             path,
         });
     }
@@ -327,19 +420,29 @@ fn found_summary(files: &[FileFinds]) -> String {
         .join(", ")
 }
 
+/// What `generate` made.
+pub struct Generated {
+    pub rendered: Rendered,
+    /// The one-line summary for stderr (without where the file went).
+    pub summary: String,
+    /// Files skipped, one line each, for stderr.
+    pub warnings: Vec<String>,
+}
+
 /// The generated file, and the one-line summary for stderr (without where it
 /// went).
 pub fn generate(
     ctx: &Context,
     from: Option<&Path>,
     client: Option<Client>,
-) -> Result<(Rendered, String), Error> {
+) -> Result<Generated, Error> {
+    let mut warnings = Vec::new();
     let files = match from {
         Some(path) => vec![read_from(ctx, path, client)?],
         None => {
             let s = search(ctx, client);
             for u in &s.unreadable {
-                eprintln!("warning: skipped {u}");
+                warnings.push(format!("skipped {u}"));
             }
             if s.files.is_empty() {
                 let mut message =
@@ -384,7 +487,11 @@ pub fn generate(
             if rendered.secrets == 1 { "" } else { "s" }
         ));
     }
-    Ok((rendered, line))
+    Ok(Generated {
+        rendered,
+        summary: line,
+        warnings,
+    })
 }
 
 pub fn home_dir() -> Option<PathBuf> {
@@ -433,6 +540,7 @@ mod tests {
     fn ctx() -> Context {
         Context {
             home: Some("/home/alex".into()),
+            dirs: Vec::new(),
             project: "/work/app".into(),
             workspace: ".".into(),
         }
@@ -920,6 +1028,69 @@ mod tests {
             .filter(|p| p.shown == ".cursor/mcp.json")
             .collect();
         assert_eq!(cursor.len(), 1);
+    }
+
+    #[test]
+    fn the_variables_directories_are_searched_and_shown_by_name() {
+        let root = temp_dir();
+        let (xdg, appdata, codex) = (root.join("xdg"), root.join("roaming"), root.join("codex"));
+        let write = |path: PathBuf, text: &str| {
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+            std::fs::write(path, text).expect("write");
+        };
+        write(xdg.join("zed/settings.json"), ZED);
+        write(appdata.join("Claude/claude_desktop_config.json"), DESKTOP);
+        write(codex.join("config.toml"), CODEX);
+        let c = Context {
+            home: Some(root.join("home")),
+            dirs: vec![
+                (ConfigDir::XdgConfigHome, xdg.clone()),
+                (ConfigDir::AppData, appdata),
+                (ConfigDir::CodexHome, codex),
+            ],
+            project: root.join("project"),
+            workspace: ".".into(),
+        };
+        let generated = generate(&c, None, None).expect("found");
+        let _ = std::fs::remove_dir_all(&root);
+        for (client, shown) in [
+            ("Zed", "$XDG_CONFIG_HOME/zed/settings.json"),
+            (
+                "Claude Desktop",
+                "%APPDATA%\\Claude\\claude_desktop_config.json",
+            ),
+            ("Codex", "$CODEX_HOME/config.toml"),
+        ] {
+            let origin = format!("{client} {shown}");
+            assert!(
+                generated.summary.contains(&origin),
+                "{origin}: {}",
+                generated.summary
+            );
+            assert!(
+                generated.rendered.text.contains(shown),
+                "{shown} in the file"
+            );
+        }
+        assert!(!generated
+            .rendered
+            .text
+            .contains(&root.display().to_string()));
+        assert_no_secrets(&generated.rendered.text);
+        // The variable's directory inside the home directory is shown from
+        // there, and read once.
+        let home = Context {
+            dirs: vec![(ConfigDir::XdgConfigHome, "/home/alex/.config".into())],
+            ..ctx()
+        };
+        let zed: Vec<String> = places(&home, Some(Client::Zed))
+            .into_iter()
+            .map(|p| p.shown)
+            .collect();
+        assert_eq!(
+            zed,
+            vec![".zed/settings.json", "~/.config/zed/settings.json"]
+        );
     }
 
     #[test]

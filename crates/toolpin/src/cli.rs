@@ -369,8 +369,9 @@ pub enum Command {
     /// Write a toolpin.toml from the MCP servers your clients already use
     ///
     /// Reads the MCP configuration of Claude Desktop, Claude Code, Cursor, VS Code,
-    /// Windsurf, Zed, Codex and Gemini CLI, in the current directory and in your home
-    /// directory, and writes one commented [servers.NAME] table per server found.
+    /// Windsurf, Zed, Codex and Gemini CLI, in the current directory, in your home
+    /// directory and in $XDG_CONFIG_HOME, %APPDATA% and $CODEX_HOME when set, and
+    /// writes one commented [servers.NAME] table per server found.
     /// Secrets are never copied: literal values become ${VAR} references to export.
     Init(InitArgs),
     /// Capture every configured server and write the lockfile

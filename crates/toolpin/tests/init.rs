@@ -78,14 +78,25 @@ impl Sandbox {
     }
 
     fn toolpin(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_toolpin"))
-            .args(args)
+        self.toolpin_env(args, &[])
+    }
+
+    /// With the variables that name client directories cleared (so the
+    /// machine's own files are never read), then `env` set.
+    fn toolpin_env(&self, args: &[&str], env: &[(&str, &Path)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolpin"));
+        cmd.args(args)
             .current_dir(&self.project)
             .env("HOME", &self.home)
             .env_remove("USERPROFILE")
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("runs toolpin")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("APPDATA")
+            .env_remove("CODEX_HOME")
+            .env("NO_COLOR", "1");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("runs toolpin")
     }
 
     fn read(&self, name: &str) -> String {
@@ -358,4 +369,73 @@ fn an_unreadable_file_is_skipped_with_a_warning() {
     assert!(stdout(&out).contains("[servers.playwright]"));
     // ${workspaceFolder} is the project, where the file is written.
     assert!(stdout(&out).contains("command = [\"node\", \"./tools/notes-mcp.js\"]"));
+}
+
+/// Clients that keep their files where XDG_CONFIG_HOME, APPDATA (a
+/// Windows layout, read wherever the variable is set) or CODEX_HOME say
+/// are found there and shown by the variable; `-q` leaves stderr empty.
+#[test]
+fn the_directories_variables_name_are_searched_and_quiet_is_quiet() {
+    let s = Sandbox::new();
+    let (xdg, appdata, codex) = (
+        s.root.join("xdg"),
+        s.root.join("AppData/Roaming"),
+        s.root.join("codex-home"),
+    );
+    write(
+        &xdg.join("Code/User/mcp.json"),
+        &fixture_text("vscode.mcp.json"),
+    );
+    write(
+        &appdata.join("Claude/claude_desktop_config.json"),
+        &fixture_text("claude_desktop_config.json"),
+    );
+    write(
+        &codex.join("config.toml"),
+        &fixture_text("codex.config.toml"),
+    );
+    let env: [(&str, &Path); 3] = [
+        ("XDG_CONFIG_HOME", &xdg),
+        ("APPDATA", &appdata),
+        ("CODEX_HOME", &codex),
+    ];
+    let out = s.toolpin_env(&["init"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    for shown in [
+        "VS Code $XDG_CONFIG_HOME/Code/User/mcp.json",
+        "Claude Desktop %APPDATA%\\Claude\\claude_desktop_config.json",
+        "Codex $CODEX_HOME/config.toml",
+    ] {
+        assert!(err.contains(shown), "{shown} not in {err}");
+    }
+    let written = s.read("toolpin.toml");
+    assert!(
+        !written.contains(&s.root.display().to_string()),
+        "{written}"
+    );
+    assert_no_secrets(&written);
+
+    // Nothing on stderr with -q, the same file written.
+    let out = s.toolpin_env(&["-q", "init", "--force"], &env);
+    assert!(out.status.success());
+    assert_eq!(stderr(&out), "");
+    assert_eq!(s.read("toolpin.toml"), written);
+    let out = s.toolpin_env(&["init", "--print", "-q"], &env);
+    assert_eq!(stderr(&out), "");
+    assert_eq!(stdout(&out), written);
+
+    // The searched list names them when nothing is found.
+    let empty = Sandbox::new();
+    let out = empty.toolpin_env(
+        &["init", "--client", "codex"],
+        &[("CODEX_HOME", &empty.root)],
+    );
+    assert!(
+        stderr(&out).contains(
+            "searched .codex/config.toml, ~/.codex/config.toml, $CODEX_HOME/config.toml;"
+        ),
+        "{}",
+        stderr(&out)
+    );
 }

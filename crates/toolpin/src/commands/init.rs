@@ -6,7 +6,7 @@ use crate::cli::InitArgs;
 use crate::error::CliError;
 
 /// Runs `toolpin init`.
-pub fn run(args: &InitArgs) -> Result<Outcome, CliError> {
+pub fn run(args: &InitArgs, quiet: bool) -> Result<Outcome, CliError> {
     if !args.print && args.output.exists() && !args.force {
         return Err(CliError::new(format!(
             "{} already exists; pass --force to overwrite it, or --print to see what init would write",
@@ -31,10 +31,20 @@ pub fn run(args: &InitArgs) -> Result<Outcome, CliError> {
     };
     let ctx = toolpin_init::Context {
         home,
+        dirs: toolpin_init::config_dirs(),
         project,
         workspace,
     };
-    let (rendered, summary) = toolpin_init::generate(&ctx, args.from.as_deref(), args.client)?;
+    let toolpin_init::Generated {
+        rendered,
+        summary,
+        warnings,
+    } = toolpin_init::generate(&ctx, args.from.as_deref(), args.client)?;
+    if !quiet {
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+    }
     let exports = match rendered.exports.len() {
         0 => String::new(),
         1..=4 => format!(
@@ -47,11 +57,15 @@ pub fn run(args: &InitArgs) -> Result<Outcome, CliError> {
     };
     if args.print {
         print(&rendered.text)?;
-        eprintln!("{summary}{exports}");
+        if !quiet {
+            eprintln!("{summary}{exports}");
+        }
     } else {
         toolpin_manifest::fs::write_atomic(&args.output, rendered.text.as_bytes())
             .map_err(|e| CliError::new(format!("cannot write {}: {e}", args.output.display())))?;
-        eprintln!("{summary}; wrote {}{exports}", args.output.display());
+        if !quiet {
+            eprintln!("{summary}; wrote {}{exports}", args.output.display());
+        }
     }
     Ok(Outcome::Clean)
 }

@@ -53,7 +53,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
     };
     let quiet = cli.quiet;
     match &cli.command {
-        Command::Init(args) => init::run(args),
+        Command::Init(args) => init::run(args, quiet),
         Command::Lock { config } => lock::run(config, quiet),
         Command::Ls { config } => ls::run(config, quiet, style),
         Command::Check { config, report } => check::run(config, report, quiet, style),
