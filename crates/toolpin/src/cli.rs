@@ -19,7 +19,9 @@ OpenAI, Anthropic and Gemini tool arrays, OpenAPI documents, or a command that p
 writes them to a lockfile with fingerprints, reports every unreviewed change, and can serve the \
 pinned catalog to the agent (toolpin proxy).\n\n\
 Exit codes: 0 no drift, 1 drift, 2 error.",
-    after_help = "Start with `toolpin lock`, commit toolpin.lock, and run `toolpin check` in CI."
+    after_help = "Start with `toolpin lock`, commit toolpin.lock, and run `toolpin check` in CI.\n\
+`toolpin --version --json` prints the version, git commit, target, build profile and the \
+SHA-256 of the running executable."
 )]
 pub struct Cli {
     #[command(subcommand)]

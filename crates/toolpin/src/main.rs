@@ -19,6 +19,11 @@ use clap::Parser;
 use crate::commands::Outcome;
 
 fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if commands::version::asked(&args) {
+        println!("{}", commands::version::document());
+        return ExitCode::SUCCESS;
+    }
     let cli = cli::Cli::parse();
     let code = match commands::run(&cli) {
         Ok(Outcome::Clean) => ExitCode::SUCCESS,

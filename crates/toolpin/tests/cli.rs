@@ -2651,3 +2651,43 @@ fn stamp_prints_the_release_record() {
     );
     sb.fails(&["stamp"], &["release.model must be one non-empty line"]);
 }
+
+/// `toolpin --version --json` says exactly which build is running: the
+/// SHA-256 is that of the binary on disk, the commit this checkout's (or
+/// "unknown" outside git), the target and profile of this build.
+#[test]
+fn version_json_names_the_build() {
+    let sb = Sandbox::new();
+    for args in [&["--version", "--json"][..], &["--json", "-V"]] {
+        let run = sb.run(args);
+        run.ok();
+        let doc: Value = serde_json::from_str(&run.stdout).expect("one JSON document");
+        assert_eq!(doc["name"], "toolpin");
+        assert_eq!(doc["version"], env!("CARGO_PKG_VERSION"));
+        let binary = std::fs::read(common::BIN).expect("the binary");
+        assert_eq!(
+            doc["executable_sha256"],
+            toolpin_manifest::Fingerprint::of_bytes(&binary).to_hex()
+        );
+        let commit = doc["commit"].as_str().expect("commit");
+        assert!(
+            commit == "unknown"
+                || (commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+            "{commit}"
+        );
+        assert!(
+            doc["target"].as_str().is_some_and(|t| t.contains('-')),
+            "{doc}"
+        );
+        assert!(
+            matches!(doc["profile"].as_str(), Some("debug" | "release")),
+            "{doc}"
+        );
+    }
+    // Plain --version is clap's line.
+    let run = sb.run(&["--version"]);
+    assert_eq!(
+        run.stdout,
+        format!("toolpin {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}

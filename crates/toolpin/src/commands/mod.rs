@@ -21,6 +21,7 @@ pub mod review;
 pub mod rules;
 pub mod stamp;
 pub mod usage;
+pub mod version;
 pub mod watch;
 pub mod withdraw;
 
