@@ -379,7 +379,7 @@ fn first_sightings(
     Ok(out)
 }
 
-type ReadArray = (Vec<RecordedTool>, Vec<String>);
+pub(crate) type ReadArray = (Vec<RecordedTool>, Vec<String>);
 
 fn union(
     recording: &Recording,
@@ -480,7 +480,7 @@ fn names(tools: &[RecordedTool]) -> Vec<String> {
 /// One array's tools, envelopes removed; hosted tools (a `type` other than
 /// `function` in an OpenAI array) are left out with a warning, since they
 /// declare nothing the model reads as a definition.
-fn read_array(array: &RecordedArray) -> Result<ReadArray, RecordError> {
+pub(crate) fn read_array(array: &RecordedArray) -> Result<ReadArray, RecordError> {
     let api = array.api;
     let fail = |reason: String| RecordError::Tools {
         request: array.first_request,

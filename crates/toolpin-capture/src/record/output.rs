@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 use toolpin_manifest::{export, Transform};
 
-use super::{Api, RecordedCatalog, Recording};
+use super::{read_array, Api, RecordedCatalog, RecordedTool, Recording};
 use crate::Format;
 
 /// How the recorded tools are printed.
@@ -32,22 +32,34 @@ pub fn document(
     server: &str,
 ) -> Result<String, String> {
     let union = catalogs.len() == 1 && catalogs[0].session["recorded"]["merge"] == "union";
-    let single_raw = catalogs.len() == 1 && recording.arrays.len() == 1 && !union;
+    // One entry per recorded array (not a union, not the empty catalog of
+    // a recording without tools).
+    let per_array = !union && recording.arrays.len() == catalogs.len();
+    // What an entry shows: its array's tools as sent (the array's catalog
+    // leaves out tools an earlier array already pinned), or the union's.
+    let tools_of = |index: usize, catalog: &RecordedCatalog| -> Result<Vec<Value>, String> {
+        let tools = if per_array {
+            read_array(&recording.arrays[index])
+                .map_err(|e| e.to_string())?
+                .0
+        } else {
+            catalog.tools.clone()
+        };
+        Ok(tools.iter().map(RecordedTool::value).collect())
+    };
     let tools_text = |index: usize, catalog: &RecordedCatalog| -> Result<String, String> {
         match output {
-            Output::Native if single_raw || (!union && catalogs.len() > 1) => {
-                Ok(recording.arrays[index].raw.clone())
-            }
+            Output::Native if per_array => Ok(recording.arrays[index].raw.clone()),
             Output::Native => {
-                let api = recording.arrays.first().map_or(Api::OpenAiChat, |a| a.api);
-                let tools: Vec<Value> = catalog.tools.iter().map(|t| t.value()).collect();
-                Ok(wrap(api, &tools).to_string())
+                let api = recording.first_api.unwrap_or(Api::OpenAiChat);
+                Ok(wrap(api, &tools_of(index, catalog)?).to_string())
             }
             Output::Export(format) => {
-                let mut out = Vec::with_capacity(catalog.tools.len());
-                for (i, tool) in catalog.tools.iter().enumerate() {
+                let tools = tools_of(index, catalog)?;
+                let mut out = Vec::with_capacity(tools.len());
+                for (i, tool) in tools.into_iter().enumerate() {
                     let normalized = Transform::default()
-                        .normalize(tool.value(), i)
+                        .normalize(tool, i)
                         .map_err(|e| e.to_string())?;
                     out.push(export::tool(format, &normalized));
                 }
@@ -83,6 +95,33 @@ pub fn document(
     }
     out.push_str("]\n");
     Ok(out)
+}
+
+/// The line `toolpin record` prints on stderr: how many model requests
+/// came, and each catalog with its API, model and tool count.
+pub fn summary(recording: &Recording, catalogs: &[RecordedCatalog], server: &str) -> String {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let parts: Vec<String> = catalogs
+        .iter()
+        .map(|c| {
+            // A label already names the model.
+            let model = match (&c.label, c.session["recorded"]["model"].as_str()) {
+                (None, Some(m)) => format!("{m}, "),
+                _ => String::new(),
+            };
+            format!(
+                "{server}{} ({}, {model}{})",
+                c.label.as_deref().unwrap_or(""),
+                c.format.name(),
+                plural(c.tools.len(), "tool")
+            )
+        })
+        .collect();
+    format!(
+        "recorded {}: {}",
+        plural(recording.requests, "model request"),
+        parts.join(", ")
+    )
 }
 
 /// Tools (envelopes removed) back in their API's envelope.
@@ -167,5 +206,28 @@ mod tests {
         let v: Value = serde_json::from_str(&doc).expect("json");
         assert_eq!(v[0]["function"]["name"], "a");
         assert_eq!(v[1]["function"]["name"], "b");
+        assert_eq!(
+            summary(&rec, &cats, "agent"),
+            "recorded 2 model requests: agent#1:m1 (openai-chat, 1 tool), agent#2:m2 (openai-chat, 1 tool)"
+        );
+    }
+
+    /// A tool two arrays share is pinned once, but each entry shows its
+    /// array's tools as the model saw them.
+    #[test]
+    fn each_entry_shows_every_tool_of_its_array() {
+        let shared = r#"[{"type":"function","function":{"strict":true,"name":"a","parameters":{"type":"object"}}},{"type":"function","function":{"name":"b"}}]"#;
+        let rec = recording(&[("m1", A), ("m2", shared)]);
+        let cats = catalogs(&rec, Merge::Distinct).expect("catalogs");
+        assert_eq!(cats[1].tools.len(), 1, "`a` is pinned with the first array");
+        let doc = document(&rec, &cats, Output::Export(Format::Mcp), "agent").expect("doc");
+        let v: Value = serde_json::from_str(&doc).expect("json");
+        let names: Vec<&str> = v[1]["tools"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["a", "b"]);
     }
 }

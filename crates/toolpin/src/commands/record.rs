@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use toolpin_capture::record::{self, output, RecordSpec};
 
-use super::{plural, print, Outcome};
+use super::{print, Outcome};
 use crate::cli::RecordArgs;
 use crate::error::CliError;
 
@@ -31,27 +31,12 @@ pub fn run(args: &RecordArgs, quiet: bool) -> Result<Outcome, CliError> {
     let document =
         output::document(&recording, &catalogs, args.format, &args.name).map_err(CliError::new)?;
     if !quiet {
-        let arrays: Vec<String> = catalogs
-            .iter()
-            .map(|c| {
-                // A label already names the model.
-                let model = match (&c.label, c.session["recorded"]["model"].as_str()) {
-                    (None, Some(m)) => format!("{m}, "),
-                    _ => String::new(),
-                };
-                format!(
-                    "{}{} ({}, {model}{})",
-                    args.name,
-                    c.label.as_deref().unwrap_or(""),
-                    c.format.name(),
-                    plural(c.tools.len(), "tool")
-                )
-            })
-            .collect();
         eprintln!(
-            "recorded {}: {}",
-            plural(recording.requests, "model request"),
-            arrays.join(", ")
+            "{}",
+            toolpin_report::style::printable(
+                &output::summary(&recording, &catalogs, &args.name),
+                false
+            )
         );
         for c in &catalogs {
             for w in &c.warnings {
