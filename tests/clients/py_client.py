@@ -250,6 +250,7 @@ class Driver:
                     "protocol_version": init.protocol_version,
                     "server_info": dump(init.server_info),
                     "capabilities": dump(init.capabilities),
+                    "instructions": init.instructions,
                 }
             )
             stdin = anyio.wrap_file(sys.stdin)

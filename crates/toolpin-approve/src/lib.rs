@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use toolpin_drift::Comparison;
-use toolpin_manifest::catalog::tools_fingerprint;
 use toolpin_manifest::{Catalog, Fingerprint, Glob, PinnedTool, ServerPin};
 
 /// A change that cannot be accepted, or an approvals log that cannot be
@@ -172,7 +171,10 @@ pub fn changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> 
     for name in names {
         let differs = match (pinned.servers.get(name), live.servers.get(name)) {
             (Some(a), Some(b)) => {
-                a.format != b.format || a.source != b.source || a.session != b.session
+                a.format != b.format
+                    || a.source != b.source
+                    || a.session != b.session
+                    || a.instructions != b.instructions
             }
             // A server with tools comes and goes with its tools' changes.
             (Some(only), None) | (None, Some(only)) => only.tools.is_empty(),
@@ -220,9 +222,10 @@ pub fn changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> 
 /// every change gives the live catalog.
 pub fn apply(pinned: &Catalog, live: &Catalog, accepted: &[&Change]) -> Result<Catalog, Error> {
     let mut servers = pinned.servers.clone();
-    let empty_like = |pin: &ServerPin| ServerPin {
-        tools: BTreeMap::new(),
-        ..pin.clone()
+    let empty_like = |pin: &ServerPin| {
+        let mut empty = pin.clone();
+        empty.tools.clear();
+        empty
     };
     let mut emptied: BTreeSet<String> = BTreeSet::new();
     for ch in accepted {
@@ -235,6 +238,8 @@ pub fn apply(pinned: &Catalog, live: &Catalog, accepted: &[&Change]) -> Result<C
                     entry.format.clone_from(&l.format);
                     entry.source.clone_from(&l.source);
                     entry.session.clone_from(&l.session);
+                    entry.instructions.clone_from(&l.instructions);
+                    entry.redacted.clone_from(&l.redacted);
                 }
                 None => {
                     if servers.get(&ch.server).is_some_and(|p| p.tools.is_empty()) {
@@ -281,9 +286,7 @@ pub fn apply(pinned: &Catalog, live: &Catalog, accepted: &[&Change]) -> Result<C
             servers.remove(&name);
         }
     }
-    for pin in servers.values_mut() {
-        pin.fingerprint = tools_fingerprint(&pin.tools);
-    }
+    // Catalog::new fingerprints each server from what it now holds.
     Catalog::new(pinned.environment.clone(), servers).map_err(|e| Error::new(e.to_string()))
 }
 
@@ -660,12 +663,73 @@ mod tests {
         assert!(updated.servers["a"].tools.contains_key("gone"));
         assert!(!updated.servers["a"].tools.contains_key("fresh"));
         assert!(updated.servers.contains_key("b"));
-        assert_ne!(updated.fingerprint, pinned.fingerprint);
+        assert_ne!(updated.fingerprint(), pinned.fingerprint());
 
         // Accepting everything is the live catalog.
         let everything: Vec<&Change> = all.iter().collect();
         let whole = apply(&pinned, &live, &everything).expect("apply");
         assert_eq!(whole, live);
+    }
+
+    /// Every catalog `apply` returns is one the lockfile reader accepts,
+    /// for servers with instructions too (their fingerprint covers them),
+    /// and a change of instructions alone is a server change to accept.
+    #[test]
+    fn applied_catalogs_with_instructions_read_back() {
+        let with = |c: Catalog, said: &str| {
+            let servers = c
+                .servers
+                .into_iter()
+                .map(|(n, p)| (n, p.with_instructions(Some(said.to_string()))))
+                .collect();
+            Catalog::new("default", servers).expect("catalog")
+        };
+        let pinned = with(
+            catalog(&[("s", vec![tool("lookup", "old"), tool("search", "s")])]),
+            "Use lookup first.",
+        );
+        let live = with(
+            catalog(&[("s", vec![tool("lookup", "new"), tool("search", "s2")])]),
+            "Use search first.",
+        );
+        let c = toolpin_drift::compare(&pinned, &live);
+        let all = changes(&pinned, &live, &c);
+        let summary: Vec<(String, &str)> = all
+            .iter()
+            .map(|ch| (ch.address(), ch.kind.name()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("s".to_string(), "server"),
+                ("s/lookup".to_string(), "changed"),
+                ("s/search".to_string(), "changed"),
+            ]
+        );
+        assert_eq!(all[0].rules(&c), vec!["server-instructions-changed"]);
+        let read_back = |cat: &Catalog| {
+            let text = toolpin_manifest::lockfile::to_string(cat);
+            toolpin_manifest::lockfile::parse(text.as_bytes(), "toolpin.lock")
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        // Each subset of the changes, applied, reads back as written.
+        for mask in 0..(1u32 << all.len()) {
+            let picked: Vec<&Change> = all
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, ch)| ch)
+                .collect();
+            let updated = apply(&pinned, &live, &picked).expect("apply");
+            assert_eq!(read_back(&updated), updated, "subset {mask:b}");
+            let said = updated.servers["s"].instructions.as_deref();
+            let want = if mask & 1 != 0 {
+                "Use search first."
+            } else {
+                "Use lookup first."
+            };
+            assert_eq!(said, Some(want), "subset {mask:b}");
+        }
     }
 
     #[test]

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         catalog.tool_count(),
         bytes.len(),
         start.elapsed().as_secs_f64() * 1000.0,
-        catalog.fingerprint.short()
+        catalog.fingerprint().short()
     );
     ExitCode::SUCCESS
 }

@@ -93,7 +93,11 @@ pub fn capture_servers(
                     let said = said.iter().map(|w| redactor.redact(w)).collect();
                     warnings.push((format!("server {:?}", server.name), said));
                 }
-                for (name, pin) in pins {
+                for (name, mut pin) in pins {
+                    // A secret the server echoed in a definition never
+                    // reaches the catalog, so no lockfile, finding, ledger
+                    // row or payload built from it holds one.
+                    pin.redact(&redactor);
                     if pinned.contains_key(&name) {
                         failures.push(format!(
                             "server {:?}: its recording pins {name:?}, which is also a configured server; rename one",

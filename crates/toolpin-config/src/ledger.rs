@@ -1,6 +1,6 @@
 //! The `[ledger]` table of toolpin.toml: where the drift ledger lives
-//! (a SQLite file beside the configuration by default, or a PostgreSQL
-//! URL) and whether a command fails when it cannot be written.
+//! (a SQLite file in `.toolpin/` beside the configuration by default, or
+//! a PostgreSQL URL) and whether a command fails when it cannot be written.
 
 use std::path::{Path, PathBuf};
 
@@ -8,8 +8,15 @@ use serde::Deserialize;
 
 use crate::expand::expand_url;
 
-/// The ledger's file beside the configuration when nothing else is said.
-pub const DEFAULT_FILE: &str = "toolpin.ledger.db";
+/// The ledger's file when nothing else is said, relative to the
+/// configuration's directory: inside toolpin's state directory, which
+/// ignores itself in git, so that nobody commits it by accident.
+pub const DEFAULT_FILE: &str = ".toolpin/ledger.db";
+
+/// Where releases before 0.2 kept the default ledger. When that file
+/// exists and `[ledger]` names no other, it stays the ledger, so that no
+/// history is lost.
+pub const LEGACY_FILE: &str = "toolpin.ledger.db";
 
 /// `[ledger]` as written.
 #[derive(Debug, Default, Deserialize)]
@@ -48,6 +55,10 @@ pub struct LedgerConfig {
     /// Whether a command fails (exit 2) when the ledger cannot be written;
     /// otherwise it warns and goes on.
     pub required: bool,
+    /// Whether toolpin.toml has a `[ledger]` table. The embedded default
+    /// is best effort: when nobody asked for a ledger, one that cannot be
+    /// opened (a read-only checkout) is no warning.
+    pub configured: bool,
     /// The location as written (`${VAR}` unexpanded): what messages show.
     pub shown: String,
     /// Values expanded from the environment, never to be printed.
@@ -60,6 +71,7 @@ impl std::fmt::Debug for LedgerConfig {
         f.debug_struct("LedgerConfig")
             .field("location", &self.location)
             .field("required", &self.required)
+            .field("configured", &self.configured)
             .field("shown", &self.shown)
             .field("secrets", &names)
             .finish()
@@ -67,24 +79,42 @@ impl std::fmt::Debug for LedgerConfig {
 }
 
 impl LedgerConfig {
-    /// The default: a SQLite file beside the configuration, not required.
+    /// The default: a SQLite file in `.toolpin/` beside the configuration
+    /// (or the file earlier releases made beside it, when it exists), not
+    /// required and not configured.
     pub fn beside(dir: &Path) -> Self {
-        let path = dir.join(DEFAULT_FILE);
+        let legacy = dir.join(LEGACY_FILE);
+        let path = if legacy.is_file() {
+            legacy
+        } else {
+            dir.join(DEFAULT_FILE)
+        };
         Self {
             shown: path.display().to_string(),
             location: Some(LedgerLocation::Sqlite(path)),
             required: false,
+            configured: false,
             secrets: Vec::new(),
         }
     }
 
-    /// Resolves `[ledger]` against the configuration's directory and the
-    /// environment.
+    /// Whether the ledger is the embedded default in toolpin's state
+    /// directory, which the opener creates (with its `.gitignore`).
+    pub fn in_state_dir(&self) -> bool {
+        !self.configured
+            && matches!(&self.location, Some(LedgerLocation::Sqlite(p)) if p.ends_with(DEFAULT_FILE))
+    }
+
+    /// Resolves `[ledger]` (`None`: toolpin.toml has no such table) against
+    /// the configuration's directory and the environment.
     pub fn resolve(
-        file: LedgerFileConfig,
+        file: Option<LedgerFileConfig>,
         dir: &Path,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
+        let Some(file) = file else {
+            return Ok(Self::beside(dir));
+        };
         let required = file.required.unwrap_or(false);
         if file.enabled == Some(false) {
             if file.path.is_some() || file.url.is_some() || required {
@@ -96,6 +126,7 @@ impl LedgerConfig {
             return Ok(Self {
                 location: None,
                 required: false,
+                configured: true,
                 shown: String::new(),
                 secrets: Vec::new(),
             });
@@ -113,6 +144,7 @@ impl LedgerConfig {
                     shown: path.display().to_string(),
                     location: Some(LedgerLocation::Sqlite(path)),
                     required,
+                    configured: true,
                     secrets: Vec::new(),
                 })
             }
@@ -130,6 +162,7 @@ impl LedgerConfig {
                 Ok(Self {
                     location: Some(LedgerLocation::Postgres(expanded.value)),
                     required,
+                    configured: true,
                     shown: url,
                     secrets: expanded.secrets,
                 })
@@ -137,6 +170,7 @@ impl LedgerConfig {
             (None, None) => {
                 let mut config = Self::beside(dir);
                 config.required = required;
+                config.configured = true;
                 Ok(config)
             }
         }
@@ -149,6 +183,7 @@ mod tests {
 
     fn parse(text: &str, env: &[(&str, &str)]) -> Result<LedgerConfig, String> {
         let file: LedgerFileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let file = Some(file);
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -159,15 +194,35 @@ mod tests {
     }
 
     #[test]
-    fn the_default_is_a_sqlite_file_beside_the_configuration() {
+    fn the_default_is_a_sqlite_file_in_the_state_directory() {
         let c = parse("", &[]).unwrap();
         assert_eq!(
             c.location,
             Some(LedgerLocation::Sqlite(PathBuf::from(
-                "/repo/toolpin.ledger.db"
+                "/repo/.toolpin/ledger.db"
             )))
         );
         assert!(!c.required);
+        assert!(c.configured, "an empty [ledger] table is configured");
+        let none = LedgerConfig::resolve(None, Path::new("/repo"), &|_| None).unwrap();
+        assert!(!none.configured && !none.required);
+        assert!(none.in_state_dir());
+        assert_eq!(none.location, c.location);
+    }
+
+    #[test]
+    fn a_ledger_left_by_an_earlier_release_is_still_the_default() {
+        let dir =
+            std::env::temp_dir().join(format!("toolpin-ledger-legacy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(LEGACY_FILE), b"").unwrap();
+        let c = LedgerConfig::resolve(None, &dir, &|_| None).unwrap();
+        assert_eq!(
+            c.location,
+            Some(LedgerLocation::Sqlite(dir.join(LEGACY_FILE)))
+        );
+        assert!(!c.in_state_dir());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

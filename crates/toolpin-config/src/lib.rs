@@ -77,8 +77,7 @@ struct ConfigFile {
     proxy: proxy::ProxyFileConfig,
     #[serde(default)]
     facade: BTreeMap<String, proxy::FacadeFileConfig>,
-    #[serde(default)]
-    ledger: ledger::LedgerFileConfig,
+    ledger: Option<ledger::LedgerFileConfig>,
     #[serde(default)]
     notify: BTreeMap<String, notify::NotifyFileSink>,
     #[serde(default)]
@@ -785,7 +784,7 @@ pub fn load(path: &Path, env: Option<&str>) -> Result<Config, Error> {
     )
     .map_err(|e| Error::new(format!("{origin}: {e}")))?;
     let lookup = |k: &str| std::env::var(k).ok();
-    let ledger = ledger::LedgerConfig::resolve(std::mem::take(&mut file.ledger), &dir, &lookup)
+    let ledger = ledger::LedgerConfig::resolve(file.ledger.take(), &dir, &lookup)
         .map_err(|e| Error::new(format!("{origin}: {e}")))?;
     let notify = notify::NotifyConfig::resolve(std::mem::take(&mut file.notify), &lookup)
         .map_err(|e| Error::new(format!("{origin}: {e}")))?;

@@ -117,8 +117,8 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
         findings,
         summary,
         fingerprints: Fingerprints {
-            before: old.fingerprint.to_hex(),
-            after: new.fingerprint.to_hex(),
+            before: old.fingerprint().to_hex(),
+            after: new.fingerprint().to_hex(),
         },
         tools,
     }

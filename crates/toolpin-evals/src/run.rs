@@ -489,7 +489,10 @@ fn run_one(
         ("TOOLPIN_RUN", side.name().to_string()),
         ("TOOLPIN_REPEAT", repeat.to_string()),
         ("TOOLPIN_SEED", seed.to_string()),
-        ("TOOLPIN_CATALOG_FINGERPRINT", catalog.fingerprint.to_hex()),
+        (
+            "TOOLPIN_CATALOG_FINGERPRINT",
+            catalog.fingerprint().to_hex(),
+        ),
         ("TOOLPIN_OUTPUT_DIR", dir.display().to_string()),
         ("TOOLPIN_EVAL", eval.name.clone()),
     ] {
@@ -576,7 +579,7 @@ fn summary_json(
     regressed: &[&str],
 ) -> Value {
     let catalog =
-        |c: &Catalog| json!({"fingerprint": c.fingerprint.to_hex(), "tools": c.tool_count()});
+        |c: &Catalog| json!({"fingerprint": c.fingerprint().to_hex(), "tools": c.tool_count()});
     let numbered = req.repeats > 1 || req.aa;
     let run_doc = |eval: &Eval, side: Side, repeat: u32, result: &RunResult| {
         let (exit_code, signal) = match result.status {
@@ -595,7 +598,7 @@ fn summary_json(
             "signal": signal,
             "passed": result.status.passed(),
             "duration_ms": result.duration.as_millis() as u64,
-            "fingerprint": catalog_of(req, side).fingerprint.to_hex(),
+            "fingerprint": catalog_of(req, side).fingerprint().to_hex(),
             "manifest": manifests.get(&(side.catalog().name(), eval.manifest)).map(|p| relative(p, out)),
             "dir": dir.display().to_string(),
             "repeat": repeat,
@@ -700,8 +703,8 @@ fn render_table(
     let _ = writeln!(
         text,
         "catalog {} (pinned) → {} (live){}\n",
-        req.pinned.fingerprint.short(),
-        req.live.fingerprint.short(),
+        req.pinned.fingerprint().short(),
+        req.live.fingerprint().short(),
         if req.repeats > 1 {
             format!(
                 ", {} runs per side interleaved, seed {}",

@@ -43,10 +43,6 @@ pub use history::{
 pub use outbox::{Delivery, DeliveryState, Notice};
 pub use toolpin_drift::rule::Severity;
 
-/// The file name of the ledger beside the configuration
-/// (`toolpin.ledger.db` beside `toolpin.toml`).
-pub const DEFAULT_FILE: &str = "toolpin.ledger.db";
-
 /// How long a write waits for another process's write to finish before the
 /// ledger is reported locked.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);

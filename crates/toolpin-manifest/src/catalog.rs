@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::fingerprint::Fingerprint;
 use crate::normalize::{tool_name, ToolError, Transform};
+use crate::redact::Redactor;
 
 /// Every tool the model is handed, grouped by the server it came from.
 ///
@@ -19,7 +20,7 @@ pub struct Catalog {
     /// Which environment was captured (`default`, or the `--env` name).
     pub environment: String,
     /// Catalog fingerprint over every tool by namespaced name.
-    pub fingerprint: Fingerprint,
+    pub(crate) fingerprint: Fingerprint,
     pub servers: BTreeMap<String, ServerPin>,
 }
 
@@ -27,7 +28,7 @@ pub struct Catalog {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerPin {
-    pub fingerprint: Fingerprint,
+    pub(crate) fingerprint: Fingerprint,
     /// The detected or forced source format (`mcp`, `openai-chat`, …).
     pub format: String,
     /// For a live MCP server: the negotiated protocol version, the server's
@@ -40,6 +41,12 @@ pub struct ServerPin {
     /// server's and the catalog's fingerprints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// Where a configured secret the server echoed was replaced by its
+    /// stand-in (`${VAR}`), as JSON pointers into this record
+    /// (`/instructions`, `/session/serverInfo/name`); the tools' own are
+    /// kept with each tool. Not part of any fingerprint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
     /// How the server was reached, as configured (secrets as `${VAR}`).
     pub source: Value,
     /// Tools by namespaced name.
@@ -65,6 +72,10 @@ pub struct PinnedTool {
     /// The tool's `name` member ("" if it has none).
     name: Box<str>,
     json: Box<str>,
+    /// JSON pointers into the tool where a configured secret the server
+    /// echoed was replaced by its stand-in; usually empty. Not part of the
+    /// fingerprint (the tool's text, with the stand-in, is).
+    redacted: Box<[Box<str>]>,
 }
 
 impl PinnedTool {
@@ -89,7 +100,37 @@ impl PinnedTool {
             content: fingerprint,
             name,
             json,
+            redacted: Box::default(),
         }
+    }
+
+    /// Where secrets were redacted in this tool (JSON pointers into it).
+    pub fn redacted(&self) -> &[Box<str>] {
+        &self.redacted
+    }
+
+    /// The tool with every configured secret the server echoed in it
+    /// replaced by its stand-in, and where that was recorded; `None` when
+    /// it holds none.
+    fn redacted_by(&self, redactor: &Redactor) -> Option<Self> {
+        // The text is JSON: a secret in a string appears there in its
+        // JSON-escaped form, one of the forms looked for.
+        if !redactor.finds(&self.json) {
+            return None;
+        }
+        let mut tool = self.value();
+        let mut at = Vec::new();
+        redactor.redact_value_at(&mut tool, "", &mut at);
+        if at.is_empty() {
+            return None;
+        }
+        let mut pinned = Self::new(&tool, &mut Vec::new());
+        let mut all: Vec<Box<str>> = self.redacted.to_vec();
+        all.extend(at.into_iter().map(String::into_boxed_str));
+        all.sort_unstable();
+        all.dedup();
+        pinned.redacted = all.into_boxed_slice();
+        Some(pinned)
     }
 
     /// The tool's `name` member ("" if it has none).
@@ -117,8 +158,11 @@ impl PinnedTool {
 impl Serialize for PinnedTool {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("PinnedTool", 2)?;
+        let mut st = s.serialize_struct("PinnedTool", 3)?;
         st.serialize_field("fingerprint", &self.fingerprint)?;
+        if !self.redacted.is_empty() {
+            st.serialize_field("redacted", &self.redacted)?;
+        }
         // One tool's tree at a time, for the pretty lockfile layout.
         st.serialize_field("tool", &self.value())?;
         st.end()
@@ -131,6 +175,8 @@ impl<'de> Deserialize<'de> for PinnedTool {
         #[serde(deny_unknown_fields)]
         struct Written {
             fingerprint: Fingerprint,
+            #[serde(default)]
+            redacted: Vec<Box<str>>,
             tool: Value,
         }
         let written = Written::deserialize(d)?;
@@ -139,6 +185,7 @@ impl<'de> Deserialize<'de> for PinnedTool {
         // against the content's (`is_intact`) and reports a hand edit.
         Ok(Self {
             fingerprint: written.fingerprint,
+            redacted: written.redacted.into_boxed_slice(),
             ..pinned
         })
     }
@@ -216,10 +263,11 @@ impl PinBuilder {
         session: Option<Value>,
     ) -> ServerPin {
         ServerPin {
-            fingerprint: tools_fingerprint(&self.tools),
+            fingerprint: server_fingerprint(&self.tools, None),
             format: format.into(),
             session,
             instructions: None,
+            redacted: Vec::new(),
             source,
             tools: self.tools,
         }
@@ -253,13 +301,64 @@ impl ServerPin {
             }
         }
         Ok(Self {
-            fingerprint: tools_fingerprint(&pinned),
+            fingerprint: server_fingerprint(&pinned, None),
             format: format.into(),
             session: None,
             instructions: None,
+            redacted: Vec::new(),
             source,
             tools: pinned,
         })
+    }
+
+    /// The server's fingerprint: its tools and instructions, as
+    /// [`server_fingerprint`] computes it. Kept current by every
+    /// constructor and by [`Catalog::new`]; nothing else sets it.
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.fingerprint
+    }
+
+    /// Replaces every configured secret the server echoed (in its tools,
+    /// instructions and session, in every form [`Redactor`] knows) by its
+    /// stand-in, records where, and fingerprints what is left: a secret
+    /// never reaches a lockfile, a finding, the ledger or a payload built
+    /// from this pin. Returns whether anything was redacted.
+    pub fn redact(&mut self, redactor: &Redactor) -> bool {
+        if redactor.is_empty() {
+            return false;
+        }
+        let mut tools = false;
+        for tool in self.tools.values_mut() {
+            if let Some(clean) = tool.redacted_by(redactor) {
+                *tool = clean;
+                tools = true;
+            }
+        }
+        let mut at = Vec::new();
+        if let Some(text) = &mut self.instructions {
+            let mut value = Value::String(std::mem::take(text));
+            redactor.redact_value_at(&mut value, "/instructions", &mut at);
+            *text = match value {
+                Value::String(s) => s,
+                _ => String::new(),
+            };
+        }
+        if let Some(session) = &mut self.session {
+            redactor.redact_value_at(session, "/session", &mut at);
+        }
+        let server = !at.is_empty();
+        self.redacted.extend(at);
+        self.redacted.sort_unstable();
+        self.redacted.dedup();
+        if tools || server {
+            self.seal();
+        }
+        tools || server
+    }
+
+    /// Recomputes the fingerprint from the tools and instructions held now.
+    fn seal(&mut self) {
+        self.fingerprint = server_fingerprint(&self.tools, self.instructions.as_deref());
     }
 
     /// Records the session a live server's tools were captured in.
@@ -272,7 +371,7 @@ impl ServerPin {
     /// tools.
     pub fn with_instructions(mut self, instructions: Option<String>) -> Self {
         self.instructions = instructions;
-        self.fingerprint = server_fingerprint(&self.tools, self.instructions.as_deref());
+        self.seal();
         self
     }
 }
@@ -285,8 +384,10 @@ pub fn instructions_fingerprint(text: &str) -> Fingerprint {
 /// A server's fingerprint: its tools' `[name, fingerprint]` pairs, after one
 /// `["", instructions fingerprint]` pair when it has instructions (no tool
 /// is named `""`, so the pair cannot be confused with one). Without
-/// instructions it is [`tools_fingerprint`], as before instructions were
-/// pinned.
+/// instructions it is the fingerprint of the `[name, fingerprint]` pairs
+/// alone, as before instructions were pinned. This is the one computation
+/// of a server's fingerprint: the lockfile's reader checks it and every
+/// catalog is sealed with it.
 pub fn server_fingerprint(
     tools: &BTreeMap<String, PinnedTool>,
     instructions: Option<&str>,
@@ -332,18 +433,18 @@ pub fn catalog_fingerprint(
     ))
 }
 
-/// Fingerprint over `(name, tool fingerprint)` pairs in name order.
-pub fn tools_fingerprint(tools: &BTreeMap<String, PinnedTool>) -> Fingerprint {
-    Fingerprint::of_named(tools.iter().map(|(n, t)| (n.as_str(), &t.fingerprint)))
-}
-
 impl Catalog {
     /// Joins servers into one catalog; a namespaced name offered by two
-    /// servers is an error naming both.
+    /// servers is an error naming both. Each server's fingerprint is
+    /// recomputed from what it holds, so a catalog assembled from edited
+    /// pins (an approval, a review) is always one its reader accepts.
     pub fn new(
         environment: impl Into<String>,
-        servers: BTreeMap<String, ServerPin>,
+        mut servers: BTreeMap<String, ServerPin>,
     ) -> Result<Self, CatalogError> {
+        for pin in servers.values_mut() {
+            pin.seal();
+        }
         let fingerprint = catalog_fingerprint(&servers)?;
         Ok(Self {
             environment: environment.into(),
@@ -365,6 +466,11 @@ impl Catalog {
             .collect();
         all.sort_unstable_by(|a, b| a.0.cmp(b.0));
         all.into_iter()
+    }
+
+    /// The catalog fingerprint over every server's tools and instructions.
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.fingerprint
     }
 
     pub fn tool_count(&self) -> usize {
@@ -399,6 +505,56 @@ mod tests {
         .expect("catalog");
         assert_eq!(one.fingerprint, two.fingerprint);
         assert_ne!(one.servers["a"].fingerprint, two.servers["a"].fingerprint);
+    }
+
+    #[test]
+    fn a_pin_with_an_echoed_secret_is_redacted_where_it_was_and_reads_back() {
+        let secret = r#"tok_S"q\w&e/1234"#;
+        let escaped = serde_json::to_string(secret).expect("json");
+        let escaped = escaped.trim_matches('"');
+        let percent = crate::redact::percent_encoded(secret, false);
+        let tools = vec![
+            json!({"name": "whoami", "description": format!("Debug: {secret} {escaped} {percent}"),
+                   "inputSchema": {"type": "object", "properties": {"t": {"default": secret}}}}),
+            json!({"name": "clean", "description": "Nothing to hide."}),
+        ];
+        let mut pin = ServerPin::new("s", json!({"command": ["x"]}), "mcp", tools)
+            .expect("pin")
+            .with_session(Some(
+                json!({"serverInfo": {"name": format!("echo {secret}")}}),
+            ))
+            .with_instructions(Some(format!("Token {secret}.")));
+        let clean_before = pin.tools["clean"].clone();
+        let before = pin.fingerprint;
+        let redactor = Redactor::new(&[("${API_TOKEN}".to_string(), secret.to_string())]);
+        assert!(pin.redact(&redactor));
+        assert!(!pin.redact(&redactor), "a second pass finds nothing");
+        assert_ne!(pin.fingerprint, before);
+        assert_eq!(
+            pin.tools["clean"], clean_before,
+            "a clean tool is untouched"
+        );
+        let whoami = &pin.tools["whoami"];
+        let redacted: Vec<&str> = whoami.redacted().iter().map(|p| &**p).collect();
+        assert_eq!(
+            redacted,
+            ["/description", "/inputSchema/properties/t/default"]
+        );
+        assert_eq!(
+            whoami.value()["description"],
+            "Debug: ${API_TOKEN} ${API_TOKEN} ${API_TOKEN}"
+        );
+        assert_eq!(pin.redacted, ["/instructions", "/session/serverInfo/name"]);
+        assert_eq!(pin.instructions.as_deref(), Some("Token ${API_TOKEN}."));
+        let catalog =
+            Catalog::new("default", BTreeMap::from([("s".into(), pin)])).expect("catalog");
+        let text = crate::lockfile::to_string(&catalog);
+        for form in [secret, escaped, percent.as_str(), "tok_S"] {
+            assert!(!text.contains(form), "{form:?} in\n{text}");
+        }
+        let back = crate::lockfile::parse(text.as_bytes(), "toolpin.lock").expect("reads back");
+        assert_eq!(back, catalog);
+        assert_eq!(back.servers["s"].tools["whoami"].redacted().len(), 2);
     }
 
     #[test]

@@ -1,12 +1,36 @@
 //! Atomic file replacement: a temporary file in the same directory, written,
 //! flushed to disk, then renamed over the target (through symbolic links). Readers see the old file or
 //! the new one, never a mix; a failure leaves the old file byte-identical.
+//!
+//! A target that exists and is not a regular file (`/dev/null`, a FIFO,
+//! `/dev/stdout`, a shell's `>(jq .)`) is written in place, as `cp` and a
+//! shell's `>` do: renaming over it would replace a device every process
+//! shares with a regular file, and there is no old content to keep.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// toolpin's state directory beside toolpin.toml: what a run keeps for
+/// itself (the default ledger), never meant for version control.
+pub const STATE_DIR: &str = ".toolpin";
+
+/// Creates toolpin's state directory `dir` (and its parents) when missing,
+/// with a `.gitignore` that ignores everything in it, so that `git add .`
+/// never picks up a ledger. An existing `.gitignore` is left alone.
+pub fn ensure_state_dir(dir: &Path) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        write_atomic(
+            &ignore,
+            b"# Created by toolpin: its local state, not for version control.\n*\n",
+        )?;
+    }
+    Ok(())
+}
 
 /// What [`replace_with`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +60,11 @@ pub fn replace_with(
     path: &Path,
     mut write: impl FnMut(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<Replaced> {
+    // The kernel follows every link here, including /proc's magic ones
+    // (`/dev/stdout` -> `/proc/self/fd/1` -> `pipe:[…]`) that no path names.
+    if fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir()) {
+        return write_in_place(path, &mut write);
+    }
     let target = through_links(path)?;
     if holds_already(&target, &mut write) {
         return Ok(Replaced::Unchanged);
@@ -64,6 +93,20 @@ pub fn replace_with(
             Err(e)
         }
     }
+}
+
+/// Writes into a device, FIFO or socket that already exists: opened for
+/// writing (blocking until a FIFO has a reader, as a shell does), never
+/// created, never renamed over.
+fn write_in_place(
+    path: &Path,
+    write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<Replaced> {
+    let file = OpenOptions::new().write(true).truncate(true).open(path)?;
+    let mut out = BufWriter::with_capacity(64 << 10, file);
+    write(&mut out)?;
+    out.flush()?;
+    Ok(Replaced::Written)
 }
 
 /// How many symbolic links are followed before giving up (Linux's limit).
@@ -248,6 +291,51 @@ mod tests {
         let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         assert_eq!(write_atomic_replaced(&path, &big), Replaced::Written);
         assert_eq!(write_atomic_replaced(&path, &big), Replaced::Unchanged);
+        fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn a_device_or_fifo_is_written_in_place_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        // /dev/null stays a character device (as root, a rename would have
+        // replaced it for every process on the machine).
+        write_atomic(Path::new("/dev/null"), b"discarded").expect("write /dev/null");
+        let meta = fs::metadata("/dev/null").expect("meta");
+        assert!(meta.file_type().is_char_device());
+
+        let dir = std::env::temp_dir().join(format!("toolpin-fs-fifo-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("dir");
+        let fifo = dir.join("out.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(&fifo).expect("read fifo"))
+        };
+        write_atomic(&fifo, b"through the pipe").expect("write fifo");
+        assert_eq!(reader.join().expect("reader"), b"through the pipe");
+        assert!(fs::symlink_metadata(&fifo)
+            .expect("meta")
+            .file_type()
+            .is_fifo());
+        // A link to the FIFO is followed and kept.
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&fifo, &link).expect("link");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(&fifo).expect("read fifo"))
+        };
+        write_atomic(&link, b"again").expect("write link");
+        assert_eq!(reader.join().expect("reader"), b"again");
+        assert!(fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_dir(&dir).expect("list").count(), 2);
         fs::remove_dir_all(&dir).expect("cleanup");
     }
 

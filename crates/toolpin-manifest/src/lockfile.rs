@@ -109,6 +109,10 @@ fn write_server(
         member(buf, 3, "instructions", false);
         string(buf, instructions);
     }
+    if !pin.redacted.is_empty() {
+        member(buf, 3, "redacted", false);
+        value(buf, &serde_json::json!(pin.redacted), 3);
+    }
     if let Some(session) = &pin.session {
         member(buf, 3, "session", false);
         value(buf, session, 3);
@@ -125,6 +129,10 @@ fn write_server(
             buf.push(b'{');
             member(buf, 5, "fingerprint", true);
             string(buf, &tool.fingerprint.to_hex());
+            if !tool.redacted().is_empty() {
+                member(buf, 5, "redacted", false);
+                value(buf, &serde_json::json!(tool.redacted()), 5);
+            }
             member(buf, 5, "tool", false);
             if crate::pretty::sorts_like_a_map(tool.json()) {
                 crate::pretty::write(tool.json(), 5, buf);

@@ -149,6 +149,45 @@ impl Redactor {
         }
     }
 
+    /// [`Redactor::redact_value`], also saying where: the JSON pointer
+    /// (under `at`, itself a pointer) of each string or member name that
+    /// changed is pushed to `out`. A renamed member is named by its new
+    /// name.
+    pub fn redact_value_at(&self, value: &mut Value, at: &str, out: &mut Vec<String>) {
+        if self.is_empty() {
+            return;
+        }
+        match value {
+            Value::String(s) => {
+                if self.redact_string(s) {
+                    out.push(at.to_string());
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    self.redact_value_at(item, &format!("{at}/{i}"), out);
+                }
+            }
+            Value::Object(members) => {
+                if members.keys().any(|k| self.finds(k)) {
+                    let old = std::mem::take(members);
+                    for (k, v) in old {
+                        let key = self.redact(&k);
+                        if key != k {
+                            out.push(format!("{at}/{}", crate::pointer::escape_token(&key)));
+                        }
+                        members.insert(key, v);
+                    }
+                }
+                for (k, v) in members.iter_mut() {
+                    let here = format!("{at}/{}", crate::pointer::escape_token(k));
+                    self.redact_value_at(v, &here, out);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
     /// Redacts a JSON text (a message on the wire): `None` when no secret
     /// is in it, else the message with its strings redacted, serialized
     /// again. Only strings are touched, so the text stays valid JSON with

@@ -119,7 +119,7 @@ fn check(case: &Case) -> Vec<String> {
             let built = builder
                 .finish(Value::Null, "mcp", None)
                 .with_instructions(case.instructions.clone());
-            if built.tools != pin.tools || built.fingerprint != pin.fingerprint {
+            if built.tools != pin.tools || built.fingerprint() != pin.fingerprint() {
                 errs.push("PinBuilder differs from Transform::apply + ServerPin::new".into());
             }
         }
@@ -167,10 +167,10 @@ fn check(case: &Case) -> Vec<String> {
     }
 
     match hex(&case.server_fingerprint, "server_fingerprint") {
-        Ok(want) if want != pin.fingerprint => errs.push(format!(
+        Ok(want) if want != pin.fingerprint() => errs.push(format!(
             "server fingerprint: expected {}, got {}",
             want.to_hex(),
-            pin.fingerprint.to_hex()
+            pin.fingerprint().to_hex()
         )),
         Ok(_) => {}
         Err(e) => errs.push(e),
@@ -187,11 +187,11 @@ fn check(case: &Case) -> Vec<String> {
         Ok(want) => want,
         Err(e) => return [errs, vec![e]].concat(),
     };
-    if catalog.fingerprint != want_catalog {
+    if catalog.fingerprint() != want_catalog {
         errs.push(format!(
             "catalog fingerprint: expected {}, got {}",
             want_catalog.to_hex(),
-            catalog.fingerprint.to_hex()
+            catalog.fingerprint().to_hex()
         ));
     }
 
@@ -215,9 +215,9 @@ fn check(case: &Case) -> Vec<String> {
         }
     }
     match Catalog::new("default", split) {
-        Ok(c) if c.fingerprint != want_catalog => errs.push(format!(
+        Ok(c) if c.fingerprint() != want_catalog => errs.push(format!(
             "catalog fingerprint depends on grouping: one server per tool gives {}",
-            c.fingerprint.to_hex()
+            c.fingerprint().to_hex()
         )),
         Ok(_) => {}
         Err(e) => errs.push(format!("Catalog::new (split) failed: {e}")),
@@ -230,7 +230,7 @@ fn check(case: &Case) -> Vec<String> {
         .and_then(|t| ServerPin::new("r", Value::Null, "mcp", t).map_err(|e| e.to_string()))
         .map(|p| p.with_instructions(case.instructions.clone()))
     {
-        Ok(p) if p.fingerprint != pin.fingerprint => {
+        Ok(p) if p.fingerprint() != pin.fingerprint() => {
             errs.push("server fingerprint depends on tool order".into())
         }
         Ok(_) => {}

@@ -939,7 +939,7 @@ async fn handle(front: Arc<Front>, req: Request<Incoming>, metrics_only: bool) -
     }
     let path = req.uri().path().to_string();
     if path == "/metrics" && req.method() == Method::GET {
-        let fp = front.proxy.settings.catalog.fingerprint.to_hex();
+        let fp = front.proxy.settings.catalog.fingerprint().to_hex();
         let mut r = plain(StatusCode::OK, &front.proxy.metrics.render(&fp));
         r.headers_mut().insert(
             CONTENT_TYPE,

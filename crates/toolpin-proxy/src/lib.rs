@@ -263,7 +263,7 @@ impl Proxy {
             events,
             list_changed,
             upstream_pids: Mutex::new(std::collections::BTreeSet::new()),
-            catalog_hex: settings.catalog.fingerprint.to_hex(),
+            catalog_hex: settings.catalog.fingerprint().to_hex(),
             settings,
         };
         proxy.rebuild()?;
@@ -436,7 +436,7 @@ impl Proxy {
                     "kind": f.kind.name(),
                     "pointer": f.pointer,
                     "message": f.message,
-                    "catalog": self.settings.catalog.fingerprint.to_hex(),
+                    "catalog": self.settings.catalog.fingerprint().to_hex(),
                 }),
             );
             self.metrics.drift_event(server, f.rule, f.severity.name());
@@ -528,8 +528,8 @@ fn record_drift(
     for (tool, findings) in by_tool {
         let (before, after) = if tool.is_empty() {
             (
-                Some(pinned.fingerprint.to_string()),
-                Some(live.fingerprint.to_string()),
+                Some(pinned.fingerprint().to_string()),
+                Some(live.fingerprint().to_string()),
             )
         } else {
             match comparison.tools.iter().find(|c| c.tool == tool) {

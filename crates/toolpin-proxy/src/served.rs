@@ -142,7 +142,7 @@ impl Served {
     ) -> Result<Self, String> {
         let mut served = Served {
             withdrawn: withdrawn.clone(),
-            catalog_fingerprint: Some(catalog.fingerprint),
+            catalog_fingerprint: Some(catalog.fingerprint()),
             ..Served::default()
         };
         for (server, pin) in &catalog.servers {

@@ -402,7 +402,9 @@ impl Session {
     }
 
     /// capabilities, serverInfo and instructions for the agent: one
-    /// upstream's own, or a union under toolpin's name.
+    /// upstream's own, or a union under toolpin's name. The instructions
+    /// are the pinned ones, as the tools are: an upstream's new text is
+    /// drift for `check` to report, not a prompt edit the agent receives.
     fn merged_description(&self, upstreams: &[Arc<Upstream>]) -> Value {
         let mut capabilities = Map::new();
         let mut instructions = Vec::new();
@@ -422,7 +424,8 @@ impl Session {
                     }
                 }
             }
-            if let Some(text) = u.opened.result.get("instructions").and_then(Value::as_str) {
+            let pinned = self.proxy.settings.catalog.servers.get(&u.name);
+            if let Some(text) = pinned.and_then(|p| p.instructions.as_deref()) {
                 instructions.push(text.to_string());
             }
         }
@@ -1534,9 +1537,11 @@ impl Session {
             .get("instructions")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let live = builder
+        let mut live = builder
             .finish(source, "mcp", None)
             .with_instructions(instructions);
+        // Compared as `lock` pinned it: with the secrets it echoes redacted.
+        live.redact(&self.proxy.settings.redactor);
         let failures = self.proxy.apply_drift(server, &live);
         for f in failures {
             self.proxy

@@ -11,21 +11,18 @@ pub fn open(config: &LedgerConfig) -> Result<Option<Ledger>, String> {
         return Ok(None);
     };
     let opened = match location {
-        LedgerLocation::Sqlite(path) => Ledger::open(path),
+        LedgerLocation::Sqlite(path) => {
+            if config.in_state_dir() {
+                if let Some(dir) = path.parent() {
+                    toolpin_manifest::fs::ensure_state_dir(dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                }
+            }
+            Ledger::open(path)
+        }
         LedgerLocation::Postgres(url) => Ledger::connect(url, &toolpin_ledger::Options::default()),
     };
     opened
         .map(Some)
-        .map_err(|e| redact(&e.to_string(), &config.secrets))
-}
-
-/// `text` with every secret value replaced by its stand-in.
-pub fn redact(text: &str, secrets: &[(String, String)]) -> String {
-    let mut out = text.to_string();
-    for (stand_in, value) in secrets {
-        if !value.is_empty() {
-            out = out.replace(value, stand_in);
-        }
-    }
-    out
+        .map_err(|e| toolpin_config::expand::redact(&e.to_string(), &config.secrets))
 }

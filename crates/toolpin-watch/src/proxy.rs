@@ -56,7 +56,7 @@ impl ProxyRecorder {
                         }
                     }
                     if let Err(e) = ledger.record_batch(&batch, |_| Vec::new()) {
-                        let line = crate::open::redact(&e.to_string(), &secrets);
+                        let line = toolpin_config::expand::redact(&e.to_string(), &secrets);
                         if line != last_error {
                             writer_warn(&format!("ledger: {line}; run-time drift not recorded"));
                             last_error = line;

@@ -103,8 +103,10 @@ pub fn sightings(
                 pinned
                     .servers
                     .get(*server)
-                    .map(|s| s.fingerprint.to_string()),
-                live.servers.get(*server).map(|s| s.fingerprint.to_string()),
+                    .map(|s| s.fingerprint().to_string()),
+                live.servers
+                    .get(*server)
+                    .map(|s| s.fingerprint().to_string()),
             )
         } else {
             match changes.get(&(*server, *tool)) {
@@ -302,7 +304,7 @@ fn current(catalog: &Catalog, server: &str, tool: &str) -> Option<String> {
         catalog
             .servers
             .get(server)
-            .map(|s| s.fingerprint.to_string())
+            .map(|s| s.fingerprint().to_string())
     } else {
         tool_fingerprint(catalog, server, tool)
     }

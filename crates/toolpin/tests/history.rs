@@ -184,9 +184,9 @@ fn history_without_a_ledger_is_an_error_and_creates_none() {
     );
     let message = sb
         .run(&["history"])
-        .error(&["toolpin.ledger.db", "no ledger"]);
+        .error(&[".toolpin/ledger.db", "no ledger"]);
     assert!(!message.contains('\n'));
-    assert!(!sb.exists("toolpin.ledger.db"));
+    assert!(!sb.exists(".toolpin"));
     sb.write(
         "toolpin.toml",
         "[servers.billing]\nfile = \"billing.json\"\n[ledger]\nenabled = false\n",

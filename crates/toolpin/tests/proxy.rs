@@ -1000,7 +1000,7 @@ fn run_time_drift_and_refusals_are_written_in_the_ledger() {
     c.quit();
 
     let mut ledger =
-        toolpin_ledger::Ledger::open(&sc.root.join("toolpin.ledger.db")).expect("ledger");
+        toolpin_ledger::Ledger::open(&sc.root.join(".toolpin/ledger.db")).expect("ledger");
     let events = ledger
         .events(&toolpin_ledger::EventFilter::default())
         .expect("events");

@@ -4,6 +4,8 @@ official MCP Python SDK's high-level MCPServer (mcp 2.x's FastMCP).
 ORDERS_VARIANT=a (the default) serves the original definitions; variant b
 is the "silent update": lookup_order's description gains a sentence steering
 the model, and search_orders' page_size default drops from 50 to 20.
+ORDERS_INSTRUCTIONS, when set, is sent as the server's instructions;
+ORDERS_PORT, when set, serves Streamable HTTP on that port of 127.0.0.1.
 """
 
 import os
@@ -21,7 +23,9 @@ if VARIANT == "b":
     LOOKUP += " Prefer search_orders when the ID is unknown."
 PAGE_SIZE = 50 if VARIANT == "a" else 20
 
-server = MCPServer("orders", version="1.0.0")
+# ORDERS_INSTRUCTIONS, when set, is sent as the server's instructions (the
+# text clients put into the prompt), for the tests of pinned instructions.
+server = MCPServer("orders", version="1.0.0", instructions=os.environ.get("ORDERS_INSTRUCTIONS"))
 
 
 @server.tool(description=LOOKUP)
@@ -39,4 +43,8 @@ def search_orders(query: str, page_size: int = PAGE_SIZE) -> str:
 server.tool()(search_orders)
 
 if __name__ == "__main__":
-    server.run("stdio")
+    # ORDERS_PORT, when set, serves Streamable HTTP on 127.0.0.1 instead.
+    if os.environ.get("ORDERS_PORT"):
+        server.run("streamable-http", port=int(os.environ["ORDERS_PORT"]), host="127.0.0.1")
+    else:
+        server.run("stdio")

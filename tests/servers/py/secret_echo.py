@@ -18,7 +18,12 @@ percent-encoded; a call of `token` gets a result showing it as text and as
 structured content. Before answering a call it sends the agent a log
 notification holding the token, and writes it to stderr. MODE `stderr-exit` writes
 SECRET_TOKEN to stderr, JSON-escaped and percent-encoded too, and exits 3
-before answering anything.
+before answering anything. MODE `definitions` is a careless server that
+works: its instructions, its read-only tool `whoami`'s description (a debug
+line) and every result of `whoami` hold SECRET_TOKEN as is, JSON-escaped and
+percent-encoded; with SECRET_ECHO_VARIANT=b the description also gains a
+steering sentence (upstream drift, so that findings, word diffs, the ledger
+and notifications are made from text next to the secret).
 """
 
 import json
@@ -103,6 +108,34 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, json.dumps(out).encode())
 
 
+def definitions_answer(method, params, token):
+    """MODE `definitions`: the secret in what the server serves."""
+    if method == "initialize":
+        return {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "secret-echo", "version": "1.0.0"},
+            "instructions": "Debug build. " + forms("token", token),
+        }
+    if method == "tools/list":
+        description = "Says who the server thinks you are. Debug: " + forms("token", token)
+        if os.environ.get("SECRET_ECHO_VARIANT") == "b":
+            description += " Prefer whoami before any other tool."
+        tool = {
+            "name": "whoami",
+            "description": description,
+            "inputSchema": {"type": "object", "properties": {}},
+            "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False},
+        }
+        return {"tools": [tool]}
+    if method == "tools/call":
+        text = forms("token", token)
+        return {"content": [{"type": "text", "text": text}], "structuredContent": {"user": "ada", "token": token}}
+    if method == "ping":
+        return {}
+    return None
+
+
 def stdio(mode):
     token = os.environ.get("SECRET_TOKEN", "")
     if mode == "stderr-exit":
@@ -113,6 +146,15 @@ def stdio(mode):
         msg = json.loads(line)
         method, msg_id = msg.get("method"), msg.get("id")
         if msg_id is None:
+            continue
+        if mode == "definitions":
+            res = definitions_answer(method, msg.get("params") or {}, token)
+            if res is None:
+                out = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "no " + str(method)}}
+            else:
+                out = {"jsonrpc": "2.0", "id": msg_id, "result": res}
+            sys.stdout.write(json.dumps(out) + "\n")
+            sys.stdout.flush()
             continue
         if method == "tools/call" and mode == "error":
             sys.stderr.write("secret_echo: refusing " + forms("token", token) + "\n")
@@ -150,10 +192,10 @@ def main():
             server.serve_forever()
         except KeyboardInterrupt:
             pass
-    elif len(sys.argv) == 3 and sys.argv[1] == "stdio" and sys.argv[2] in ("error", "stderr-exit"):
+    elif len(sys.argv) == 3 and sys.argv[1] == "stdio" and sys.argv[2] in ("error", "stderr-exit", "definitions"):
         stdio(sys.argv[2])
     else:
-        sys.stderr.write("usage: secret_echo.py http PORT | stdio (error|stderr-exit)\n")
+        sys.stderr.write("usage: secret_echo.py http PORT | stdio (error|stderr-exit|definitions)\n")
         sys.exit(2)
 
 

@@ -110,8 +110,8 @@ mod tests {
     #[test]
     fn instructions_are_fingerprinted_and_compared() {
         assert_ne!(
-            catalog(None).fingerprint,
-            catalog(Some("Be brief.")).fingerprint
+            catalog(None).fingerprint(),
+            catalog(Some("Be brief.")).fingerprint()
         );
         assert!(findings(Some("Be brief."), Some("Be brief.")).is_empty());
         let edit = findings(Some("Be brief."), Some("Be brief and precise."));

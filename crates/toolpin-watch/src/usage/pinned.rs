@@ -68,7 +68,7 @@ impl PinnedCatalogs {
     /// Keeps the first version seen of each catalog (the working file
     /// before its history).
     pub fn add(&mut self, version: PinnedVersion) {
-        let key = version.catalog.fingerprint.to_hex();
+        let key = version.catalog.fingerprint().to_hex();
         self.versions.entry(key).or_insert(version);
     }
 
@@ -303,7 +303,7 @@ mod tests {
 
         let pinned =
             PinnedCatalogs::from_lockfiles(std::slice::from_ref(&lock), 200).expect("read");
-        let fp = |c: &Catalog| c.fingerprint.to_hex();
+        let fp = |c: &Catalog| c.fingerprint().to_hex();
         let keys: Vec<&String> = pinned.versions.keys().collect();
         let mut want = [fp(&v1), fp(&v2), fp(&v3)];
         want.sort();

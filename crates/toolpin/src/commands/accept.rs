@@ -63,7 +63,7 @@ pub fn run(
             plural(picked.len(), "change"),
             toolpin_report::style::printable(&names.join(", "), false),
             display(&pending.lockfile),
-            updated.fingerprint.release_line(),
+            updated.fingerprint().release_line(),
             display(&approve::log_path(&pending.lockfile)),
             if left == 0 {
                 String::new()
@@ -135,8 +135,8 @@ pub fn seen_tools(
         author: approve::author(&lockfile),
         time: approve::now_utc(),
         environment: pinned.environment.clone(),
-        catalog_before: pinned.fingerprint,
-        catalog_after: pinned.fingerprint,
+        catalog_before: pinned.fingerprint(),
+        catalog_after: pinned.fingerprint(),
     };
     let records: Vec<Value> = added
         .iter()

@@ -31,9 +31,9 @@ pub fn run(
     let text = if json {
         fingerprints_json(&catalog)
     } else if release {
-        catalog.fingerprint.release_line() + "\n"
+        catalog.fingerprint().release_line() + "\n"
     } else {
-        catalog.fingerprint.short() + "\n"
+        catalog.fingerprint().short() + "\n"
     };
     print(&text)?;
     Ok(Outcome::Clean)
@@ -49,12 +49,12 @@ fn fingerprints_json(catalog: &Catalog) -> String {
             .collect();
         servers.insert(
             name.clone(),
-            json!({"fingerprint": pin.fingerprint.to_hex(), "tools": tools}),
+            json!({"fingerprint": pin.fingerprint().to_hex(), "tools": tools}),
         );
     }
     let doc = json!({
-        "catalog": catalog.fingerprint.to_hex(),
-        "release": catalog.fingerprint.release_line(),
+        "catalog": catalog.fingerprint().to_hex(),
+        "release": catalog.fingerprint().release_line(),
         "servers": servers,
     });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"

@@ -10,16 +10,33 @@ use crate::error::CliError;
 pub struct Recorder {
     ledger: Option<Ledger>,
     required: bool,
+    /// Whether a ledger that cannot be opened or written is worth a
+    /// warning: not for the embedded default of a command that records on
+    /// the side (a read-only checkout has none).
+    warn: bool,
     secrets: Vec<(String, String)>,
     quiet: bool,
 }
 
 impl Recorder {
-    /// Opens the ledger `cfg` names (nothing when it is turned off).
+    /// Opens the ledger `cfg` names (nothing when it is turned off), for a
+    /// command that records on the side: the embedded default that cannot
+    /// be opened is no warning.
     pub fn open(cfg: &config::Config, quiet: bool) -> Result<Self, CliError> {
+        Self::open_as(cfg, quiet, cfg.ledger.configured)
+    }
+
+    /// Opens the ledger for `watch`, whose job recording is: a ledger that
+    /// cannot be opened is always worth a warning.
+    pub fn open_for_watch(cfg: &config::Config, quiet: bool) -> Result<Self, CliError> {
+        Self::open_as(cfg, quiet, true)
+    }
+
+    fn open_as(cfg: &config::Config, quiet: bool, warn: bool) -> Result<Self, CliError> {
         let mut recorder = Self {
             ledger: None,
             required: cfg.ledger.required,
+            warn,
             secrets: cfg.ledger.secrets.clone(),
             quiet,
         };
@@ -44,7 +61,7 @@ impl Recorder {
             Ok(v) => Ok(Some(v)),
             Err(e) => {
                 self.ledger = None;
-                let line = toolpin_watch::open::redact(&e.to_string(), &self.secrets);
+                let line = toolpin_config::expand::redact(&e.to_string(), &self.secrets);
                 self.unavailable(&line)?;
                 Ok(None)
             }
@@ -80,7 +97,7 @@ impl Recorder {
         if self.required {
             return Err(CliError::new(format!("ledger: {why}")));
         }
-        if !self.quiet {
+        if self.warn && !self.quiet {
             eprintln!("warning: ledger: {why}; nothing recorded ([ledger] required = true makes this an error)");
         }
         Ok(())

@@ -25,7 +25,7 @@ pub fn run(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
             catalog.servers.len(),
             if catalog.servers.len() == 1 { "" } else { "s" },
             display(&path),
-            catalog.fingerprint.release_line(),
+            catalog.fingerprint().release_line(),
         );
     }
     Ok(Outcome::Clean)

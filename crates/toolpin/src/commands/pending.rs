@@ -99,8 +99,8 @@ impl Pending {
             author: approve::author(&self.lockfile),
             time: approve::now_utc(),
             environment: self.pinned.environment.clone(),
-            catalog_before: self.pinned.fingerprint,
-            catalog_after: after.fingerprint,
+            catalog_before: self.pinned.fingerprint(),
+            catalog_after: after.fingerprint(),
         }
     }
 }

@@ -243,6 +243,8 @@ fn ledger_recorder(cfg: &Config, pinned: &Catalog) -> Result<Option<Arc<ProxyRec
             Arc::new(warn),
         )))),
         Err(e) if cfg.ledger.required => Err(CliError::new(format!("ledger: {e}"))),
+        // The embedded default is best effort: silent when nobody asked.
+        Err(_) if !cfg.ledger.configured => Ok(None),
         Err(e) => {
             warn(&format!(
                 "ledger: {e}; run-time drift is not recorded ([ledger] required = true makes this an error)"

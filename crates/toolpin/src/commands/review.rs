@@ -95,7 +95,7 @@ pub fn run(
         summary += &format!(
             "; {} is now {}",
             display(&pending.lockfile),
-            updated.fingerprint.release_line()
+            updated.fingerprint().release_line()
         );
     }
     if !records.is_empty() {

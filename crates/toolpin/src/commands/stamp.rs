@@ -14,11 +14,11 @@ pub fn run(config: &ConfigArgs, json: bool) -> Result<Outcome, CliError> {
         .clone()
         .unwrap_or_else(|| cfg.default_lockfile());
     let catalog = super::read_lockfile(&path)?;
-    let tools = catalog.fingerprint.to_hex()[..12].to_string();
+    let tools = catalog.fingerprint().to_hex()[..12].to_string();
     let text = if json {
         let mut doc = serde_json::Map::new();
         doc.insert("tools".into(), json!(tools));
-        doc.insert("catalog".into(), json!(catalog.fingerprint.to_hex()));
+        doc.insert("catalog".into(), json!(catalog.fingerprint().to_hex()));
         doc.insert("environment".into(), json!(catalog.environment));
         if let Some(m) = &cfg.release.model {
             doc.insert("model".into(), json!(m));

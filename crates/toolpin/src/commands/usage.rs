@@ -83,7 +83,7 @@ impl Store {
         CliError::new(format!(
             "usage store {}: {}",
             self.shown,
-            toolpin_watch::open::redact(&e.to_string(), &self.secrets)
+            toolpin_config::expand::redact(&e.to_string(), &self.secrets)
         ))
     }
 }
@@ -145,7 +145,7 @@ fn open_store(
     let ledger = opened.map_err(|e| {
         CliError::new(format!(
             "usage store {shown}: {}",
-            toolpin_watch::open::redact(&e.to_string(), &secrets)
+            toolpin_config::expand::redact(&e.to_string(), &secrets)
         ))
     })?;
     Ok(Store {

@@ -122,7 +122,7 @@ fn check_environment(
     let tools = seen.drift.len();
     if recorder.is_none() {
         // One ledger for every environment: [ledger] is not per environment.
-        *recorder = Some(Recorder::open(&cfg, quiet)?);
+        *recorder = Some(Recorder::open_for_watch(&cfg, quiet)?);
     }
     let recorded = match recorder.as_mut() {
         Some(r) => r.write(|ledger| {
