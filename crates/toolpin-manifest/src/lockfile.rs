@@ -22,7 +22,7 @@ pub enum LockfileError {
     Json(#[from] JsonError),
     #[error("{origin}: lockfile format version {found} is not supported by this toolpin (it reads version {LOCKFILE_VERSION})")]
     Version { origin: String, found: u64 },
-    #[error("{origin}: {what} does not match its content (edited by hand?); run `toolpin lock` to re-pin")]
+    #[error("{origin}: {what} does not match its content (edited by hand?); restore it from version control, or run `toolpin lock` to re-pin every tool (earlier accept and review decisions are not kept)")]
     Tampered { origin: String, what: String },
     #[error("{origin} not found; run `toolpin lock` to create it")]
     NotFound { origin: String },

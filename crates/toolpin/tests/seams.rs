@@ -351,13 +351,15 @@ fn leaves_no_process(sb: &Sandbox) {
 // ---------------------------------------------------------------------------
 // every writer, every source kind
 
+/// Writes upstream's first state (`false`) or its changed state.
+type SetUpstream = Box<dyn Fn(&Sandbox, bool)>;
+
 /// One kind of server record, and how upstream changes for it.
 struct Kind {
     name: &'static str,
     /// toolpin.toml's server table (the server is named `s`).
     config: String,
-    /// Writes upstream's first state (`false`) or its changed state.
-    set: Box<dyn Fn(&Sandbox, bool)>,
+    set: SetUpstream,
     /// The tools the change touches, in the lockfile's names.
     changed: [&'static str; 2],
 }
@@ -404,7 +406,7 @@ urllib.request.urlopen(req).read()
 "#;
 
 fn kinds(sb_port: u16) -> Vec<Kind> {
-    let files = |rel: &'static str| -> Box<dyn Fn(&Sandbox, bool)> {
+    let files = |rel: &'static str| -> SetUpstream {
         Box::new(move |sb: &Sandbox, changed: bool| {
             sb.write(
                 rel,

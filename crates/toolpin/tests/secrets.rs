@@ -469,3 +469,228 @@ fn stdio_upstream_echoing_its_token_through_the_http_front() {
     assert_clean("the events log", &sb.read_string("events.jsonl"));
     finish(&sb);
 }
+
+#[path = "../../toolpin-notify/tests/common/mod.rs"]
+mod receiver;
+
+/// A query-string secret for the HTTP server's URL (`?key=`).
+const QUERY_KEY: &str = "qk_SECRET/5&6=7";
+
+/// Every form of both secrets of the artefacts test.
+fn all_forms() -> Vec<String> {
+    let mut out = forms();
+    for (value, lower) in [(QUERY_KEY, false), (QUERY_KEY, true)] {
+        out.push(value.to_string());
+        out.push(toolpin_manifest::redact::percent_encoded(value, lower));
+    }
+    out.push("qk_SECRET".to_string());
+    out
+}
+
+/// Every file below `dir` (the ledger, its WAL, the store, the snapshot,
+/// every report, the approvals log, the events log), read as bytes: a
+/// secret in none of them, in any form.
+#[track_caller]
+fn assert_tree_clean(dir: &Path) -> usize {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("list") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    for path in &files {
+        let bytes = std::fs::read(path).expect("read");
+        let text = String::from_utf8_lossy(&bytes);
+        for form in all_forms() {
+            assert!(
+                !text.contains(&form),
+                "{} holds the secret as {form:?}",
+                path.display()
+            );
+        }
+    }
+    files.len()
+}
+
+#[track_caller]
+fn assert_run_clean(what: &str, run: &Run) {
+    for form in all_forms() {
+        for (stream, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(
+                !text.contains(&form),
+                "{what} ({stream}) holds the secret as {form:?}:\n{text}"
+            );
+        }
+    }
+}
+
+/// Two careless servers that echo their credentials in what they serve
+/// (secret_echo.py `definitions`: the instructions, a tool description, a
+/// tool's results), one over stdio with its token in `env`, one over HTTP
+/// with a bearer token and a `?key=` query secret. Every command that
+/// writes something runs against them, and every artefact is searched for
+/// every form of every secret: the lockfile (which says where a secret was
+/// redacted), the reports of check in every format, the ledger and its
+/// WAL, the outbox payloads the Slack and webhook stand-ins receive, the
+/// approvals log, the behaviour snapshot and contract reports, the proxy's
+/// events, the usage store and its report, and every command's output.
+#[test]
+fn no_artefact_holds_a_secret_a_server_echoes() {
+    let sb = Sandbox::new();
+    let port = free_port();
+    let http = {
+        let child = Command::new(python())
+            .args([&echo_server(), "http", &port.to_string()])
+            .env("EXPECTED_TOKEN", SECRET)
+            .env("SECRET_ECHO_DEFINITIONS", "1")
+            .current_dir(sb.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start secret_echo.py");
+        let daemon = Daemon(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "secret_echo.py did not listen");
+            thread::sleep(Duration::from_millis(50));
+        }
+        daemon
+    };
+    let slack = receiver::Receiver::start(vec![receiver::Reply::new(200, "ok")]);
+    let hook = receiver::Receiver::start(vec![receiver::Reply::new(200, "")]);
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.local]\ncommand = [{:?}, {:?}, \"stdio\", \"definitions\"]\n\
+             env = {{ SECRET_TOKEN = \"${{MY_TOKEN}}\", SECRET_ECHO_VARIANT = \"${{ECHO_VARIANT:-a}}\" }}\n\n\
+             [servers.remote]\nurl = \"http://127.0.0.1:{port}/mcp?key=${{MY_KEY}}\"\n\
+             bearer_token_env = \"MY_TOKEN\"\nprefix = \"remote_\"\n\n\
+             [notify.chat]\nkind = \"slack\"\nurl = \"{}\"\n\n\
+             [notify.audit]\nkind = \"webhook\"\nurl = \"{}\"\nsecret = \"${{HOOK_SECRET}}\"\n",
+            python().display().to_string(),
+            echo_server(),
+            slack.url("/services/T0/B0/XYZ"),
+            hook.url("/toolpin"),
+        ),
+    );
+    let base = [
+        ("MY_TOKEN", SECRET),
+        ("MY_KEY", QUERY_KEY),
+        ("HOOK_SECRET", "hmac-secret-1"),
+    ];
+    let drifted = [
+        ("MY_TOKEN", SECRET),
+        ("MY_KEY", QUERY_KEY),
+        ("HOOK_SECRET", "hmac-secret-1"),
+        ("ECHO_VARIANT", "b"),
+    ];
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let r = sb.run_env(args, env);
+        assert_run_clean(&format!("toolpin {args:?}"), &r);
+        r
+    };
+
+    run(&["lock"], &base).ok();
+    let lock = sb.read_json("toolpin.lock");
+    let local = &lock["servers"]["local"];
+    assert_eq!(local["redacted"], json!(["/instructions"]), "{lock:#}");
+    assert_eq!(
+        local["tools"]["whoami"]["redacted"],
+        json!(["/description"])
+    );
+    let remote = &lock["servers"]["remote"];
+    assert_eq!(
+        remote["tools"]["remote_whoami"]["redacted"],
+        json!(["/description"])
+    );
+    let described = local["tools"]["whoami"]["tool"]["description"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        described.contains("token: ${MY_TOKEN} json="),
+        "{described}"
+    );
+    run(&["check"], &base).ok();
+
+    // Upstream drifts: every report format, then the watch that pages.
+    let mut args = vec!["check"];
+    let targets: Vec<String> = ["text", "json", "markdown", "sarif", "junit", "github"]
+        .iter()
+        .map(|f| format!("{f}=reports/check.{f}"))
+        .collect();
+    for t in &targets {
+        args.extend(["--format", t.as_str()]);
+    }
+    assert_eq!(run(&args, &drifted).code, 1);
+    assert_eq!(run(&["watch", "--once"], &drifted).code, 1);
+    for (name, receiver) in [("slack", &slack), ("webhook", &hook)] {
+        let requests = receiver.requests();
+        assert!(!requests.is_empty(), "{name} was not notified");
+        for request in requests {
+            let text = format!(
+                "{} {}",
+                request.path,
+                String::from_utf8_lossy(&request.body)
+            );
+            for form in all_forms() {
+                assert!(
+                    !text.contains(&form),
+                    "the {name} payload holds {form:?}:\n{text}"
+                );
+            }
+        }
+    }
+    for format in ["text", "json", "csv", "markdown"] {
+        run(&["history", "--by", "tool", "--format", format], &drifted).ok();
+    }
+    run(
+        &[
+            "accept",
+            "--tool",
+            "local/whoami",
+            "--reason",
+            "debug line reviewed",
+        ],
+        &drifted,
+    )
+    .ok();
+    run(&["check"], &drifted).ok();
+
+    // Contracts: the golden calls' results echo both secrets.
+    run(&["contract", "init"], &drifted).ok();
+    run(&["contract", "record"], &drifted).ok();
+    let snapshot = sb.read_string("toolpin.behaviour.json");
+    assert!(
+        snapshot.contains("${MY_TOKEN}"),
+        "the stand-in is kept: {snapshot}"
+    );
+    for format in ["text", "json", "markdown", "sarif", "junit", "github"] {
+        let out = format!("{format}=reports/contract.{format}");
+        assert_eq!(
+            run(&["contract", "run", "--format", &out], &drifted).code,
+            0
+        );
+    }
+
+    // The proxy's events, then the usage store and its report.
+    let (answers, raw, stderr) =
+        agent(&sb, &drifted, &[initialize(), initialized(), call_whoami()]);
+    assert!(answers[1].get("result").is_some(), "{raw}");
+    assert_clean("what the agent received", &raw);
+    assert_clean("the proxy's stderr", &stderr);
+    run(&["usage", "ingest", "events.jsonl"], &drifted).ok();
+    let report = run(&["usage", "report", "--format", "json"], &drifted);
+    assert!(report.code == 0 || report.code == 1, "{report:#?}");
+
+    drop(http);
+    let searched = assert_tree_clean(sb.path());
+    assert!(searched >= 20, "only {searched} files were searched");
+    finish(&sb);
+}

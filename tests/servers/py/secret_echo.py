@@ -4,7 +4,9 @@ careless server does, for the secret-redaction tests. Standard library only.
     EXPECTED_TOKEN=... secret_echo.py http PORT
     SECRET_TOKEN=...   secret_echo.py stdio MODE
 
-http: Streamable-HTTP-ish on 127.0.0.1:PORT. A POST whose `Authorization`
+http: Streamable-HTTP-ish on 127.0.0.1:PORT (with SECRET_ECHO_DEFINITIONS
+set, answering as MODE `definitions` below with the bearer token and the
+URL's `key` query parameter as the secret). A POST whose `Authorization`
 is `Bearer <EXPECTED_TOKEN>` is answered (`initialize`, `tools/list` with one
 tool, `ping`; notifications get 202); any other gets 401 with a body that
 quotes the request's path and query, then the `Authorization` and
@@ -100,7 +102,14 @@ class Handler(BaseHTTPRequestHandler):
         if msg_id is None:
             self.reply(202)
             return
-        res = answer(method, msg_id)
+        if os.environ.get("SECRET_ECHO_DEFINITIONS"):
+            # The careless server of MODE `definitions`, echoing the
+            # bearer token and the URL's `key` query parameter.
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            echoed = auth[len("Bearer "):] + " key=" + "".join(query.get("key", []))
+            res = definitions_answer(method, msg.get("params") or {}, echoed)
+        else:
+            res = answer(method, msg_id)
         if res is None:
             out = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32601, "message": "no " + str(method)}}
         else:
