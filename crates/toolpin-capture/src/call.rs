@@ -68,9 +68,30 @@ pub fn call_server_each(
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let redactor = Redactor::new(&server.secrets);
+    // What a server echoes of its credentials in a result or an error is
+    // redacted before anyone sees the answer: a behaviour snapshot, a
+    // report or the ledger is made from it.
+    let mut redacted = |mut answer: Answer| {
+        answer.redact(&redactor);
+        on_answer(answer)
+    };
     runtime
-        .block_on(call_all(endpoint, session, requests, on_answer))
+        .block_on(call_all(endpoint, session, requests, &mut redacted))
         .map_err(|e| redactor.redact(&e.to_string()))
+}
+
+impl Answer {
+    /// Replaces every secret `redactor` knows in the result or failure.
+    fn redact(&mut self, redactor: &Redactor) {
+        match &mut self.result {
+            Ok(value) => {
+                redactor.redact_value(value);
+            }
+            Err(Failure::Rpc { message, .. } | Failure::Http { message, .. })
+            | Err(Failure::Transport(message)) => *message = redactor.redact(message),
+            Err(Failure::Timeout) => {}
+        }
+    }
 }
 
 async fn connect(endpoint: &Endpoint, opts: &SessionOptions) -> Result<Client, McpError> {

@@ -679,13 +679,53 @@ fn no_artefact_holds_a_secret_a_server_echoes() {
         );
     }
 
-    // The proxy's events, then the usage store and its report.
-    let (answers, raw, stderr) =
-        agent(&sb, &drifted, &[initialize(), initialized(), call_whoami()]);
+    // The proxy's events and spans, received by `usage serve` into the
+    // usage store (the ledger), then the usage report.
+    let receiver = free_port();
+    let mut serve = Command::new(BIN);
+    serve
+        .args([
+            "usage",
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{receiver}"),
+        ])
+        .args(["--flush-every", "1s"])
+        .current_dir(sb.path())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(sb.join("serve.log")).expect("log"))
+        .stderr(std::fs::File::create(sb.join("serve.err")).expect("log"));
+    for (k, v) in drifted {
+        serve.env(k, v);
+    }
+    let mut serve = serve.spawn().expect("start usage serve");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", receiver)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "usage serve did not listen: {}",
+            sb.read_string("serve.err")
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    let endpoint = format!("http://127.0.0.1:{receiver}");
+    let mut traced: Vec<(&str, &str)> = drifted.to_vec();
+    traced.push(("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint));
+    let (answers, raw, stderr) = agent(&sb, &traced, &[initialize(), initialized(), call_whoami()]);
     assert!(answers[1].get("result").is_some(), "{raw}");
     assert_clean("what the agent received", &raw);
     assert_clean("the proxy's stderr", &stderr);
-    run(&["usage", "ingest", "events.jsonl"], &drifted).ok();
+    // SAFETY: plain kill(2) on our own child's pid; it stores what it holds.
+    unsafe {
+        libc::kill(serve.id() as i32, libc::SIGTERM);
+    }
+    let stopped = serve.wait().expect("usage serve exits");
+    assert!(
+        stopped.success() || stopped.code() == Some(143),
+        "{stopped}"
+    );
+    let served = sb.read_string("serve.err");
+    assert!(served.contains("usage serve: stored 1 "), "{served}");
     let report = run(&["usage", "report", "--format", "json"], &drifted);
     assert!(report.code == 0 || report.code == 1, "{report:#?}");
 
