@@ -1150,7 +1150,7 @@ fn a_contract_failure_is_one_ledger_event_until_behaviour_returns_or_is_re_recor
     let sb = behaviour_sandbox();
     let status = [("TOOLPIN_TEST_DRIFT", "status")];
     let failures = |sb: &Sandbox| {
-        let mut ledger = Ledger::open(&sb.join("toolpin.ledger.db")).unwrap();
+        let mut ledger = Ledger::open(&sb.join(".toolpin/ledger.db")).unwrap();
         ledger
             .events(&EventFilter::default())
             .unwrap()

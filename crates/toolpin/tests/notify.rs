@@ -59,7 +59,7 @@ fn assert_no_secret(what: &str, text: &str) {
 
 fn ledger_bytes(sb: &Sandbox) -> String {
     let mut all = Vec::new();
-    for name in ["toolpin.ledger.db", "toolpin.ledger.db-wal"] {
+    for name in [".toolpin/ledger.db", ".toolpin/ledger.db-wal"] {
         if let Ok(bytes) = std::fs::read(sb.join(name)) {
             all.extend(bytes);
         }
@@ -182,7 +182,7 @@ fn an_outage_is_retried_later_and_a_refusal_is_given_up() {
         "{said}"
     );
 
-    let mut ledger = Ledger::open(&sb.join("toolpin.ledger.db")).unwrap();
+    let mut ledger = Ledger::open(&sb.join(".toolpin/ledger.db")).unwrap();
     let event = ledger.events(&EventFilter::default()).unwrap()[0].id;
     let states: Vec<_> = ledger
         .deliveries(event)

@@ -163,7 +163,7 @@ fn an_unpinned_tool_and_enum_value_page_once_and_are_counted_again_after() {
         again.stdout
     );
     assert_eq!(hook.requests().len(), 2);
-    let mut ledger = Ledger::open(&sb.join("toolpin.ledger.db")).expect("ledger");
+    let mut ledger = Ledger::open(&sb.join(".toolpin/ledger.db")).expect("ledger");
     let events = ledger.events(&EventFilter::default()).expect("events");
     let usage: Vec<_> = events
         .iter()

@@ -30,7 +30,7 @@ fn exits(sb: &Sandbox, args: &[&str], code: i32) -> common::Run {
 }
 
 fn events(sb: &Sandbox) -> Vec<toolpin_ledger::Event> {
-    let mut ledger = Ledger::open(&sb.join("toolpin.ledger.db")).unwrap();
+    let mut ledger = Ledger::open(&sb.join(".toolpin/ledger.db")).unwrap();
     ledger.events(&EventFilter::default()).unwrap()
 }
 
@@ -154,15 +154,19 @@ fn watchers_running_at_once_lose_and_duplicate_nothing() {
     assert_eq!(all[0].count, WATCHERS as i64);
 }
 
-/// A ledger that is corrupt or from a newer toolpin: `check` warns and
-/// still reports; `required = true` makes it exit 2 with one line, and
-/// the file is left as it was.
+/// A ledger that is corrupt or from a newer toolpin: `check` warns (when
+/// `[ledger]` is configured) and still reports; `required = true` makes it
+/// exit 2 with one line, and the file is left as it was.
 #[test]
 fn a_corrupt_or_newer_ledger_is_one_line_and_left_alone() {
     let sb = locked();
+    sb.write(
+        "toolpin.toml",
+        one_file_server("orders", "tools.json", "vendor = \"Acme\"\n[ledger]\n"),
+    );
     sb.write("tools.json", STEERED);
     sb.write(
-        "toolpin.ledger.db",
+        ".toolpin/ledger.db",
         "this is not a database, but it is mine\n",
     );
     let run = exits(&sb, &["check"], 1);
@@ -184,13 +188,13 @@ fn a_corrupt_or_newer_ledger_is_one_line_and_left_alone() {
         .error(&["ledger: ", "not a toolpin ledger"]);
     assert_eq!(line.lines().count(), 1, "{line}");
     assert_eq!(
-        sb.read_string("toolpin.ledger.db"),
+        sb.read_string(".toolpin/ledger.db"),
         "this is not a database, but it is mine\n"
     );
 
     // A ledger a newer toolpin migrated.
-    std::fs::remove_file(sb.join("toolpin.ledger.db")).unwrap();
-    drop(Ledger::open(&sb.join("toolpin.ledger.db")).unwrap());
+    std::fs::remove_file(sb.join(".toolpin/ledger.db")).unwrap();
+    drop(Ledger::open(&sb.join(".toolpin/ledger.db")).unwrap());
     // As a newer toolpin would leave it: a migration this one does not know.
     let bumped = std::process::Command::new("python3")
         .args([
@@ -198,12 +202,15 @@ fn a_corrupt_or_newer_ledger_is_one_line_and_left_alone() {
             "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
              c.execute(\"INSERT INTO migrations (version, name) VALUES (99, 'later')\"); c.commit(); c.close()",
         ])
-        .arg(sb.join("toolpin.ledger.db"))
+        .arg(sb.join(".toolpin/ledger.db"))
         .status()
         .unwrap();
     assert!(bumped.success(), "the schema version was bumped");
-    let before = std::fs::read(sb.join("toolpin.ledger.db")).unwrap();
+    let before = std::fs::read(sb.join(".toolpin/ledger.db")).unwrap();
     sb.run(&["check"])
         .error(&["is newer than this toolpin reads", "upgrade toolpin"]);
-    assert_eq!(std::fs::read(sb.join("toolpin.ledger.db")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(sb.join(".toolpin/ledger.db")).unwrap(),
+        before
+    );
 }

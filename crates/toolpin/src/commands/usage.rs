@@ -139,7 +139,17 @@ fn open_store(
         }
     }
     let opened = match &location {
-        LedgerLocation::Sqlite(path) => Ledger::open(path),
+        LedgerLocation::Sqlite(path) => {
+            // The embedded default ledger lives in toolpin's state directory.
+            if args.store.is_none() && cfg.is_some_and(|c| c.ledger.in_state_dir()) {
+                if let Some(dir) = path.parent() {
+                    toolpin_manifest::fs::ensure_state_dir(dir).map_err(|e| {
+                        CliError::new(format!("cannot create {}: {e}", display(dir)))
+                    })?;
+                }
+            }
+            Ledger::open(path)
+        }
         LedgerLocation::Postgres(url) => Ledger::connect(url, &toolpin_ledger::Options::default()),
     };
     let ledger = opened.map_err(|e| {
