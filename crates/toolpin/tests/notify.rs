@@ -277,3 +277,57 @@ fn an_event_that_gets_more_severe_pages_again_once() {
     assert_eq!(again["payload"]["severity"], "critical");
     assert_eq!(first["payload"]["severity"], "warning", "{first:#}");
 }
+
+/// The secret of a Slack incoming webhook is its URL's path: a service
+/// that echoes it (here a 404 naming the path and the URL on another
+/// host) leaves it in no warning and no ledger row.
+#[test]
+fn an_echoed_slack_webhook_path_is_in_no_warning_and_no_ledger_row() {
+    let path = "/services/T0AAA/B0BBB/XyZsecretPart123";
+    let chat = Receiver::start(vec![Reply::new(
+        404,
+        &format!("no_service: no webhook at {path} (https://hooks.slack.com:443{path})"),
+    )]);
+    let sb = Sandbox::new();
+    sb.write("tools.json", PINNED);
+    sb.write(
+        "toolpin.toml",
+        one_file_server(
+            "orders",
+            "tools.json",
+            "[ledger]\npath = \"ledger.db\"\n\n[notify.chat]\nkind = \"slack\"\nurl = \"${SLACK_URL}\"\n",
+        ),
+    );
+    let env = [("SLACK_URL", chat.url(path))];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    sb.run_env(&["lock"], &env).ok();
+    sb.write("tools.json", STEERED);
+    let run = sb.run_env(&["watch", "--once"], &env);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("warning: notify.chat: slack: HTTP 404 from 127.0.0.1:"),
+        "{}",
+        run.stderr
+    );
+    let mut ledger = Ledger::open(&sb.join("ledger.db")).unwrap();
+    let event = ledger.events(&EventFilter::default()).unwrap()[0].id;
+    let error = ledger.deliveries(event).unwrap()[0]
+        .last_error
+        .clone()
+        .unwrap_or_default();
+    assert!(error.starts_with("notify.chat: slack: HTTP 404"), "{error}");
+    let mut bytes = std::fs::read(sb.join("ledger.db")).unwrap_or_default();
+    bytes.extend(std::fs::read(sb.join("ledger.db-wal")).unwrap_or_default());
+    let stored = String::from_utf8_lossy(&bytes);
+    for text in [
+        run.stdout.as_str(),
+        run.stderr.as_str(),
+        error.as_str(),
+        &stored,
+    ] {
+        for part in ["XyZsecretPart123", "B0BBB"] {
+            assert!(!text.contains(part), "{part} in {text}");
+        }
+    }
+}
