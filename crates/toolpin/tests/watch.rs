@@ -207,3 +207,49 @@ fn a_corrupt_or_newer_ledger_is_one_line_and_left_alone() {
         .error(&["is newer than this toolpin reads", "upgrade toolpin"]);
     assert_eq!(std::fs::read(sb.join("toolpin.ledger.db")).unwrap(), before);
 }
+
+/// A SQLite database of something else named as the ledger is refused in
+/// one line (a warning, or exit 2 when required) and is left byte for
+/// byte: no toolpin table is added to it.
+#[test]
+fn a_foreign_sqlite_database_named_as_the_ledger_is_refused_and_left_alone() {
+    let sb = locked();
+    sb.write("tools.json", STEERED);
+    let made = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+             c.execute('CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)'); \
+             c.execute(\"INSERT INTO users VALUES (1, 'ann')\"); c.commit(); c.close()",
+        ])
+        .arg(sb.join("app.db"))
+        .status()
+        .unwrap();
+    assert!(made.success(), "the application's database was made");
+    let before = std::fs::read(sb.join("app.db")).unwrap();
+    let listing = sb.listing();
+    sb.write(
+        "toolpin.toml",
+        one_file_server("orders", "tools.json", "[ledger]\npath = \"app.db\"\n"),
+    );
+    let run = exits(&sb, &["check"], 1);
+    assert!(
+        run.stderr.contains(
+            "warning: ledger: app.db: not a toolpin ledger (a SQLite database with other tables: users); point [ledger] path at a file of its own"
+        ),
+        "{}",
+        run.stderr
+    );
+    sb.write(
+        "toolpin.toml",
+        one_file_server(
+            "orders",
+            "tools.json",
+            "[ledger]\npath = \"app.db\"\nrequired = true\n",
+        ),
+    );
+    sb.run(&["watch", "--once"])
+        .error(&["ledger: app.db: not a toolpin ledger", "[ledger] path"]);
+    assert_eq!(std::fs::read(sb.join("app.db")).unwrap(), before);
+    assert_eq!(sb.listing(), listing, "files were added");
+}
