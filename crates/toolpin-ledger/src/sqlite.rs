@@ -336,6 +336,23 @@ impl Store {
         Ok(taken)
     }
 
+    pub(crate) fn due_sinks(
+        &mut self,
+        now: i64,
+        sinks: Option<&[String]>,
+    ) -> Result<Vec<String>, Error> {
+        let sinks = sinks.map(|s| serde_json::Value::from(s.to_vec()).to_string());
+        let result = (|| {
+            let mut stmt = self.conn.prepare(
+                "SELECT DISTINCT sink FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 \
+                 AND (?2 IS NULL OR sink IN (SELECT value FROM json_each(?2))) ORDER BY sink",
+            )?;
+            let rows = stmt.query_map(params![now, sinks], |r| r.get(0))?;
+            rows.collect::<Result<Vec<String>, _>>()
+        })();
+        result.map_err(|e| self.error(e))
+    }
+
     pub(crate) fn mark_delivered(&mut self, delivery: i64, at: i64) -> Result<(), Error> {
         let shown = self.shown.clone();
         let busy = self.busy_seconds;
