@@ -654,14 +654,13 @@ fn a_detached_grandchild_holding_the_pipes_is_not_waited_for() {
 subprocess.Popen(['bash', '-c', 'exec -a {marker} sleep 30'], start_new_session=True)\n"
         ),
     );
-    // An agent that hangs after starting it: the timeout ends it.
-    sb.write(
-        "hangs.py",
-        "exec(open('daemon.py').read())\nimport time\ntime.sleep(60)\n",
-    );
+    // An agent that hangs after starting one (with `setsid`: a shell
+    // starts in milliseconds, so the daemon is up long before the timeout
+    // even on a loaded machine): the timeout ends it.
+    let hangs = format!("setsid -f bash -c 'exec -a {marker} sleep 30'; sleep 60");
     let run = toolpin(
         &sb,
-        &["record", "--timeout", "2s", "--", &python, "hangs.py"],
+        &["record", "--timeout", "2s", "--", "bash", "-c", &hangs],
     );
     run.error(&["did not finish within 2s and was killed"]);
     assert!(
