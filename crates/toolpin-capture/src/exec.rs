@@ -1,17 +1,22 @@
 //! Running a command that prints tool definitions, with a deadline.
 //!
 //! The command runs in its own process group so that a timeout kills
-//! everything it started (a shell's children included) and nothing is left
-//! holding the output pipes. Output is read on threads so a chatty stderr
-//! never blocks stdout.
+//! everything it started (a shell's children included). Both output pipes
+//! are read by one loop (`poll(2)`), so a chatty stderr never blocks
+//! stdout, and reading stops when the command exits or times out: what it
+//! wrote is in the pipes by then and is read without waiting; a process it
+//! left behind outside its group (a daemon started with `setsid` or
+//! `start_new_session=True`, which holds the pipes open) is not waited for.
 
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
 /// Largest stdout accepted from a command.
@@ -111,31 +116,175 @@ fn run_keeping(spec: &ExecSpec, keep_stdout: bool) -> Result<Vec<u8>, ExecError>
         command: command.clone(),
         reason: e.to_string(),
     })?;
-    let stdout = child.stdout.take().map(|out| read_capped(out, MAX_OUTPUT));
-    let stderr = child.stderr.take().map(|err| read_tail(err, STDERR_TAIL));
+    let mut out = Pipe::new(
+        child.stdout.take().map(OwnedFd::from),
+        Keep::Head(MAX_OUTPUT),
+    );
+    let mut err = Pipe::new(
+        child.stderr.take().map(OwnedFd::from),
+        Keep::Tail(STDERR_TAIL),
+    );
 
     let deadline = Instant::now() + spec.timeout;
-    let outcome = wait_until(&mut child, deadline);
-    // Whatever the command left running in its group goes too, so the pipes
-    // close and the readers finish.
+    let outcome = pump(&mut child, &mut out, &mut err, deadline);
+    // Whatever the command left running in its group goes too.
     kill_group(&child);
     let _ = child.wait();
+    // What the command wrote before it ended is in the pipes: read it, but
+    // wait for no one else (a detached process may hold them open).
+    out.drain();
+    err.drain();
 
-    let (out, overflow) = stdout.map(join).unwrap_or_default();
-    let err_tail = stderr.map(|h| last_lines(&join(h).0)).unwrap_or_default();
+    let err_tail = last_lines(&err.buf);
     match outcome {
-        None => Err(ExecError::Timeout {
+        Pumped::TimedOut => Err(ExecError::Timeout {
             command,
             timeout: spec.timeout,
             stderr: err_tail,
         }),
-        Some(_) if overflow => Err(ExecError::TooMuchOutput { command }),
-        Some(status) if status.success() => Ok(out),
-        Some(status) => Err(ExecError::Failed {
+        Pumped::Overflow => Err(ExecError::TooMuchOutput { command }),
+        Pumped::Exited(_) if out.overflow => Err(ExecError::TooMuchOutput { command }),
+        Pumped::Exited(status) if status.success() => Ok(out.buf),
+        Pumped::Exited(status) => Err(ExecError::Failed {
             command,
             status: describe(status),
             stderr: err_tail,
         }),
+    }
+}
+
+/// How [`pump`] ended.
+enum Pumped {
+    Exited(ExitStatus),
+    TimedOut,
+    /// stdout passed [`MAX_OUTPUT`].
+    Overflow,
+}
+
+/// Reads both pipes as data arrives until the command exits, the deadline
+/// passes or stdout overflows; never waits for a pipe to close.
+fn pump(child: &mut Child, out: &mut Pipe, err: &mut Pipe, deadline: Instant) -> Pumped {
+    let mut pause = Duration::from_micros(200);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Pumped::Exited(status),
+            Ok(None) => {}
+            Err(_) => {
+                return match child.wait() {
+                    Ok(status) => Pumped::Exited(status),
+                    Err(_) => Pumped::TimedOut,
+                }
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Pumped::TimedOut;
+        }
+        let wait = pause.min(deadline - now);
+        let mut fds: Vec<libc::pollfd> = [&*out, &*err]
+            .iter()
+            .filter_map(|p| p.fd())
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if fds.is_empty() {
+            thread::sleep(wait);
+        } else {
+            let ms = libc::c_int::try_from(wait.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs
+            // for the duration of the call.
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            if ready > 0 {
+                out.drain();
+                err.drain();
+                if out.overflow {
+                    return Pumped::Overflow;
+                }
+                // Data came: the command is busy, look again soon.
+                pause = Duration::from_micros(200);
+                continue;
+            }
+        }
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// What of a pipe's bytes is kept.
+#[derive(Clone, Copy)]
+enum Keep {
+    /// Everything, up to this many bytes (then the pipe is overflowing).
+    Head(usize),
+    /// Only the last this many bytes.
+    Tail(usize),
+}
+
+/// One of the command's output pipes, read without blocking.
+struct Pipe {
+    /// `None` once it closed (or when there is no pipe).
+    file: Option<File>,
+    buf: Vec<u8>,
+    keep: Keep,
+    overflow: bool,
+}
+
+impl Pipe {
+    fn new(fd: Option<OwnedFd>, keep: Keep) -> Self {
+        let file = fd.map(File::from);
+        if let Some(f) = &file {
+            let fd = f.as_raw_fd();
+            // SAFETY: fcntl on a descriptor this `File` owns; only the
+            // status flags change.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                if flags >= 0 {
+                    libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+                }
+            }
+        }
+        Self {
+            file,
+            buf: Vec::new(),
+            keep,
+            overflow: false,
+        }
+    }
+
+    fn fd(&self) -> Option<libc::c_int> {
+        self.file.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// Reads what the pipe holds now; closes it at its end (or on an
+    /// error, or once it overflows).
+    fn drain(&mut self) {
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        let mut chunk = [0u8; 64 << 10];
+        loop {
+            match file.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => match self.keep {
+                    Keep::Head(cap) if self.buf.len() + n > cap => {
+                        self.overflow = true;
+                        break;
+                    }
+                    Keep::Head(_) => self.buf.extend_from_slice(&chunk[..n]),
+                    Keep::Tail(keep) => {
+                        self.buf.extend_from_slice(&chunk[..n]);
+                        if self.buf.len() > 2 * keep {
+                            self.buf.drain(..self.buf.len() - keep);
+                        }
+                    }
+                },
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.file = None;
     }
 }
 
@@ -227,46 +376,6 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-type Reader = JoinHandle<(Vec<u8>, bool)>;
-
-fn join(handle: Reader) -> (Vec<u8>, bool) {
-    handle.join().unwrap_or_default()
-}
-
-/// Reads everything up to `cap` bytes; the flag says the cap was passed.
-fn read_capped(mut src: impl Read + Send + 'static, cap: usize) -> Reader {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        let mut chunk = vec![0u8; 64 << 10];
-        loop {
-            match src.read(&mut chunk) {
-                Ok(0) | Err(_) => return (buf, false),
-                Ok(n) if buf.len() + n > cap => return (buf, true),
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-    })
-}
-
-/// Reads everything, keeping only the last `keep` bytes.
-fn read_tail(mut src: impl Read + Send + 'static, keep: usize) -> Reader {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        let mut chunk = vec![0u8; 8 << 10];
-        loop {
-            match src.read(&mut chunk) {
-                Ok(0) | Err(_) => return (buf, false),
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    if buf.len() > 2 * keep {
-                        buf.drain(..buf.len() - keep);
-                    }
-                }
-            }
-        }
-    })
-}
-
 /// The last few non-empty lines of stderr, on one line.
 fn last_lines(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
@@ -332,6 +441,84 @@ mod tests {
         let out = sh("sleep 30 & echo '[]'", 10_000).expect("runs");
         assert_eq!(out, b"[]\n");
         assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    /// Runs `sh -c` with a detached child first (`setsid -f`: a new
+    /// session, outside the command's process group) that inherits both
+    /// pipes and sleeps 30 s, then `script`; returns what `run` gave and
+    /// how long it took, and kills the detached child.
+    fn with_detached_child(
+        script: &str,
+        timeout_ms: u64,
+    ) -> (Result<Vec<u8>, ExecError>, Duration) {
+        let pidfile = std::env::temp_dir().join(format!(
+            "toolpin-exec-detached-{}-{}",
+            std::process::id(),
+            script.len()
+        ));
+        let _ = std::fs::remove_file(&pidfile);
+        let detach = format!(
+            "setsid -f sh -c 'echo $$ > {}; exec sleep 30'",
+            pidfile.display()
+        );
+        let start = Instant::now();
+        let result = sh(&format!("{detach}; {script}"), timeout_ms);
+        let took = start.elapsed();
+        // No one's to wait for, but the test's to end.
+        for _ in 0..500 {
+            let pid = std::fs::read_to_string(&pidfile).ok();
+            if let Some(pid) = pid.and_then(|p| p.trim().parse::<i32>().ok()) {
+                // SAFETY: kill(2) on the pid the test's own child wrote.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                break;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        let _ = std::fs::remove_file(&pidfile);
+        (result, took)
+    }
+
+    #[test]
+    fn a_detached_child_holding_the_pipes_is_not_waited_for() {
+        // The command exits at once: what it wrote is read, and its
+        // detached child, which holds the pipes for 30 s, is not waited for.
+        let (result, took) = with_detached_child("echo '[]'; echo bye >&2", 20_000);
+        assert_eq!(result.expect("runs"), b"[]\n");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        // A failure still shows the end of stderr.
+        let (result, took) = with_detached_child("echo 'it broke' >&2; exit 3", 20_000);
+        let message = result.expect_err("fails").to_string();
+        assert!(
+            message.ends_with("exited with status 3; stderr: it broke"),
+            "{message}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn a_timeout_is_not_extended_by_a_detached_child() {
+        let (result, took) = with_detached_child("echo waiting >&2; sleep 30", 500);
+        let message = result.expect_err("times out").to_string();
+        assert!(
+            message.ends_with("did not finish within 500ms and was killed; stderr: waiting"),
+            "{message}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn output_past_the_limit_stops_the_command() {
+        let start = Instant::now();
+        // `yes` would print forever.
+        let err = sh("yes", 60_000).expect_err("too much");
+        assert!(matches!(err, ExecError::TooMuchOutput { .. }), "{err}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]

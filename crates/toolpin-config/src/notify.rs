@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use serde::Deserialize;
 use toolpin_drift::policy::parse_severity;
@@ -35,6 +36,7 @@ pub struct NotifyFileSink {
     tools: Option<Vec<String>>,
     environments: Option<Vec<String>>,
     min_severity: Option<String>,
+    timeout: Option<crate::TimeoutValue>,
 }
 
 // By hand: a secret may be written literally in the file.
@@ -53,6 +55,7 @@ impl fmt::Debug for NotifyFileSink {
             .field("tools", &self.tools)
             .field("environments", &self.environments)
             .field("min_severity", &self.min_severity)
+            .field("timeout", &self.timeout)
             .finish()
     }
 }
@@ -261,7 +264,14 @@ pub struct Sink {
     /// The endpoint: required for slack and webhook, an override of the
     /// service's own for pagerduty and github.
     pub url: Option<Secret>,
+    /// How long one HTTP request to the sink may take (`timeout`, at most
+    /// [`MAX_TIMEOUT`]); `None`: the watcher's default.
+    pub timeout: Option<Duration>,
 }
+
+/// The longest `timeout` a sink may set: a delivery (at most three
+/// requests, GitHub's) must end well inside the outbox's lease.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Sink {
     /// Whether the sink can be sent to: every `${VAR}` it names is set and
@@ -489,6 +499,20 @@ fn resolve_sink(
             )
         })?),
     };
+    let timeout = match &file.timeout {
+        None => None,
+        Some(t) => {
+            let t =
+                crate::parse_timeout("timeout", t).map_err(|m| format!("notify.{name}: {m}"))?;
+            if t > MAX_TIMEOUT {
+                return Err(format!(
+                    "notify.{name}.timeout: at most {} s (a delivery must end well inside the outbox's lease)",
+                    MAX_TIMEOUT.as_secs()
+                ));
+            }
+            Some(t)
+        }
+    };
     Ok(Sink {
         name: name.to_string(),
         kind,
@@ -499,6 +523,7 @@ fn resolve_sink(
             min_severity,
         },
         url,
+        timeout,
     })
 }
 
@@ -763,11 +788,33 @@ url = "https://ghe.example.com/api/v3"
                 "[x]\nkind = \"slack\"\nurl = \"https://h/\"\ntools = [\"a\\\\\"]\n",
                 "notify.x.tools:",
             ),
+            (
+                "[x]\nkind = \"slack\"\nurl = \"https://h/\"\ntimeout = \"soon\"\n",
+                "notify.x: `timeout`: \"soon\" is not a duration",
+            ),
+            (
+                "[x]\nkind = \"slack\"\nurl = \"https://h/\"\ntimeout = \"2m\"\n",
+                "notify.x.timeout: at most 60 s",
+            ),
         ] {
             let err = parse(text, &[]).expect_err(text);
             assert!(err.contains(want), "{text}: {err}");
             assert!(!err.contains('\n'), "{err}");
         }
+    }
+
+    #[test]
+    fn a_sink_may_set_its_request_timeout() {
+        let c = parse(
+            "[a]\nkind = \"slack\"\nurl = \"https://h/\"\ntimeout = \"1.5s\"\n\n\
+             [b]\nkind = \"slack\"\nurl = \"https://h/\"\ntimeout = 60\n\n\
+             [c]\nkind = \"slack\"\nurl = \"https://h/\"\n",
+            &[],
+        )
+        .expect("valid");
+        assert_eq!(c.sinks["a"].timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(c.sinks["b"].timeout, Some(MAX_TIMEOUT));
+        assert_eq!(c.sinks["c"].timeout, None);
     }
 
     #[test]

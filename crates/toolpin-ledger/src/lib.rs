@@ -393,6 +393,15 @@ impl Ledger {
         }
     }
 
+    /// The sinks (of `sinks`; `None`: any) that have a delivery due at
+    /// `now`, by name: what a watcher sends to in this pass.
+    pub fn due_sinks(&mut self, now: i64, sinks: Option<&[String]>) -> Result<Vec<String>, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(s) => s.due_sinks(now, sinks),
+            Backend::Postgres(s) => s.due_sinks(now, sinks),
+        }
+    }
+
     /// Marks a delivery delivered.
     pub fn mark_delivered(&mut self, delivery: i64, at: i64) -> Result<(), Error> {
         match &mut self.backend {

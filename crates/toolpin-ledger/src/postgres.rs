@@ -366,6 +366,26 @@ impl Store {
         })
     }
 
+    pub(crate) fn due_sinks(
+        &mut self,
+        now: i64,
+        sinks: Option<&[String]>,
+    ) -> Result<Vec<String>, Error> {
+        let sinks: Option<Vec<String>> = sinks.map(<[String]>::to_vec);
+        let result = (|| -> Result<Vec<String>> {
+            self.client
+                .query(
+                    "SELECT DISTINCT sink FROM outbox WHERE state = 'pending' AND next_attempt_at <= $1 \
+                     AND ($2::TEXT[] IS NULL OR sink = ANY($2)) ORDER BY sink",
+                    &[&now, &sinks],
+                )?
+                .iter()
+                .map(|r| Ok(r.try_get(0)?))
+                .collect()
+        })();
+        result.map_err(|e| self.error(e))
+    }
+
     pub(crate) fn mark_delivered(&mut self, delivery: i64, at: i64) -> Result<(), Error> {
         let changed = self.transact(|tx| {
             Ok(tx.execute(

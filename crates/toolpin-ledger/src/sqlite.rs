@@ -43,6 +43,9 @@ impl Store {
             .conn
             .busy_timeout(options.busy_timeout)
             .map_err(|e| store.error(e))?;
+        // Before anything is written (WAL mode changes the file's header):
+        // a database of something else is refused, not added to.
+        store.refuse_foreign()?;
         // Switching a new file to WAL takes an exclusive lock, and SQLite
         // answers a connection that would deadlock waiting for it with
         // SQLITE_BUSY at once, without its busy handler: several watchers
@@ -72,6 +75,45 @@ impl Store {
             .map_err(|e| store.error(e))?;
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Refuses a database that has tables and is not a toolpin ledger (no
+    /// `migrations` table holding toolpin's first migration): the file
+    /// named as the ledger is someone else's, and is left as it is.
+    fn refuse_foreign(&self) -> Result<(), Error> {
+        let tables: Vec<String> = (|| {
+            let mut stmt = self.conn.prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table' \
+                 AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            )?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect::<Result<Vec<String>, _>>()
+        })()
+        .map_err(|e| self.error(e))?;
+        if tables.is_empty() {
+            return Ok(());
+        }
+        if tables.iter().any(|t| t == "migrations") {
+            let first: Option<String> = self
+                .conn
+                .query_row("SELECT name FROM migrations WHERE version = 1", [], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .unwrap_or(None);
+            if first.as_deref() == Some(migrate::MIGRATIONS[0].name) {
+                return Ok(());
+            }
+        }
+        let mut shown: Vec<&str> = tables.iter().take(3).map(String::as_str).collect();
+        if tables.len() > 3 {
+            shown.push("…");
+        }
+        Err(Error::new(format!(
+            "{}: not a toolpin ledger (a SQLite database with other tables: {}); point [ledger] path at a file of its own",
+            self.shown,
+            shown.join(", ")
+        )))
     }
 
     /// One line for a SQLite error: locked, corrupt, or what SQLite says.
@@ -292,6 +334,23 @@ impl Store {
         }
         tx.commit().map_err(fail)?;
         Ok(taken)
+    }
+
+    pub(crate) fn due_sinks(
+        &mut self,
+        now: i64,
+        sinks: Option<&[String]>,
+    ) -> Result<Vec<String>, Error> {
+        let sinks = sinks.map(|s| serde_json::Value::from(s.to_vec()).to_string());
+        let result = (|| {
+            let mut stmt = self.conn.prepare(
+                "SELECT DISTINCT sink FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 \
+                 AND (?2 IS NULL OR sink IN (SELECT value FROM json_each(?2))) ORDER BY sink",
+            )?;
+            let rows = stmt.query_map(params![now, sinks], |r| r.get(0))?;
+            rows.collect::<Result<Vec<String>, _>>()
+        })();
+        result.map_err(|e| self.error(e))
     }
 
     pub(crate) fn mark_delivered(&mut self, delivery: i64, at: i64) -> Result<(), Error> {

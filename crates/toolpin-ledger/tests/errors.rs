@@ -56,6 +56,51 @@ fn a_file_that_is_not_a_sqlite_database_is_refused_in_one_line() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), junk);
 }
 
+/// A SQLite database of something else named as the ledger is refused,
+/// not given toolpin's tables: the file is left byte for byte.
+#[test]
+fn a_foreign_sqlite_database_is_refused_and_left_as_it_was() {
+    let dir = TempDir::new("foreign");
+    let path = dir.0.join("app.db");
+    {
+        let app = rusqlite::Connection::open(&path).unwrap();
+        app.execute_batch(
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);\
+             INSERT INTO users VALUES (1, 'ann');\
+             CREATE TABLE orders (id INTEGER PRIMARY KEY);\
+             CREATE TABLE migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL);\
+             INSERT INTO migrations VALUES (1, 'create users');",
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let err = Ledger::open(&path)
+        .err()
+        .expect("a foreign database is refused");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: not a toolpin ledger (a SQLite database with other tables: migrations, orders, users); point [ledger] path at a file of its own",
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file changed");
+    let mut names: Vec<String> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["app.db"], "files beside it");
+    // An empty file, and a ledger toolpin made, open as before.
+    let fresh = dir.0.join("fresh.db");
+    std::fs::write(&fresh, b"").unwrap();
+    Ledger::open(&fresh)
+        .unwrap()
+        .record_drift(&refund(1, Severity::High))
+        .unwrap();
+    Ledger::open(&fresh).unwrap();
+}
+
 #[test]
 fn a_ledger_with_a_damaged_header_is_refused_in_one_line() {
     let dir = TempDir::new("damaged");

@@ -55,10 +55,13 @@ impl Client {
             SinkKind::Webhook { secret } => secrets.extend(secret.iter()),
             SinkKind::GitHub { token, .. } => secrets.push(token),
         }
-        let redactions = secrets
+        let mut redactions: Vec<(String, String)> = secrets
             .iter()
             .flat_map(|s| s.redactions().iter().cloned())
             .collect();
+        if let (SinkKind::Slack, Some(url)) = (&sink.kind, &sink.url) {
+            redactions.extend(slack_secret_path(url.expose()));
+        }
         let inner = blocking::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
@@ -168,6 +171,26 @@ impl Client {
             body: String::from_utf8_lossy(&bytes).into_owned(),
         })
     }
+}
+
+/// A Slack incoming webhook's secret is its URL's path
+/// (`/services/T…/B…/…`), not the whole URL: an answer that echoes the
+/// URL with another host, port or scheme, or the path alone, must not show
+/// it either. The path and query (as sent, percent-encoded) for redaction.
+fn slack_secret_path(url: &str) -> Vec<(String, String)> {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return Vec::new();
+    };
+    let path = parsed.path();
+    let mut forms = Vec::new();
+    if path.trim_matches('/').is_empty() {
+        return forms;
+    }
+    if let Some(query) = parsed.query() {
+        forms.push(("***".to_string(), format!("{path}?{query}")));
+    }
+    forms.push(("***".to_string(), path.to_string()));
+    forms
 }
 
 fn seconds(d: Duration) -> String {

@@ -141,6 +141,55 @@ fn slack_error_codes_fail_without_the_url() {
     }
 }
 
+/// The secret of a Slack incoming webhook is its URL's path: an answer
+/// that echoes it, alone or in a URL with another host (as a proxy or
+/// Slack's own error pages do), does not show it, in any form.
+#[test]
+fn slack_an_echoed_webhook_path_is_redacted() {
+    let path = "/services/T000/B000/XyZsecretPart";
+    for (said, url) in [
+        (format!("no_service: {path}"), true),
+        (
+            format!("no_service: https://hooks.slack.com:443{path} not found"),
+            false,
+        ),
+        (
+            format!(
+                r#"{{"url": "https:\/\/hooks.slack.com{}"}}"#,
+                path.replace('/', "\\/")
+            ),
+            false,
+        ),
+        (format!("no_service: {}", path.replace('/', "%2F")), false),
+    ] {
+        let rx = Receiver::start(vec![Reply::new(404, &said)]);
+        // Written in the file as is, or from the environment.
+        let s = if url {
+            sink(
+                &format!("[chat]\nkind = \"slack\"\nurl = \"{}\"\n", rx.url(path)),
+                &[],
+            )
+        } else {
+            slack_sink(&rx)
+        };
+        let e = deliver(&s, &delivery(Notice::Trigger), None, T).expect_err("404");
+        assert!(
+            e.message
+                .starts_with("notify.chat: slack: HTTP 404 from 127.0.0.1:"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("no_service") || e.message.contains("url"),
+            "{}",
+            e.message
+        );
+        for part in ["XyZsecretPart", "B000"] {
+            assert!(!e.message.contains(part), "{said} → {}", e.message);
+        }
+    }
+}
+
 fn pd_sink(rx: &Receiver) -> toolpin_config::notify::Sink {
     sink(
         "[oncall]\nkind = \"pagerduty\"\nrouting_key = \"${PD_ROUTING_KEY}\"\nurl = \"URL\"\n"

@@ -547,40 +547,163 @@ req = u.Request(os.environ[sys.argv[1]] + sys.argv[2], data=sys.argv[3].encode()
     headers={'Content-Type': 'application/json', 'Authorization': 'Bearer ' + key, 'x-api-key': key})\n\
 try:\n    print(u.urlopen(req).read().decode())\nexcept Exception as e:\n    sys.exit(str(e))\n";
 
+/// A client that POSTs the file argv[3] to the base URL in the variable
+/// argv[1] plus the path argv[2] (the body is not on the command line,
+/// which the errors show).
+const POST_FILE: &str = "import os, sys, urllib.request as u\n\
+req = u.Request(os.environ[sys.argv[1]] + sys.argv[2], data=open(sys.argv[3], 'rb').read(), method='POST',\n\
+    headers={'Content-Type': 'application/json'})\n\
+try:\n    print(u.urlopen(req).read().decode())\nexcept Exception as e:\n    sys.exit(str(e))\n";
+
+/// docs/record.md: the messages and the system prompt are never in an
+/// error. A request toolpin cannot read is named by method and path, with
+/// what is wrong, and nothing of its body.
 #[test]
-fn a_request_toolpin_cannot_read_is_named_by_path_and_first_bytes() {
+fn a_request_toolpin_cannot_read_is_named_by_path_without_its_content() {
     let python = python();
-    fails_to_record(
-        &[
-            &python,
-            "-c",
-            POST,
+    let prompt = "You are the refund agent of ACME-SECRET-PROMPT";
+    for (variable, path, body, needles) in [
+        (
             "OPENAI_BASE_URL",
             "/chat/completions",
-            "hello, not json",
-        ],
-        "",
-        &[
-            "sent 1 request toolpin cannot read",
-            "POST /v1/chat/completions: not JSON",
-            "it begins \"hello, not json\"",
-        ],
-    );
-    fails_to_record(
-        &[
-            &python,
-            "-c",
-            POST,
+            format!("{prompt}, not json"),
+            vec!["POST /v1/chat/completions: not JSON at line 1, column 1"],
+        ),
+        (
             "OPENAI_BASE_URL",
             "/embeddings",
-            "{\"model\": \"e\", \"input\": \"x\"}",
-        ],
-        "",
-        &[
-            "POST /v1/embeddings: not a model API toolpin records",
-            "it begins \"{\\\"model\\\": \\\"e\\\"",
-        ],
+            format!(r#"{{"model": "e", "input": "{prompt}"}}"#),
+            vec!["POST /v1/embeddings: not a model API toolpin records"],
+        ),
+        (
+            "ANTHROPIC_BASE_URL",
+            "/v1/messages",
+            format!(r#"{{"model": "m", "system": "x", "stream": "{prompt}"}}"#),
+            vec!["POST /v1/messages: not a request body (a member of the wrong type) at line 1"],
+        ),
+    ] {
+        let sb = Sandbox::new();
+        sb.write("body.json", &body);
+        let argv = [
+            python.clone(),
+            "-c".into(),
+            POST_FILE.into(),
+            variable.into(),
+            path.into(),
+            "body.json".into(),
+        ];
+        let mut args = vec!["record", "--"];
+        args.extend(argv.iter().map(String::as_str));
+        let run = toolpin(&sb, &args);
+        let message = run.error(&needles);
+        assert!(
+            message.contains("sent 1 request toolpin cannot read"),
+            "{message}"
+        );
+        config(&sb, &argv, "");
+        let lock = toolpin(&sb, &["lock"]);
+        assert_eq!(lock.code, 2, "{lock:#?}");
+        for text in [&run.stdout, &run.stderr, &lock.stdout, &lock.stderr] {
+            assert!(!text.contains("SECRET"), "the body is quoted: {text}");
+        }
+        assert!(!sb.exists("toolpin.lock"));
+    }
+}
+
+/// Kills, when dropped, the processes whose command line is `NAME 30`:
+/// the daemons a test's commands left behind on purpose.
+struct Daemons(String);
+
+impl Daemons {
+    /// Those running now, waiting up to 5 s for `count` to have started.
+    fn running(&self, count: usize) -> Vec<i32> {
+        let start = std::time::Instant::now();
+        loop {
+            let pids = common::processes_with_cmdline(&[&self.0, "30"]);
+            if pids.len() >= count || start.elapsed() > Duration::from_secs(5) {
+                return pids;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        for pid in common::processes_with_cmdline(&[&self.0, "30"]) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+}
+
+/// An agent that starts a daemon in a session of its own (outside the
+/// process group toolpin kills) leaves it holding stderr: the recording
+/// ends when the agent exits or times out, not when the daemon does. An
+/// `exec` source is run by the same code.
+#[test]
+fn a_detached_grandchild_holding_the_pipes_is_not_waited_for() {
+    let daemons = Daemons(format!("toolpin-record-detached-{}", std::process::id()));
+    let marker = &daemons.0;
+    let python = python();
+    let sb = Sandbox::new();
+    // The daemon: `sleep 30` renamed, in a new session, holding the pipes.
+    sb.write(
+        "daemon.py",
+        format!(
+            "import subprocess\n\
+subprocess.Popen(['bash', '-c', 'exec -a {marker} sleep 30'], start_new_session=True)\n"
+        ),
     );
+    // An agent that hangs after starting one (with `setsid`: a shell
+    // starts in milliseconds, so the daemon is up long before the timeout
+    // even on a loaded machine): the timeout ends it.
+    let hangs = format!("setsid -f bash -c 'exec -a {marker} sleep 30'; sleep 60");
+    let run = toolpin(
+        &sb,
+        &["record", "--timeout", "2s", "--", "bash", "-c", &hangs],
+    );
+    run.error(&["did not finish within 2s and was killed"]);
+    assert!(
+        run.elapsed < Duration::from_secs(12),
+        "record --timeout 2s took {:?}",
+        run.elapsed
+    );
+    // An agent that exits at once (without a model request).
+    let quick = toolpin(
+        &sb,
+        &["record", "--timeout", "60s", "--", &python, "daemon.py"],
+    );
+    quick.error(&["no request reached toolpin"]);
+    assert!(
+        quick.elapsed < Duration::from_secs(12),
+        "record took {:?}",
+        quick.elapsed
+    );
+    // An `exec` source printing its tools.
+    sb.write(
+        "prints.sh",
+        format!(
+            "setsid -f bash -c 'exec -a {marker} sleep 30'\necho '{{\"tools\": [{{\"name\": \"a\"}}]}}'\n"
+        ),
+    );
+    sb.write(
+        "toolpin.toml",
+        "[servers.x]\nexec = [\"sh\", \"prints.sh\"]\ntimeout = \"60s\"\n",
+    );
+    let lock = sb.run(&["lock"]);
+    lock.ok();
+    assert!(
+        lock.elapsed < Duration::from_secs(12),
+        "lock took {:?}",
+        lock.elapsed
+    );
+    assert_eq!(
+        common::pinned_names(&sb.read_json("toolpin.lock"), "x"),
+        ["a"]
+    );
+    // The daemons were left running, not waited for (nor killed: they are
+    // not the command's).
+    assert_eq!(daemons.running(3).len(), 3);
 }
 
 #[test]

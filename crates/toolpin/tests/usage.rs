@@ -125,10 +125,16 @@ fn an_unpinned_tool_and_enum_value_page_once_and_are_counted_again_after() {
             ("unknown-enum-value", "search_orders")
         ]
     );
+    // The report enqueues; delivering is `watch`'s job (a report never
+    // waits on a sink).
+    assert!(!report.stderr.contains("notified"), "{}", report.stderr);
+    assert!(hook.requests().is_empty());
+    let watch = sb.run_env(&["watch", "--once"], &env);
+    assert_eq!(watch.code, 0, "{watch:#?}");
     assert!(
-        report.stderr.contains("notified: 2 sent"),
+        watch.stderr.contains("notified: 2 sent"),
         "{}",
-        report.stderr
+        watch.stderr
     );
     let pages = hook.requests();
     assert_eq!(pages.len(), 2, "{pages:#?}");

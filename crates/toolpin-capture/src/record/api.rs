@@ -217,16 +217,17 @@ pub enum Streaming {
 /// The text of a reply with no structured output asked for.
 pub const REPLY_TEXT: &str = "OK";
 
-/// Reads a model request's body. The error says what is wrong without
-/// quoting the body.
+/// Reads a model request's body. The error says what is wrong and where
+/// without quoting the body: serde's own message would (`invalid type:
+/// string "You are…"`), so only its category and position are kept.
 pub fn parse(api: Api, gemini: Option<&GeminiCall>, body: &[u8]) -> Result<Parsed, String> {
     let parsed: Body = serde_json::from_slice(body).map_err(|e| {
         let what = if e.is_syntax() || e.is_eof() {
             "not JSON"
         } else {
-            "not a request body"
+            "not a request body (a member of the wrong type)"
         };
-        format!("{what} ({e})")
+        format!("{what} at line {}, column {}", e.line(), e.column())
     })?;
     let model = match (api, gemini) {
         (Api::Gemini, Some(call)) => call.model.clone(),
@@ -740,6 +741,13 @@ mod tests {
         );
         let err = parse(Api::OpenAiChat, None, br#"{"model":7}"#).expect_err("number");
         assert!(err.starts_with("not a request body"), "{err}");
+        // serde names the value it did not expect; the error does not.
+        let body = br#"{"model":"m","system":"x","stream":"You are the secret prompt"}"#;
+        let err = parse(Api::Anthropic, None, body).expect_err("a string stream");
+        assert_eq!(
+            err,
+            "not a request body (a member of the wrong type) at line 1, column 62"
+        );
     }
 
     #[test]

@@ -23,8 +23,6 @@ pub const MAX_BODY_BYTES: usize = 64 << 20;
 /// Distinct tool arrays kept; past them a recording fails (each is a
 /// catalog to pin, and memory is bounded by them).
 pub const MAX_ARRAYS: usize = 256;
-/// How much of an unreadable body an error quotes.
-const QUOTED_BYTES: usize = 64;
 
 /// One distinct tool array, in the order first seen.
 #[derive(Debug, Clone)]
@@ -135,14 +133,10 @@ impl Endpoint {
         std::mem::take(&mut *self.log())
     }
 
-    fn fail(&self, method: &str, path: &str, why: &str, body: &[u8]) -> Answer {
-        let quoted = quote(body);
-        let line = if quoted.is_empty() {
-            format!("{method} {path}: {why}")
-        } else {
-            format!("{method} {path}: {why}; it begins {quoted}")
-        };
-        self.log().failures.push(line);
+    /// A request toolpin cannot record: its method, path and why, never
+    /// its body (messages, the system prompt).
+    fn fail(&self, method: &str, path: &str, why: &str) -> Answer {
+        self.log().failures.push(format!("{method} {path}: {why}"));
         api::error(&format!("toolpin cannot record this request: {why}"))
     }
 
@@ -154,8 +148,9 @@ impl Endpoint {
             Route::ListModels => return (StatusCode::OK, api::models()),
             Route::Unknown => {
                 let why = "not a model API toolpin records (OpenAI Chat Completions or Responses, Anthropic Messages, Gemini generateContent)";
-                let body = read_prefix(req).await;
-                return (StatusCode::NOT_FOUND, self.fail(&method, &path, why, &body));
+                // Its body is not read: nothing of it is wanted.
+                drop(req);
+                return (StatusCode::NOT_FOUND, self.fail(&method, &path, why));
             }
             Route::CountTokens => return (StatusCode::OK, api::count_tokens()),
             Route::Model { api, gemini } => (api, gemini),
@@ -170,7 +165,7 @@ impl Endpoint {
             let why = format!("a body in content encoding {encoding:?}: send it uncompressed");
             return (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                self.fail(&method, &path, &why, b""),
+                self.fail(&method, &path, &why),
             );
         }
         let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
@@ -189,18 +184,13 @@ impl Endpoint {
                 };
                 return (
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    self.fail(&method, &path, &why, b""),
+                    self.fail(&method, &path, &why),
                 );
             }
         };
         let parsed = match api::parse(api, gemini.as_ref(), &body) {
             Ok(p) => p,
-            Err(why) => {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    self.fail(&method, &path, &why, &body),
-                )
-            }
+            Err(why) => return (StatusCode::BAD_REQUEST, self.fail(&method, &path, &why)),
         };
         // The body (messages, system prompt) goes here, unread past what
         // `parse` took.
@@ -216,10 +206,7 @@ impl Endpoint {
             }
         };
         if let Err(why) = kept {
-            return (
-                StatusCode::BAD_REQUEST,
-                self.fail(&method, &path, &why, b""),
-            );
+            return (StatusCode::BAD_REQUEST, self.fail(&method, &path, &why));
         }
         let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
         (
@@ -234,35 +221,6 @@ fn unix_seconds() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-/// The first bytes of an unreadable body, escaped, for the error line.
-fn quote(body: &[u8]) -> String {
-    if body.is_empty() {
-        return String::new();
-    }
-    let cut = &body[..body.len().min(QUOTED_BYTES)];
-    let text: String = String::from_utf8_lossy(cut).escape_debug().collect();
-    let more = if body.len() > QUOTED_BYTES { "…" } else { "" };
-    format!("\"{text}{more}\"")
-}
-
-/// Up to [`QUOTED_BYTES`] of a body nobody will read further.
-async fn read_prefix(req: Request<Incoming>) -> Vec<u8> {
-    let mut body = req.into_body();
-    let mut out = Vec::new();
-    while out.len() < QUOTED_BYTES {
-        match body.frame().await {
-            Some(Ok(frame)) => {
-                if let Some(data) = frame.data_ref() {
-                    out.extend_from_slice(data);
-                }
-            }
-            _ => break,
-        }
-    }
-    out.truncate(QUOTED_BYTES + 1);
-    out
 }
 
 type Body = Full<Bytes>;
@@ -387,13 +345,5 @@ mod tests {
             .expect_err("one too many");
         assert!(err.contains("unlike the 256 before it"), "{err}");
         assert_eq!(log.requests, MAX_ARRAYS + 2);
-    }
-
-    #[test]
-    fn quotes_at_most_the_first_bytes_escaped() {
-        assert_eq!(quote(b""), "");
-        assert_eq!(quote(b"a\nb"), "\"a\\nb\"");
-        let long = vec![b'x'; 200];
-        assert_eq!(quote(&long), format!("\"{}…\"", "x".repeat(QUOTED_BYTES)));
     }
 }

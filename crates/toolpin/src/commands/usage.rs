@@ -346,10 +346,10 @@ fn read_store(
 }
 
 /// Records the alarms as `usage-shift` events in the ledger, each routed
-/// to the `[notify.NAME]` sinks that admit it, and delivers what is due
-/// at once (the report is what an on-call schedule runs; no `watch` needs
-/// to follow it). An alarm seen before is one more sighting, and sends
-/// nothing.
+/// to the `[notify.NAME]` sinks that admit it: their notifications are
+/// enqueued with them, and `toolpin watch` delivers them (a report never
+/// waits on a sink, nor sends what other commands enqueued). An alarm seen
+/// before is one more sighting, and enqueues nothing.
 fn record_alarms(
     cfg: &config::Config,
     pinned: &toolpin_watch::usage::pinned::PinnedCatalogs,
@@ -375,6 +375,5 @@ fn record_alarms(
             if recorded.len() == 1 { "" } else { "s" }
         );
     }
-    recorder.deliver_due(&toolpin_watch::deliver::NotifySender::new(&cfg.notify))?;
     Ok(())
 }
