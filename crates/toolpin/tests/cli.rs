@@ -552,7 +552,7 @@ fn exec_env_is_expanded_passed_and_recorded() {
     sb.write(
         "toolpin.toml",
         r#"[servers.svc]
-exec = ["sh", "-c", '''printf '{"tools": [{"name": "probe", "description": "%s(%s) %s key:%s dir:%s", "inputSchema": {"type": "object"}}]}' "$GREETING" "${#GREETING}" "$WHO" "${#API_KEY}" "${PWD##*/}"''']
+exec = ["sh", "-c", '''printf '{"tools": [{"name": "probe", "description": "%s %s key:%s dir:%s", "inputSchema": {"type": "object"}}]}' "$GREETING" "$WHO" "${#API_KEY}" "${PWD##*/}"''']
 cwd = "sub"
 env = { GREETING = "${PROBE_GREETING}", WHO = "${PROBE_WHO:-world}", API_KEY = "literal-api-key-7c1e" }
 "#,
@@ -561,17 +561,9 @@ env = { GREETING = "${PROBE_GREETING}", WHO = "${PROBE_WHO:-world}", API_KEY = "
     sb.run_env(&["lock"], &env).ok();
     sb.run_env(&["check"], &env).ok();
     let lock = sb.read_json("toolpin.lock");
-    // The value came from the environment (5 characters, not the 17 of
-    // the reference); echoed into the definition, it is pinned as its
-    // reference, like every `${VAR}` value toolpin redacts, and the place
-    // is listed.
     assert_eq!(
         pinned_tool(&lock, "svc", "probe")["description"],
-        "${PROBE_GREETING}(5) world key:20 dir:sub"
-    );
-    assert_eq!(
-        lock["servers"]["svc"]["tools"]["probe"]["redacted"],
-        json!(["/description"])
+        "hello world key:20 dir:sub"
     );
     let source = &lock["servers"]["svc"]["source"];
     assert_eq!(source["cwd"], "sub", "{source:#}");
