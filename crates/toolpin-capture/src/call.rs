@@ -71,8 +71,9 @@ pub fn call_server_each(
     // What a server echoes of its credentials in a result or an error is
     // redacted before anyone sees the answer: a behaviour snapshot, a
     // report or the ledger is made from it.
+    let credentials = Redactor::new(&server.credentials);
     let mut redacted = |mut answer: Answer| {
-        answer.redact(&redactor);
+        answer.redact(&credentials);
         on_answer(answer)
     };
     runtime

@@ -29,6 +29,10 @@ pub struct Server {
     /// Values expanded from the environment, never to be printed:
     /// `(stand-in, value)` pairs.
     pub secrets: Vec<(String, String)>,
+    /// The secrets that are credentials (toolpin-config says which), also
+    /// replaced by their stand-ins in data: the tools pinned and the
+    /// results of calls.
+    pub credentials: Vec<(String, String)>,
 }
 
 /// How to run a capture of many servers.
@@ -87,6 +91,7 @@ pub fn capture_servers(
     let mut failures = Vec::new();
     for (server, result) in servers.iter().zip(results) {
         let redactor = Redactor::new(&server.secrets);
+        let credentials = Redactor::new(&server.credentials);
         match result {
             Some(Ok((pins, said))) => {
                 if !said.is_empty() {
@@ -97,7 +102,7 @@ pub fn capture_servers(
                     // A secret the server echoed in a definition never
                     // reaches the catalog, so no lockfile, finding, ledger
                     // row or payload built from it holds one.
-                    pin.redact(&redactor);
+                    pin.redact(&credentials);
                     if pinned.contains_key(&name) {
                         failures.push(format!(
                             "server {:?}: its recording pins {name:?}, which is also a configured server; rename one",

@@ -8,11 +8,15 @@
 pub struct Expanded {
     pub value: String,
     pub secrets: Vec<(String, String)>,
+    /// The secrets that are credentials by what they are (see
+    /// [`crate::Secrets`]): a variable with a secret-looking name, or a
+    /// URL's userinfo, query or fragment.
+    pub credentials: Vec<(String, String)>,
 }
 
 /// Expands references in `text` using `lookup`.
 pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
-    expand_with(text, lookup, &|_, v, _| v.to_string())
+    expand_with(text, lookup, &|_, v, _| (v.to_string(), false))
 }
 
 /// Expands references in a URL: a value from the environment is
@@ -24,9 +28,19 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Exp
 pub fn expand_url(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, String> {
     expand_with(text, lookup, &|before, v, after| {
         if url_component_is_text(before, after) {
-            v.to_string()
+            (v.to_string(), false)
         } else {
-            toolpin_manifest::redact::percent_encoded(v, false)
+            // Userinfo, query and fragment carry credentials (`?key=`);
+            // a path segment is a name unless its variable says otherwise.
+            let credential = before.contains(['?', '#'])
+                || after
+                    .split(['/', '?', '#'])
+                    .next()
+                    .is_some_and(|r| r.contains('@'));
+            (
+                toolpin_manifest::redact::percent_encoded(v, false),
+                credential,
+            )
         }
     })
 }
@@ -54,14 +68,16 @@ fn url_component_is_text(before: &str, after: &str) -> bool {
 }
 
 /// Expands references, each value from the environment passed through
-/// `encode(expanded so far, value, the rest as written)`.
+/// `encode(expanded so far, value, the rest as written)`, which also says
+/// whether its place makes it a credential.
 fn expand_with(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
-    encode: &dyn Fn(&str, &str, &str) -> String,
+    encode: &dyn Fn(&str, &str, &str) -> (String, bool),
 ) -> Result<Expanded, String> {
     let mut value = String::with_capacity(text.len());
     let mut secrets = Vec::new();
+    let mut credentials = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         value.push_str(&rest[..start]);
@@ -81,8 +97,11 @@ fn expand_with(
         }
         match (lookup(name), default) {
             (Some(v), _) if !v.is_empty() || default.is_none() => {
-                let encoded = encode(&value, &v, &after[end + 1..]);
+                let (encoded, by_place) = encode(&value, &v, &after[end + 1..]);
                 value.push_str(&encoded);
+                if by_place || crate::secret_looking(name) {
+                    credentials.push((format!("${{{name}}}"), v.clone()));
+                }
                 secrets.push((format!("${{{name}}}"), v));
             }
             (_, Some(d)) => value.push_str(d),
@@ -92,7 +111,11 @@ fn expand_with(
         rest = &after[end + 1..];
     }
     value.push_str(rest);
-    Ok(Expanded { value, secrets })
+    Ok(Expanded {
+        value,
+        secrets,
+        credentials,
+    })
 }
 
 /// Replaces every secret value in `text` with its stand-in (`${NAME}` for a
@@ -180,6 +203,33 @@ mod tests {
         assert_eq!(url("http://h/${MISSING:-a/b}"), "http://h/a/b");
         let e = expand_url("http://h/?k=${Q}", &env).expect("expands");
         assert_eq!(e.secrets, vec![("${Q}".into(), "a&b=c#d".into())]);
+    }
+
+    #[test]
+    fn credentials_are_told_by_name_and_by_place_in_a_url() {
+        let lookup = |k: &str| {
+            Some(match k {
+                "API_TOKEN" => "t0ken-value",
+                "REGION" => "us-east-1",
+                "USER_PASS" => "p4ss",
+                "TENANT" => "acme",
+                _ => "other-value",
+            })
+            .map(str::to_string)
+        };
+        let names = |e: &Expanded| -> Vec<String> {
+            e.credentials.iter().map(|(n, _)| n.clone()).collect()
+        };
+        let e = expand("${REGION} ${API_TOKEN}", &lookup).unwrap();
+        assert_eq!(e.secrets.len(), 2);
+        assert_eq!(names(&e), ["${API_TOKEN}"]);
+        let e = expand_url(
+            "https://bot:${USER_PASS}@${REGION}.example/${TENANT}/mcp?k=${NAME}#${FRAG}",
+            &lookup,
+        )
+        .unwrap();
+        assert_eq!(names(&e), ["${USER_PASS}", "${NAME}", "${FRAG}"]);
+        assert_eq!(e.secrets.len(), 5);
     }
 
     #[test]

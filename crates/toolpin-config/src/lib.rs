@@ -23,7 +23,7 @@ use toolpin_capture::{DocumentLocation, Endpoint, Format, OpenApiSpec, Source};
 use toolpin_drift::policy::{check_rule_id, parse_severity, IgnoreEntry, Level, Policy, Preset};
 use toolpin_manifest::{Glob, Pointer, ToolFormat, Transform};
 
-use crate::expand::{expand, expand_url};
+use crate::expand::{expand, expand_url, Expanded};
 
 /// A configuration error: one line for the user, naming the file (and,
 /// where it can, the line, column and key).
@@ -998,7 +998,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         return Err(format!("`{key}` applies to {owners} sources only"));
     }
     let mut record = Map::new();
-    let mut secrets = Vec::new();
+    let mut secrets = Secrets::default();
     let cwd = cfg
         .cwd
         .as_ref()
@@ -1051,7 +1051,7 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         SourceKind::Url => {
             let written = cfg.url.clone().unwrap_or_default();
             let url = expand_url(&written, lookup).map_err(|m| format!("`url`: {m}"))?;
-            secrets.extend(url.secrets);
+            secrets.expanded(&url, false);
             record.insert("url".into(), json!(written));
             let headers = http_headers(&cfg, lookup, &mut record, &mut secrets)?;
             let mode = match cfg.transport.as_deref() {
@@ -1139,7 +1139,8 @@ fn server(name: &str, cfg: ServerConfig, dir: &Path, lookup: Lookup) -> Result<S
         record.insert("prefix".into(), json!(prefix));
     }
     Ok(Server {
-        secrets,
+        secrets: secrets.all,
+        credentials: secrets.credentials,
         name: name.to_string(),
         source,
         format,
@@ -1159,7 +1160,7 @@ fn http_headers(
     cfg: &ServerConfig,
     lookup: Lookup,
     record: &mut Map<String, Value>,
-    secrets: &mut Vec<(String, String)>,
+    secrets: &mut Secrets,
 ) -> Result<Vec<(String, String)>, String> {
     let mut headers = Vec::new();
     if let Some(table) = &cfg.headers {
@@ -1167,8 +1168,8 @@ fn http_headers(
         for (name, value) in table {
             let e = expand(value, lookup).map_err(|m| format!("`headers.{name}`: {m}"))?;
             recorded.insert(name.clone(), json!(record_value(name, value)));
-            note_literal_secret(name, value, secrets);
-            secrets.extend(e.secrets);
+            secrets.literal(name, value);
+            secrets.expanded(&e, secret_looking(name));
             headers.push((name.clone(), e.value));
         }
         record.insert("headers".into(), Value::Object(recorded));
@@ -1177,7 +1178,7 @@ fn http_headers(
         let token = lookup(var)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| format!("`bearer_token_env`: environment variable {var} is not set"))?;
-        secrets.push((format!("${{{var}}}"), token.clone()));
+        secrets.credential(format!("${{{var}}}"), token.clone());
         headers.push(("Authorization".into(), format!("Bearer {token}")));
         record.insert("bearer_token_env".into(), json!(var));
     }
@@ -1207,7 +1208,7 @@ fn openapi_source(
     dir: &Path,
     lookup: Lookup,
     record: &mut Map<String, Value>,
-    secrets: &mut Vec<(String, String)>,
+    secrets: &mut Secrets,
 ) -> Result<Source, String> {
     let written = cfg.openapi.clone().unwrap_or_default();
     if written.trim().is_empty() {
@@ -1218,7 +1219,7 @@ fn openapi_source(
         // A URL: each value percent-encoded into its component.
         expanded = expand_url(&written, lookup).map_err(|m| format!("`openapi`: {m}"))?;
     }
-    secrets.extend(expanded.secrets);
+    secrets.expanded(&expanded, false);
     record.insert("openapi".into(), json!(written));
     let (location, timeout) = if is_http_url(&expanded.value) {
         let headers = http_headers(cfg, lookup, record, secrets)?;
@@ -1329,7 +1330,7 @@ fn process_env(
     cfg: &ServerConfig,
     lookup: Lookup,
     record: &mut Map<String, Value>,
-    secrets: &mut Vec<(String, String)>,
+    secrets: &mut Secrets,
 ) -> Result<BTreeMap<String, String>, String> {
     let mut env = BTreeMap::new();
     if let Some(vars) = &cfg.env {
@@ -1337,8 +1338,8 @@ fn process_env(
         for (key, value) in vars {
             let e = expand(value, lookup).map_err(|m| format!("`env.{key}`: {m}"))?;
             recorded.insert(key.clone(), json!(record_value(key, value)));
-            note_literal_secret(key, value, secrets);
-            secrets.extend(e.secrets);
+            secrets.literal(key, value);
+            secrets.expanded(&e, secret_looking(key));
             env.insert(key.clone(), e.value);
         }
         record.insert("env".into(), Value::Object(recorded));
@@ -1367,15 +1368,53 @@ pub fn secret_looking(key: &str) -> bool {
     SECRET_WORDS.iter().any(|s| upper.contains(s))
 }
 
-/// A literal secret written straight into toolpin.toml is kept out of
-/// messages too, not only out of the lockfile. The literal parts of a value
-/// that mixes text and references (`Bearer ${TOKEN}`) are not secret.
-fn note_literal_secret(key: &str, value: &str, secrets: &mut Vec<(String, String)>) {
-    if secret_looking(key) && !value.contains("${") {
-        secrets.push(("<redacted>".into(), value.to_string()));
-        // "Bearer abc…" is also echoed as just the credential.
-        if let Some((_, credential)) = value.split_once(' ') {
-            secrets.push(("<redacted>".into(), credential.to_string()));
+/// The secret values of one server, each with its stand-in (`${NAME}`, or
+/// `<redacted>` for a literal).
+///
+/// Every value expanded from the environment is kept out of messages
+/// (`all`). Only credentials are also replaced in data, the tool
+/// definitions pinned and the results contract tests record, because
+/// replacing an ordinary word there (a `${MODE}` of `status`, a `${REGION}`)
+/// would change the data itself. A value is a credential by what it is:
+/// under an env or header name that says so (`API_KEY`, `Authorization`),
+/// from a variable whose name says so (`${GITHUB_TOKEN}`), in a URL's
+/// userinfo, query or fragment, named by `bearer_token_env`, or a literal
+/// under a secret-looking name.
+#[derive(Debug, Default)]
+struct Secrets {
+    all: Vec<(String, String)>,
+    credentials: Vec<(String, String)>,
+}
+
+impl Secrets {
+    /// The values `e` expanded; all of them are credentials when the key
+    /// they are configured under says so.
+    fn expanded(&mut self, e: &Expanded, secret_key: bool) {
+        let credentials = if secret_key {
+            &e.secrets
+        } else {
+            &e.credentials
+        };
+        self.credentials.extend(credentials.iter().cloned());
+        self.all.extend(e.secrets.iter().cloned());
+    }
+
+    fn credential(&mut self, stand_in: String, value: String) {
+        self.credentials.push((stand_in.clone(), value.clone()));
+        self.all.push((stand_in, value));
+    }
+
+    /// A literal secret written straight into toolpin.toml is kept out of
+    /// messages too, not only out of the lockfile. The literal parts of a
+    /// value that mixes text and references (`Bearer ${TOKEN}`) are not
+    /// secret.
+    fn literal(&mut self, key: &str, value: &str) {
+        if secret_looking(key) && !value.contains("${") {
+            self.credential("<redacted>".into(), value.to_string());
+            // "Bearer abc…" is also echoed as just the credential.
+            if let Some((_, credential)) = value.split_once(' ') {
+                self.credential("<redacted>".into(), credential.to_string());
+            }
         }
     }
 }

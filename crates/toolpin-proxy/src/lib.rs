@@ -201,6 +201,10 @@ pub struct Settings {
     /// values, literal credentials): redacted from everything the proxy
     /// sends the agent, logs or exports.
     pub redactor: toolpin_manifest::Redactor,
+    /// The upstreams' credentials only: what `toolpin lock` replaced in the
+    /// pinned tools, so that a tool list captured at run time is redacted
+    /// the same way before it is compared with the pin.
+    pub credentials: toolpin_manifest::Redactor,
     /// Where run-time drift and refusals are written down (the drift
     /// ledger, for `toolpin proxy`); `None`: only the event log has them.
     pub record: Option<Arc<dyn record::Record>>,

@@ -1541,7 +1541,7 @@ impl Session {
             .finish(source, "mcp", None)
             .with_instructions(instructions);
         // Compared as `lock` pinned it: with the secrets it echoes redacted.
-        live.redact(&self.proxy.settings.redactor);
+        live.redact(&self.proxy.settings.credentials);
         let failures = self.proxy.apply_drift(server, &live);
         for f in failures {
             self.proxy

@@ -264,7 +264,7 @@ fn check_plan_lists_the_eval_and_the_finding_that_pulls_it_in() {
     assert!(!message.is_empty());
     // check --plan writes nothing else.
     assert!(sb.read("toolpin.lock") == lock_before);
-    assert!(!sb.exists(".toolpin"));
+    assert!(!sb.exists(".toolpin/evals"));
 }
 
 #[test]
@@ -728,7 +728,7 @@ fn evals_run_selects_by_name_and_by_plan() {
     let out = sb.run(&["evals", "run", "--plan"]);
     out.ok();
     assert_eq!(out.stdout, "nothing to run: no finding fails the policy\n");
-    assert!(!sb.exists(".toolpin"));
+    assert!(!sb.exists(".toolpin/evals"));
 
     // Drift that routes to no eval: say which tags.
     let sb = refund("[evals.trajectory]\nrun = \"true\"\n", true);

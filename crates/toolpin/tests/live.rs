@@ -931,10 +931,20 @@ fn print_env_server_receives_configured_env() {
     );
     lock_ok(&live, &[], &[]);
     let lock = lockfile(&live, "toolpin.lock");
+    // The literal credential reached the server, which echoed it into its
+    // description: the lockfile holds its stand-in, and says where (issue
+    // 32). PROBE_VALUE is no credential and stays as sent.
     assert_eq!(
         pinned_tool(&lock, "svc", "print_env")["description"],
-        "SECRET_TOKEN=literal-token-value PROBE_VALUE=fallback-probe"
+        "SECRET_TOKEN=<redacted> PROBE_VALUE=fallback-probe"
     );
+    assert_eq!(
+        server(&lock, "svc")["tools"]["print_env"]["redacted"],
+        json!(["/description"])
+    );
+    assert!(!live
+        .read_string("toolpin.lock")
+        .contains("literal-token-value"));
     // Recorded as written; the literal value of a secret-looking key is not.
     assert_eq!(
         server(&lock, "svc")["source"]["env"],

@@ -157,6 +157,9 @@ fn serve(args: ProxyRun) -> Result<(), CliError> {
         // Every server's secrets, not only its own: no upstream's text may
         // carry another's credentials either.
         redactor: toolpin_manifest::Redactor::new(servers.iter().flat_map(|s| s.secrets.iter())),
+        credentials: toolpin_manifest::Redactor::new(
+            servers.iter().flat_map(|s| s.credentials.iter()),
+        ),
         record: record
             .clone()
             .map(|r| r as Arc<dyn toolpin_proxy::record::Record>),
