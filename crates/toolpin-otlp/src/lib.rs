@@ -644,7 +644,7 @@ pub async fn serve(
                     n.accept_failures += 1;
                     n.accept_error = Some(e.to_string());
                 }
-                if connections.evict_idle() {
+                if out_of_resources(&e) && connections.evict_idle() {
                     receiver.count_closed(Closed::Evicted);
                 }
                 let pause = backoff.failed();
@@ -671,6 +671,15 @@ pub async fn serve(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(())
+}
+
+/// An accept that failed for want of descriptors or memory, which closing
+/// a connection gives back.
+fn out_of_resources(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
 }
 
 impl Receiver {

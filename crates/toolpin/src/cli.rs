@@ -192,8 +192,11 @@ pub enum UsageCommand {
     /// Point an OpenTelemetry SDK or Collector at http://ADDR (the
     /// OTEL_EXPORTER_OTLP_ENDPOINT). What arrives is merged into the store
     /// every --flush-every; while the store cannot be written it is kept and
-    /// retried. SIGTERM or SIGINT stores the rest and exits. No TLS and no
-    /// authentication: listen on loopback, or behind a Collector.
+    /// retried, up to --max-buffer (past it, exporters are answered 503 and
+    /// send again later). Bodies, names and connections are bounded too
+    /// (docs/usage.md, "Limits of usage serve"). SIGTERM or SIGINT stores
+    /// the rest and exits. No TLS and no authentication: listen on
+    /// loopback, or behind a Collector.
     Serve(UsageServeArgs),
     /// Compare tool usage before and after every catalog change, and day over day (exit 1 when an alarm fires)
     ///
