@@ -255,24 +255,24 @@ pub struct UsageServeArgs {
     /// How often what arrived is merged into the store (at least 1s)
     #[arg(long, value_name = "INTERVAL", default_value = "10s", value_parser = parse_flush_interval)]
     pub flush_every: std::time::Duration,
-    /// Largest export body, as sent and once decompressed; also the most its tool calls may take once decoded (past either, 413)
-    #[arg(long, value_name = "SIZE", default_value = "16MiB", value_parser = parse_size)]
-    pub max_body: usize,
-    /// Most aggregates held until they are stored (between flushes, and while the store is down); past it exporters get 503 with Retry-After
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_size)]
-    pub max_buffer: usize,
-    /// Distinct environments, tenants, agents, catalogs and tools held between flushes, each; calls naming more are counted under "(other)"
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = parse_at_least_one)]
-    pub max_names: usize,
-    /// Connections held at once; past it the one idle longest is closed
-    #[arg(long, value_name = "N", default_value_t = 128, value_parser = parse_at_least_one)]
-    pub max_connections: usize,
-    /// Time for a body to arrive in full after its headers (past it, 408 and the connection is closed)
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_body_timeout)]
-    pub body_timeout: std::time::Duration,
-    /// A connection with no request in flight for this long is closed
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_connection_idle)]
-    pub connection_idle: std::time::Duration,
+    /// Largest export body, as sent and once decompressed; also the most its tool calls may take once decoded (past either, 413) [default: 16MiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_body: Option<usize>,
+    /// Most aggregates held until they are stored (between flushes, and while the store is down); past it exporters get 503 with Retry-After [default: 256MiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_buffer: Option<usize>,
+    /// Distinct environments, tenants, agents, catalogs and tools held until stored, each; calls naming more are counted under "(other)" [default: 10000]
+    #[arg(long, value_name = "N", value_parser = parse_at_least_one)]
+    pub max_names: Option<usize>,
+    /// Connections held at once; past it the one idle longest is closed [default: 128]
+    #[arg(long, value_name = "N", value_parser = parse_at_least_one)]
+    pub max_connections: Option<usize>,
+    /// Time for a body to arrive in full after its headers (past it, 408 and the connection is closed) [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_body_timeout)]
+    pub body_timeout: Option<std::time::Duration>,
+    /// A connection with no request in flight for this long is closed [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_connection_idle)]
+    pub connection_idle: Option<std::time::Duration>,
     #[command(flatten)]
     pub read: UsageReadArgs,
     #[command(flatten)]

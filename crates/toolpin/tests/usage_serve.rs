@@ -678,3 +678,51 @@ fn names_past_the_cap_are_counted_under_other() {
         ]
     );
 }
+
+/// A limit that is not one is an error naming it, exit 2, and no store is
+/// created.
+#[test]
+fn bad_limits_are_errors_that_create_nothing() {
+    let sb = Sandbox::new();
+    let listing = sb.listing();
+    for (flag, value, needle) in [
+        (
+            "--max-body",
+            "12XB",
+            "\"12XB\" is not a size; write bytes or KiB, MiB, GiB",
+        ),
+        (
+            "--max-buffer",
+            "100",
+            "\"100\" is too small; give at least 1KiB",
+        ),
+        ("--max-names", "0", "must be at least 1"),
+        (
+            "--max-connections",
+            "many",
+            "\"many\" is not a whole number",
+        ),
+        ("--body-timeout", "forever", "\"forever\" is not a duration"),
+        ("--connection-idle", "0s", "is not a duration"),
+    ] {
+        let args = [
+            "usage",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "u.db",
+            flag,
+            value,
+        ];
+        let run = sb.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:#?}");
+        let first = run.stderr.lines().next().unwrap_or("");
+        assert!(
+            first.contains(flag) && first.contains(needle),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(sb.listing(), listing, "{args:?} changed files");
+    }
+}

@@ -289,17 +289,19 @@ fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
     let cfg = optional_config(&args.store.config)?;
     let mut store = open_store(&args.store, cfg.as_ref(), false)?;
     let mut settings = ServeSettings::new(&args.listen, args.flush_every, options(&args.read));
+    // The flags given override the receiver's defaults.
     let receiver = &mut settings.receiver;
-    receiver.max_body_bytes = args.max_body;
-    receiver.max_buffer_bytes = args.max_buffer;
-    receiver.max_names = args.max_names;
-    receiver.max_connections = args.max_connections;
-    receiver.body_timeout = args.body_timeout;
-    receiver.connection_idle = args.connection_idle;
+    let set = |slot: &mut usize, flag: Option<usize>| *slot = flag.unwrap_or(*slot);
+    set(&mut receiver.max_body_bytes, args.max_body);
+    set(&mut receiver.max_buffer_bytes, args.max_buffer);
+    set(&mut receiver.max_names, args.max_names);
+    set(&mut receiver.max_connections, args.max_connections);
+    receiver.body_timeout = args.body_timeout.unwrap_or(receiver.body_timeout);
+    receiver.connection_idle = args.connection_idle.unwrap_or(receiver.connection_idle);
     let printer = Printer {
         quiet,
         shown: store.shown.clone(),
-        max_names: args.max_names,
+        max_names: receiver.max_names,
     };
     let mut write = |aggregates: &Aggregates| -> Result<(), String> {
         store
