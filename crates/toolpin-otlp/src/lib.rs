@@ -10,57 +10,213 @@
 //! Answers follow the OTLP/HTTP specification: 200 with an
 //! `ExportTraceServiceResponse` in the request's encoding (a partial success
 //! naming the spans left out, when some were); 400 for a body that is not a
-//! request; 413 past the body limit (after decompression too); 415 for
-//! another content type or encoding; 404 and 405 for other paths and
-//! methods; 503 with `Retry-After` while the caller says its store is
-//! unavailable and its buffer is full. No TLS and no authentication: bind
-//! it to loopback, or put it behind a Collector.
+//! request; 413 past the body limit (as sent, once decompressed, or once
+//! decoded); 415 for another content type or encoding; 404 and 405 for
+//! other paths and methods; 408 for a body that does not arrive in time;
+//! 503 with `Retry-After` while the buffer is full (the store is down or
+//! slow), so that exporters keep their batches and send them again.
+//!
+//! What the receiver holds is bounded by [`Settings`], whatever is sent:
+//! bodies by size and time, decoding by the body (spans are read one at a
+//! time, only tool calls are kept, and a request's calls and aggregates
+//! may take no more than the body limit) and by how many run at once, the
+//! buffer by its bytes and its distinct names, connections by number and
+//! by timeouts (`conn.rs`, as the proxy's front does). No TLS and no
+//! authentication: bind it to loopback, or put it behind a Collector.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
-use toolpin_usage::{read_body, Aggregates, Encoding, IngestReport, Options};
+use toolpin_usage::{read_body, Aggregates, BodyError, Encoding, IngestReport, Options};
+
+mod conn;
+
+pub use conn::Closed;
+use conn::{Backoff, Connections, InFlight, Tracked, Watch, Watched};
 
 /// The path the SDKs post traces to (`OTEL_EXPORTER_OTLP_ENDPOINT` + this).
 pub const TRACES_PATH: &str = "/v1/traces";
+
+/// How many times its size a gzip body may inflate to. An export's trace
+/// and span ids are random (24 bytes a span that gzip cannot shrink), so
+/// real OTLP bodies compress less than 25 times; a body of empty spans
+/// compresses a thousand times.
+pub const MAX_INFLATION: usize = 100;
+/// What any gzip body may inflate to, whatever its ratio: 64 KiB.
+pub const MIN_INFLATED: usize = 64 << 10;
+
+/// Default for [`Settings::max_body_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;
+/// Default for [`Settings::max_buffer_bytes`]: 256 MiB.
+pub const DEFAULT_MAX_BUFFER_BYTES: usize = 256 << 20;
+/// Default for [`Settings::max_names`].
+pub const DEFAULT_MAX_NAMES: usize = 10_000;
+/// Default for [`Settings::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
+/// Default for [`Settings::header_read_timeout`] (as the proxy's).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`Settings::body_timeout`].
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default for [`Settings::connection_idle`] (as the proxy's).
+pub const DEFAULT_CONNECTION_IDLE: Duration = Duration::from_secs(60);
+
+/// What the receiver holds at most, and for how long. Every bound is on
+/// what a request or a connection can make the receiver hold, whatever it
+/// sends: see docs/usage.md ("Limits of usage serve").
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// How spans are read (`now_nanos` is taken afresh for each request).
+    pub options: Options,
+    /// Largest body, as sent and once decompressed; also the most one
+    /// request's tool calls and the aggregates they make may take once
+    /// decoded (past either, 413).
+    pub max_body_bytes: usize,
+    /// Most bytes of aggregates held, what arrived since the last flush
+    /// and a flush in progress together: past it exports are answered
+    /// 503 with `Retry-After` until a flush stores what is held.
+    pub max_buffer_bytes: usize,
+    /// Distinct names held per key part (environment, tenant, agent,
+    /// catalog, tool) between two flushes; calls naming more are counted
+    /// under `(other)`.
+    pub max_names: usize,
+    /// Bodies decompressed and decoded at once; the rest wait.
+    pub max_decodes: usize,
+    /// Connections held at once.
+    pub max_connections: usize,
+    /// A connection that has started a request but not finished its
+    /// headers within this is closed.
+    pub header_read_timeout: Duration,
+    /// A body not received in full within this of its headers is answered
+    /// 408 and its connection closed.
+    pub body_timeout: Duration,
+    /// A connection with no request in flight for this long is closed.
+    pub connection_idle: Duration,
+    /// `Retry-After` of a 503.
+    pub retry_after: Duration,
+}
+
+impl Settings {
+    /// The defaults, reading spans with `options`.
+    pub fn new(options: Options) -> Self {
+        Self {
+            options,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_buffer_bytes: DEFAULT_MAX_BUFFER_BYTES,
+            max_names: DEFAULT_MAX_NAMES,
+            max_decodes: std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .clamp(1, 4),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            connection_idle: DEFAULT_CONNECTION_IDLE,
+            retry_after: Duration::from_secs(5),
+        }
+    }
+}
 
 /// What arrived since the last [`Receiver::take`].
 struct Buffer {
     aggregates: Aggregates,
     report: IngestReport,
+    /// Bytes of the batch taken and not yet stored: still held.
+    flushing: usize,
+}
+
+impl Buffer {
+    fn held(&self) -> usize {
+        self.aggregates.bytes() + self.flushing
+    }
+}
+
+/// What the receiver refused or closed since the last
+/// [`Receiver::take_notices`], for its caller's log.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Notices {
+    /// Exports answered 503 because the buffer was full.
+    pub busy: u64,
+    /// Exports answered 413: too large as sent, decompressed or decoded.
+    pub too_large: u64,
+    /// Bodies that did not arrive within the body timeout (408).
+    pub body_timeouts: u64,
+    /// Connections the receiver closed, by reason.
+    pub closed: BTreeMap<Closed, u64>,
+    /// Failed accepts (out of descriptors), and the last error.
+    pub accept_failures: u64,
+    pub accept_error: Option<String>,
+}
+
+impl Notices {
+    pub fn is_empty(&self) -> bool {
+        *self == Notices::default()
+    }
 }
 
 /// The receiver's state, shared by its connections and its caller.
 pub struct Receiver {
+    settings: Settings,
     buffer: Mutex<Buffer>,
-    options: Options,
-    max_body_bytes: usize,
-    unavailable: AtomicBool,
-    connections: AtomicUsize,
+    decodes: tokio::sync::Semaphore,
+    connections: Arc<Connections>,
+    notices: Mutex<Notices>,
+}
+
+/// What [`Receiver::take`] hands over: its bytes stay counted as held
+/// until it is dropped (stored, or given up) or restored.
+pub struct Taken<'r> {
+    receiver: &'r Receiver,
+    pub aggregates: Aggregates,
+    pub report: IngestReport,
+    bytes: usize,
+}
+
+impl Taken<'_> {
+    /// Hands the aggregates back (the store failed), to be taken again
+    /// with what arrives next: what was answered 200 is never dropped.
+    /// What arrived meanwhile is merged into them (not the other way
+    /// round: the batch is usually the larger, and is not copied).
+    pub fn restore(mut self) {
+        let mut b = self.receiver.buffer();
+        let newer = std::mem::replace(&mut b.aggregates, std::mem::take(&mut self.aggregates));
+        b.aggregates.merge(&newer);
+        b.flushing = b.flushing.saturating_sub(std::mem::take(&mut self.bytes));
+    }
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            let mut b = self.receiver.buffer();
+            b.flushing = b.flushing.saturating_sub(self.bytes);
+        }
+    }
 }
 
 impl Receiver {
-    /// `options` as for span files (`now_nanos` is taken afresh for each
-    /// request); bodies over `max_body_bytes`, compressed or not, are
-    /// refused.
-    pub fn new(options: Options, max_body_bytes: usize) -> Arc<Self> {
+    pub fn new(settings: Settings) -> Arc<Self> {
+        let mut settings = settings;
+        settings.options.limits.names = settings.max_names.max(1);
+        settings.options.max_decoded_bytes = settings.max_body_bytes;
+        settings.max_decodes = settings.max_decodes.max(1);
+        settings.max_connections = settings.max_connections.max(1);
         Arc::new(Self {
             buffer: Mutex::new(Buffer {
-                aggregates: Aggregates::new(options.limits),
-                report: IngestReport::new(options.examples),
+                aggregates: Aggregates::new(settings.options.limits),
+                report: IngestReport::new(settings.options.examples),
+                flushing: 0,
             }),
-            options,
-            max_body_bytes,
-            unavailable: AtomicBool::new(false),
-            connections: AtomicUsize::new(0),
+            decodes: tokio::sync::Semaphore::new(settings.max_decodes),
+            connections: Arc::new(Connections::default()),
+            notices: Mutex::new(Notices::default()),
+            settings,
         })
     }
 
@@ -70,47 +226,88 @@ impl Receiver {
         self.buffer.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn notices(&self) -> MutexGuard<'_, Notices> {
+        self.notices.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Everything that arrived since the last take, and what was wrong
     /// with it.
-    pub fn take(&self) -> (Aggregates, IngestReport) {
+    pub fn take(&self) -> Taken<'_> {
         let mut b = self.buffer();
-        let aggregates = std::mem::replace(&mut b.aggregates, Aggregates::new(self.options.limits));
-        let report = std::mem::replace(&mut b.report, IngestReport::new(self.options.examples));
-        (aggregates, report)
+        let limits = self.settings.options.limits;
+        let aggregates = std::mem::replace(&mut b.aggregates, Aggregates::new(limits));
+        let report = std::mem::replace(
+            &mut b.report,
+            IngestReport::new(self.settings.options.examples),
+        );
+        let bytes = aggregates.bytes();
+        b.flushing += bytes;
+        Taken {
+            receiver: self,
+            aggregates,
+            report,
+            bytes,
+        }
     }
 
-    /// Hands back aggregates the caller could not store, to be taken again
-    /// with what arrives next.
-    pub fn restore(&self, aggregates: &Aggregates) {
-        self.buffer().aggregates.merge(aggregates);
-    }
-
-    /// Keys held now.
+    /// Keys held now (not counting a flush in progress).
     pub fn buffered_keys(&self) -> usize {
         self.buffer().aggregates.len()
     }
 
-    /// While set, exports are answered 503 with `Retry-After` (the store is
-    /// down and the buffer is full): the SDKs retry later.
-    pub fn set_unavailable(&self, unavailable: bool) {
-        self.unavailable.store(unavailable, Ordering::Relaxed);
+    /// Bytes of aggregates held now, a flush in progress included.
+    pub fn held_bytes(&self) -> usize {
+        self.buffer().held()
     }
 
-    /// One export body, decoded and folded in; the rejected spans' count
-    /// and a reason, for a partial success.
-    fn ingest(&self, body: &[u8], encoding: Encoding) -> Result<(u64, String), String> {
-        let mut options = self.options.clone();
+    /// What was refused or closed since the last call.
+    pub fn take_notices(&self) -> Notices {
+        std::mem::take(&mut *self.notices())
+    }
+
+    fn full(&self) -> bool {
+        self.buffer().held() >= self.settings.max_buffer_bytes
+    }
+
+    /// One export body: decompressed (bounded), decoded into aggregates of
+    /// its own (bounded) and, when the buffer has room for them, merged in.
+    fn ingest(&self, body: &[u8], gzip: bool, encoding: Encoding) -> Outcome {
+        let limit = self.settings.max_body_bytes;
+        let inflated = if gzip {
+            // The work a body makes is bounded by what was sent: it may
+            // inflate to MAX_INFLATION times its size (a floor for tiny
+            // ones), and never past the body limit.
+            let cap = limit.min(body.len().saturating_mul(MAX_INFLATION).max(MIN_INFLATED));
+            // Read one byte past the cap to tell "at the cap" from "over".
+            let mut out = Vec::new();
+            match flate2::read::GzDecoder::new(body)
+                .take(cap as u64 + 1)
+                .read_to_end(&mut out)
+            {
+                Err(e) => return Outcome::Malformed(format!("not gzip: {e}")),
+                Ok(n) if n > cap && cap == limit => {
+                    return Outcome::TooLarge(format!(
+                        "a body over {limit} bytes once decompressed"
+                    ))
+                }
+                Ok(n) if n > cap => {
+                    return Outcome::TooLarge(format!(
+                        "a gzip body of {} bytes that inflates more than {MAX_INFLATION} times (past {cap} bytes)",
+                        body.len()
+                    ))
+                }
+                Ok(_) => Some(out),
+            }
+        } else {
+            None
+        };
+        let body = inflated.as_deref().unwrap_or(body);
+        let mut options = self.settings.options.clone();
         options.now_nanos = now_nanos();
-        let mut aggregates = Aggregates::new(options.limits);
         let mut report = IngestReport::new(options.examples);
-        let outcome = read_body(
-            body,
-            encoding,
-            "otlp",
-            &options,
-            &mut aggregates,
-            &mut report,
-        );
+        let read = read_body(body, encoding, "otlp", &options, &mut report);
+        // The decompressed body is not held while waiting for the buffer.
+        drop(inflated);
         let rejected = report.spans_rejected;
         let why = report
             .problems
@@ -125,10 +322,32 @@ impl Receiver {
             })
             .unwrap_or_default();
         let mut b = self.buffer();
-        b.aggregates.merge(&aggregates);
-        b.report.merge(&report);
-        drop(b);
-        outcome.map(|()| (rejected, why))
+        match read {
+            Err(BodyError::Malformed(why)) => {
+                b.report.merge(&report);
+                Outcome::Malformed(why)
+            }
+            Err(BodyError::TooLarge) => {
+                b.report.merge(&report);
+                Outcome::TooLarge(format!(
+                    "the export's tool calls take more than {limit} bytes to hold once decoded; send smaller batches"
+                ))
+            }
+            Ok(aggregates) => {
+                let max = self.settings.max_buffer_bytes;
+                if aggregates.bytes() > max {
+                    return Outcome::TooLarge(format!(
+                        "the export's aggregates alone take more than the buffer's {max} bytes; send smaller batches"
+                    ));
+                }
+                if b.held() + aggregates.bytes() > max {
+                    return Outcome::Busy;
+                }
+                b.aggregates.merge(&aggregates);
+                b.report.merge(&report);
+                Outcome::Stored { rejected, why }
+            }
+        }
     }
 }
 
@@ -241,6 +460,41 @@ fn bad_request(encoding: Encoding, why: &str) -> Response<Body> {
     }
 }
 
+/// What became of one export.
+enum Outcome {
+    Stored {
+        rejected: u64,
+        why: String,
+    },
+    Malformed(String),
+    TooLarge(String),
+    /// The buffer has no room for it now.
+    Busy,
+}
+
+/// 503 with `Retry-After`: the exporter keeps the batch and sends it
+/// again later (OTLP/HTTP's answer for a receiver that cannot take it now).
+fn busy(receiver: &Receiver) -> Response<Body> {
+    receiver.notices().busy += 1;
+    let mut r = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!(
+            "the receiver holds its limit of {} bytes of aggregates until they are stored; retry later",
+            receiver.settings.max_buffer_bytes
+        ),
+    );
+    let seconds = receiver.settings.retry_after.as_secs().max(1);
+    if let Ok(v) = HeaderValue::from_str(&seconds.to_string()) {
+        r.headers_mut().insert(RETRY_AFTER, v);
+    }
+    r
+}
+
+fn too_large(receiver: &Receiver, why: &str) -> Response<Body> {
+    receiver.notices().too_large += 1;
+    plain(StatusCode::PAYLOAD_TOO_LARGE, why)
+}
+
 async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() != TRACES_PATH {
         return plain(
@@ -292,57 +546,50 @@ async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Bod
             )
         }
     };
-    if receiver.unavailable.load(Ordering::Relaxed) {
-        let mut r = plain(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the usage store is unavailable; retry later",
-        );
-        r.headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-        return r;
+    // Full already: the body is not read.
+    if receiver.full() {
+        return busy(&receiver);
     }
-    let limit = receiver.max_body_bytes;
-    let body = match Limited::new(req.into_body(), limit).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
+    let limit = receiver.settings.max_body_bytes;
+    let collect = Limited::new(req.into_body(), limit).collect();
+    let body = match tokio::time::timeout(receiver.settings.body_timeout, collect).await {
+        Ok(Ok(b)) => b.to_bytes(),
+        Ok(Err(e)) => {
             return if e
                 .downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                plain(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    &format!("a body over {limit} bytes"),
-                )
+                too_large(&receiver, &format!("a body over {limit} bytes"))
             } else {
                 plain(StatusCode::BAD_REQUEST, "the body could not be read")
             };
         }
-    };
-    let body: Vec<u8> = if gzip {
-        // Read one byte past the limit to tell "at the limit" from "over".
-        let mut out = Vec::new();
-        let read = flate2::read::GzDecoder::new(&body[..])
-            .take(limit as u64 + 1)
-            .read_to_end(&mut out);
-        match read {
-            Err(e) => return bad_request(encoding, &format!("not gzip: {e}")),
-            Ok(n) if n > limit => {
-                return plain(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    &format!("a body over {limit} bytes once decompressed"),
-                )
-            }
-            Ok(_) => out,
+        Err(_) => {
+            receiver.notices().body_timeouts += 1;
+            let mut r = plain(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the body did not arrive within {:?}",
+                    receiver.settings.body_timeout
+                ),
+            );
+            r.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+            return r;
         }
-    } else {
-        body.to_vec()
     };
-    // Decoding is CPU work: off the connection's task.
+    // Decompressing and decoding are CPU work and take memory: a few at
+    // a time, off the connections' tasks.
+    let Ok(_permit) = receiver.decodes.acquire().await else {
+        return busy(&receiver);
+    };
     let r = Arc::clone(&receiver);
-    let outcome = tokio::task::spawn_blocking(move || r.ingest(&body, encoding)).await;
+    let outcome = tokio::task::spawn_blocking(move || r.ingest(&body, gzip, encoding)).await;
     match outcome {
-        Ok(Ok((rejected, why))) => success(encoding, rejected, &why),
-        Ok(Err(why)) => bad_request(encoding, &why),
+        Ok(Outcome::Stored { rejected, why }) => success(encoding, rejected, &why),
+        Ok(Outcome::Malformed(why)) => bad_request(encoding, &why),
+        Ok(Outcome::TooLarge(why)) => too_large(&receiver, &why),
+        Ok(Outcome::Busy) => busy(&receiver),
         Err(_) => plain(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the request could not be read",
@@ -352,7 +599,8 @@ async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Bod
 
 /// Serves `listener` until `shutdown` completes, then stops accepting,
 /// lets open connections finish the request they are in (at most
-/// `grace`), and returns.
+/// `grace`), and returns. Connections are bounded as [`Settings`] says
+/// (see `conn.rs`).
 pub async fn serve(
     listener: TcpListener,
     receiver: Arc<Receiver>,
@@ -360,49 +608,128 @@ pub async fn serve(
     grace: Duration,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let connections = Arc::clone(&receiver.connections);
+    let cap = receiver.settings.max_connections;
+    let mut backoff = Backoff::default();
     tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(a) => a,
-                    // A failed accept (out of descriptors, a reset) ends
-                    // that connection, not the receiver.
-                    Err(_) => continue,
-                };
-                let receiver = Arc::clone(&receiver);
-                let mut stop = stop_rx.clone();
-                receiver.connections.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let io = hyper_util::rt::TokioIo::new(stream);
-                    let r = Arc::clone(&receiver);
-                    let service = hyper::service::service_fn(move |req| {
-                        let r = Arc::clone(&r);
-                        async move { Ok::<_, std::convert::Infallible>(handle(r, req).await) }
-                    });
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(Duration::from_secs(30))
-                        .serve_connection(io, service);
-                    tokio::pin!(conn);
-                    tokio::select! {
-                        _ = conn.as_mut() => {}
-                        _ = stop.changed() => {
-                            conn.as_mut().graceful_shutdown();
-                            let _ = conn.await;
-                        }
-                    }
-                    receiver.connections.fetch_sub(1, Ordering::SeqCst);
-                });
+    'serving: loop {
+        // At the cap: the connection idle longest makes room; when every
+        // one has a request in flight, wait for one to end.
+        while connections.len() >= cap {
+            let ended = connections.one_ended();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            if connections.evict_idle() {
+                receiver.count_closed(Closed::Evicted);
+            }
+            tokio::select! {
+                () = &mut shutdown => break 'serving,
+                () = ended => {}
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
             }
         }
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of descriptors (EMFILE) and the like: close the
+                // connection idle longest, so that the one waiting gets
+                // its descriptor, and try again after a pause rather than
+                // spin or stop serving.
+                {
+                    let mut n = receiver.notices();
+                    n.accept_failures += 1;
+                    n.accept_error = Some(e.to_string());
+                }
+                if out_of_resources(&e) && connections.evict_idle() {
+                    receiver.count_closed(Closed::Evicted);
+                }
+                let pause = backoff.failed();
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    () = tokio::time::sleep(pause) => {}
+                }
+                continue;
+            }
+        };
+        backoff = Backoff::default();
+        let watch = Arc::new(Watch::new());
+        let slot = connections.add(Arc::clone(&watch));
+        let receiver = Arc::clone(&receiver);
+        let stop = stop_rx.clone();
+        tokio::spawn(async move {
+            serve_connection(receiver, stream, watch, stop).await;
+            drop(slot);
+        });
     }
     let _ = stop_tx.send(true);
     let deadline = tokio::time::Instant::now() + grace;
-    while receiver.connections.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline
-    {
+    while connections.len() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(())
+}
+
+/// An accept that failed for want of descriptors or memory, which closing
+/// a connection gives back.
+fn out_of_resources(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+impl Receiver {
+    fn count_closed(&self, why: Closed) {
+        *self.notices().closed.entry(why).or_insert(0) += 1;
+    }
+}
+
+/// One HTTP/1.1 connection, closed by the receiver when it outlives a
+/// timeout or is evicted (only ever with no request in flight), or
+/// gracefully at shutdown.
+async fn serve_connection(
+    receiver: Arc<Receiver>,
+    stream: tokio::net::TcpStream,
+    watch: Arc<Watch>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let io = hyper_util::rt::TokioIo::new(Watched {
+        inner: stream,
+        watch: Arc::clone(&watch),
+    });
+    let serving = Arc::clone(&receiver);
+    let watching = Arc::clone(&watch);
+    let service = hyper::service::service_fn(move |req| {
+        let r = Arc::clone(&serving);
+        let guard = InFlight::start(Arc::clone(&watching));
+        async move {
+            let reply = handle(r, req).await;
+            Ok::<_, std::convert::Infallible>(reply.map(|body| Tracked {
+                inner: body,
+                _guard: guard,
+            }))
+        }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(io, service);
+    tokio::pin!(conn);
+    let settings = &receiver.settings;
+    let (header, idle) = (settings.header_read_timeout, settings.connection_idle);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        why = watch.expired(header, idle) => {
+            if why != Closed::Evicted {
+                receiver.count_closed(why);
+            }
+        }
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(Duration::from_secs(30), conn).await;
+        }
+    }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use toolpin_otlp::{serve, Receiver};
-use toolpin_usage::{Aggregates, Options};
+use toolpin_otlp::{serve, Receiver, Settings};
+use toolpin_usage::{Aggregates, IngestReport, Options};
 
 /// A receiver on a free loopback port, served from a thread of its own
 /// until the returned guard is dropped.
@@ -20,9 +20,25 @@ struct Running {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// What arrived, taken out of the receiver (and no longer held by it).
+fn take(receiver: &Receiver) -> (Aggregates, IngestReport) {
+    let mut taken = receiver.take();
+    (
+        std::mem::take(&mut taken.aggregates),
+        std::mem::take(&mut taken.report),
+    )
+}
+
 impl Running {
     fn start(max_body: usize) -> Self {
-        let receiver = Receiver::new(Options::default(), max_body);
+        Self::with(Settings {
+            max_body_bytes: max_body,
+            ..Settings::new(Options::default())
+        })
+    }
+
+    fn with(settings: Settings) -> Self {
+        let receiver = Receiver::new(settings);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (ready_tx, ready) = std::sync::mpsc::channel();
         let r = Arc::clone(&receiver);
@@ -146,12 +162,12 @@ fn the_python_sdk_exports_protobuf_plain_and_gzipped() {
     for gzip in [false, true] {
         let running = Running::start(4 << 20);
         export_with_the_python_sdk(&running.url, gzip);
-        let (agg, report) = running.receiver.take();
+        let (agg, report) = take(&running.receiver);
         assert_the_scripts_calls(&agg);
         assert_eq!(report.spans_other, 1, "the chat span is not a tool call");
         assert_eq!(report.spans_rejected, 0);
         // Taken: nothing is left.
-        assert_eq!(running.receiver.take().0.len(), 0);
+        assert_eq!(take(&running.receiver).0.len(), 0);
     }
 }
 
@@ -231,10 +247,10 @@ fn json_gives_what_protobuf_gives() {
         json_body().into_bytes(),
     );
     assert_eq!((status, body.as_slice()), (200, &b"{}"[..]));
-    let (json, _) = running.receiver.take();
+    let (json, _) = take(&running.receiver);
     assert_the_scripts_calls(&json);
     export_with_the_python_sdk(&running.url, false);
-    let (proto, _) = running.receiver.take();
+    let (proto, _) = take(&running.receiver);
     // The same calls, keys and argument statistics (latencies differ).
     let strip = |a: &Aggregates| -> Vec<Stripped> {
         a.calls()
@@ -293,6 +309,23 @@ fn errors_are_answered_as_the_specification_says() {
     let bomb = bomb.finish().expect("gzip");
     assert!(bomb.len() < 64 * 1024, "{}", bomb.len());
     assert_eq!(post(&traces, "application/json", Some("gzip"), bomb).0, 413);
+    // Within the limit once decompressed, but a thousand times its size:
+    // the work a body makes is bounded by what was sent.
+    let roomy = Running::start(16 << 20);
+    let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    bomb.write_all(&vec![b' '; 4 << 20]).expect("compress");
+    let (status, body) = post(
+        &format!("{}/v1/traces", roomy.url),
+        "application/json",
+        Some("gzip"),
+        bomb.finish().expect("gzip"),
+    );
+    assert_eq!(status, 413);
+    assert!(
+        String::from_utf8_lossy(&body).contains("inflates more than 100 times"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
     assert_eq!(
         post(
             &traces,
@@ -320,21 +353,6 @@ fn errors_are_answered_as_the_specification_says() {
         get.headers().get("allow").and_then(|v| v.to_str().ok()),
         Some("POST")
     );
-    // The store is down and the buffer full: 503, retry later.
-    running.receiver.set_unavailable(true);
-    let client = reqwest::blocking::Client::new();
-    let r = client
-        .post(&traces)
-        .header("content-type", "application/json")
-        .body(json_body())
-        .send()
-        .expect("send");
-    assert_eq!(r.status().as_u16(), 503);
-    assert_eq!(
-        r.headers().get("retry-after").and_then(|v| v.to_str().ok()),
-        Some("5")
-    );
-    running.receiver.set_unavailable(false);
     // Spans left out: a partial success naming them.
     let mut partial: serde_json::Value = serde_json::from_str(&json_body()).expect("json");
     partial["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["endTimeUnixNano"] =
@@ -356,12 +374,111 @@ fn errors_are_answered_as_the_specification_says() {
         "{body}"
     );
     // What was refused was still counted.
-    let (agg, report) = running.receiver.take();
+    let (agg, report) = take(&running.receiver);
     assert_eq!(agg.total_calls(), 6);
     assert!(report.count(toolpin_usage::Problem::MalformedLine) >= 2);
-    // Handed back after a failed store: taken again with what comes next.
-    running.receiver.restore(&agg);
-    assert_eq!(running.receiver.buffered_keys(), agg.len());
+}
+
+#[test]
+fn a_full_buffer_answers_503_until_a_flush_frees_it() {
+    // How much one export of the script's calls holds.
+    let probe = Running::start(1 << 20);
+    let traces = |r: &Running| format!("{}/v1/traces", r.url);
+    let json = || json_body().into_bytes();
+    assert_eq!(
+        post(&traces(&probe), "application/json", None, json()).0,
+        200
+    );
+    let one = probe.receiver.held_bytes();
+    assert!(one > 1000, "{one}");
+    drop(probe);
+
+    // Room for one: the second is told to retry later, as OTLP/HTTP says.
+    let running = Running::with(Settings {
+        max_buffer_bytes: one + one / 2,
+        retry_after: Duration::from_secs(7),
+        ..Settings::new(Options::default())
+    });
+    assert_eq!(
+        post(&traces(&running), "application/json", None, json()).0,
+        200
+    );
+    let r = reqwest::blocking::Client::new()
+        .post(traces(&running))
+        .header("content-type", "application/json")
+        .body(json())
+        .send()
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 503);
+    assert_eq!(
+        r.headers().get("retry-after").and_then(|v| v.to_str().ok()),
+        Some("7")
+    );
+    // Taken for a flush, the batch is still held until it is stored...
+    let taken = running.receiver.take();
+    assert_eq!(running.receiver.held_bytes(), one);
+    assert_eq!(
+        post(&traces(&running), "application/json", None, json()).0,
+        503
+    );
+    // ...and handed back when the store fails: nothing answered 200 is lost.
+    taken.restore();
+    assert_eq!(running.receiver.held_bytes(), one);
+    assert_eq!(take(&running.receiver).0.total_calls(), 7);
+    // Stored (the batch dropped): room again.
+    assert_eq!(running.receiver.held_bytes(), 0);
+    assert_eq!(
+        post(&traces(&running), "application/json", None, json()).0,
+        200
+    );
+    assert_eq!(running.receiver.take_notices().busy, 2);
+}
+
+#[test]
+fn a_body_that_does_not_arrive_is_answered_408_and_idle_connections_make_room() {
+    use std::io::Read;
+    let running = Running::with(Settings {
+        body_timeout: Duration::from_millis(300),
+        max_connections: 3,
+        ..Settings::new(Options::default())
+    });
+    let addr = running.url.trim_start_matches("http://").to_string();
+    // Headers, and 10 bytes of the 1,000 promised.
+    let mut slow = std::net::TcpStream::connect(&addr).expect("connect");
+    slow.write_all(
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"resourceS",
+    )
+    .expect("write");
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut answer = String::new();
+    let started = std::time::Instant::now();
+    let _ = slow.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // Three silent connections fill the cap; an export still gets in, in
+    // the place of the one idle longest.
+    let silent: Vec<std::net::TcpStream> = (0..3)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let (status, _) = post(
+        &format!("{}/v1/traces", running.url),
+        "application/json",
+        None,
+        json_body().into_bytes(),
+    );
+    assert_eq!(status, 200);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let notices = running.receiver.take_notices();
+    assert_eq!(notices.body_timeouts, 1);
+    assert!(
+        notices.closed.get(&toolpin_otlp::Closed::Evicted) >= Some(&1),
+        "{notices:?}"
+    );
+    drop(silent);
 }
 
 proptest! {

@@ -6,12 +6,26 @@
 //! combine into what one pass over all of them gives.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::table::{Parts, Table};
 
 /// Nanoseconds in an hour: keys are unix hours (`start / HOUR_NANOS`).
 pub const HOUR_NANOS: u64 = 3_600 * 1_000_000_000;
+
+/// The name a key part takes once [`Limits::names`] distinct values of it
+/// are held: calls of the names past the cap are counted under it (and in
+/// [`Aggregates::folded`]). Not a valid tool name, environment or
+/// fingerprint, so it cannot be mistaken for one.
+pub const OTHER: &str = "(other)";
+
+/// The parts of a call key that hold names, in the order of
+/// [`Aggregates::folded`].
+pub const KEY_PARTS: [&str; 5] = ["environment", "tenant", "agent", "catalog", "tool"];
+
+/// Estimated bytes of one map entry beside its string: the `String`, the
+/// count, and the map's share of node or bucket overhead.
+const MAP_ENTRY: usize = 64;
 
 /// Where the tables stop growing. Memory is bounded by the number of keys
 /// times these, never by the number of spans.
@@ -29,6 +43,11 @@ pub struct Limits {
     /// Distinct tool fingerprints kept per key (a pinned tool has one; more
     /// than a few means the pin moved within the hour).
     pub fingerprints: usize,
+    /// Distinct names held per key part (environment, tenant, agent,
+    /// catalog, tool): a call naming one more is counted under [`OTHER`]
+    /// in that part. Unlimited by default (files are read whole);
+    /// `usage serve`, whose names come from whoever exports to it, sets it.
+    pub names: usize,
 }
 
 impl Default for Limits {
@@ -38,6 +57,7 @@ impl Default for Limits {
             value_len: 64,
             params: 64,
             fingerprints: 8,
+            names: usize::MAX,
         }
     }
 }
@@ -258,6 +278,11 @@ impl LatencySketch {
     pub fn buckets(&self) -> usize {
         self.counts.len()
     }
+
+    /// Heap bytes the buckets take.
+    fn heap_bytes(&self) -> usize {
+        self.counts.capacity() * std::mem::size_of::<u64>()
+    }
 }
 
 /// One parameter of one tool within a key.
@@ -306,60 +331,111 @@ impl ToolStats {
 
     /// Adds `other` into `self`, within `limits` (see [`Aggregates::merge`]).
     pub fn merge(&mut self, other: &ToolStats, limits: &Limits) {
+        self.merge_counted(other, limits);
+    }
+
+    /// [`ToolStats::merge`], returning the heap bytes it added.
+    fn merge_counted(&mut self, other: &ToolStats, limits: &Limits) -> usize {
+        let mut added = 0;
         self.calls += other.calls;
         for (class, n) in &other.errors {
-            *self.errors.entry(class.clone()).or_insert(0) += n;
+            match self.errors.get_mut(class) {
+                Some(c) => *c += n,
+                None => {
+                    added += MAP_ENTRY + class.len();
+                    self.errors.insert(class.clone(), *n);
+                }
+            }
         }
+        let before = self.latency.heap_bytes();
         self.latency.merge(&other.latency);
+        added += self.latency.heap_bytes().saturating_sub(before);
         self.with_arguments += other.with_arguments;
         self.params_over_cap += other.params_over_cap;
         for (name, p) in &other.params {
-            if !self.params.contains_key(name) && self.params.len() >= limits.params {
-                self.params_over_cap += p.supplied;
-                continue;
+            if !self.params.contains_key(name) {
+                if self.params.len() >= limits.params {
+                    self.params_over_cap += p.supplied;
+                    continue;
+                }
+                added += param_bytes(name);
             }
             let mine = self.params.entry(name.clone()).or_default();
             mine.supplied += p.supplied;
             mine.other_values += p.other_values;
             mine.non_string += p.non_string;
             for (value, n) in &p.values {
-                count_capped(&mut mine.values, &mut mine.other_values, value, *n, limits);
+                if count_capped(&mut mine.values, &mut mine.other_values, value, *n, limits) {
+                    added += MAP_ENTRY + value.len();
+                }
             }
         }
         for (fp, n) in &other.tool_fingerprints {
-            count_fingerprint(self, fp, *n, limits);
+            if count_fingerprint(self, fp, *n, limits) {
+                added += MAP_ENTRY + fp.len();
+            }
         }
         self.fingerprints_other += other.fingerprints_other;
+        added
+    }
+
+    /// Estimated heap bytes of these statistics' tables (what
+    /// [`Aggregates::bytes`] adds up as they grow).
+    pub fn heap_bytes(&self) -> usize {
+        let strings =
+            |m: &BTreeMap<String, u64>| -> usize { m.keys().map(|k| MAP_ENTRY + k.len()).sum() };
+        let params: usize = self
+            .params
+            .iter()
+            .map(|(name, p)| {
+                param_bytes(name) + p.values.keys().map(|v| MAP_ENTRY + v.len()).sum::<usize>()
+            })
+            .sum();
+        strings(&self.errors)
+            + self.latency.heap_bytes()
+            + params
+            + strings(&self.tool_fingerprints)
     }
 }
 
-/// Adds `n` to `value` if it is counted by name, else to `other`.
+/// A new parameter's entry, before its values.
+fn param_bytes(name: &str) -> usize {
+    MAP_ENTRY + std::mem::size_of::<ParamStats>() + name.len()
+}
+
+/// Adds `n` to `value` if it is counted by name, else to `other`; true
+/// when `value` was new.
 fn count_capped(
     values: &mut HashMap<String, u64>,
     other: &mut u64,
     value: &str,
     n: u64,
     limits: &Limits,
-) {
+) -> bool {
     if value.len() > limits.value_len {
         *other += n;
     } else if let Some(c) = values.get_mut(value) {
         *c += n;
     } else if values.len() < limits.values_per_param {
         values.insert(value.to_string(), n);
+        return true;
     } else {
         *other += n;
     }
+    false
 }
 
-fn count_fingerprint(stats: &mut ToolStats, fp: &str, n: u64, limits: &Limits) {
+/// Counts `n` calls of tool fingerprint `fp`; true when `fp` was new.
+fn count_fingerprint(stats: &mut ToolStats, fp: &str, n: u64, limits: &Limits) -> bool {
     if let Some(c) = stats.tool_fingerprints.get_mut(fp) {
         *c += n;
     } else if stats.tool_fingerprints.len() < limits.fingerprints {
         stats.tool_fingerprints.insert(fp.to_string(), n);
+        return true;
     } else {
         stats.fingerprints_other += n;
     }
+    false
 }
 
 /// What a call key is made of. Absent parts are `""`.
@@ -421,6 +497,26 @@ pub struct Aggregates {
     limits: Limits,
     calls: Table,
     events: BTreeMap<EventKey, u64>,
+    /// Estimated heap bytes held, kept up to date as the tables grow.
+    bytes: usize,
+    /// The distinct names of each key part, while [`Limits::names`] caps
+    /// them (empty otherwise).
+    names: [HashSet<Box<str>>; 5],
+    /// Calls counted under [`OTHER`], per key part.
+    folded: [u64; 5],
+}
+
+/// Estimated bytes of one event count beside its strings.
+const EVENT_ENTRY: usize = std::mem::size_of::<EventKey>() + 48;
+
+fn event_bytes(key: &EventKey) -> usize {
+    EVENT_ENTRY
+        + key.environment.len()
+        + key.event.len()
+        + key.server.len()
+        + key.tool.len()
+        + key.rule.len()
+        + key.catalog.len()
 }
 
 impl PartialEq for Aggregates {
@@ -441,85 +537,143 @@ impl Aggregates {
         &self.limits
     }
 
+    /// The key part values `strings` is counted under: itself, or
+    /// [`OTHER`] in each part whose cap of distinct names is reached
+    /// (`calls` are then counted in [`Aggregates::folded`]).
+    fn fold<'p>(&mut self, mut strings: [&'p str; 5], calls: u64) -> [&'p str; 5] {
+        let cap = self.limits.names;
+        if cap == usize::MAX {
+            return strings;
+        }
+        for (i, s) in strings.iter_mut().enumerate() {
+            let names = &mut self.names[i];
+            if *s == OTHER || names.contains(*s) {
+                continue;
+            }
+            if names.len() < cap {
+                self.bytes += MAP_ENTRY + s.len();
+                names.insert(Box::from(*s));
+            } else {
+                self.folded[i] += calls;
+                *s = OTHER;
+            }
+        }
+        strings
+    }
+
+    /// The statistics of a key (its names folded past the cap), created
+    /// empty if new.
+    fn slot(&mut self, hour: u64, strings: [&str; 5], calls: u64) -> &mut ToolStats {
+        let strings = self.fold(strings, calls);
+        let (stats, added) = self.calls.entry(&Parts { hour, strings });
+        self.bytes += added;
+        stats
+    }
+
     pub fn record_call(&mut self, call: &Call<'_>) {
-        let parts = Parts {
-            hour: call.start_nanos / HOUR_NANOS,
-            strings: [
-                call.environment,
-                call.tenant,
-                call.agent,
-                call.catalog,
-                call.tool,
-            ],
-        };
         let limits = self.limits;
-        let stats = self.calls.entry(&parts);
+        let strings = [
+            call.environment,
+            call.tenant,
+            call.agent,
+            call.catalog,
+            call.tool,
+        ];
+        let mut added = 0;
+        let stats = self.slot(call.start_nanos / HOUR_NANOS, strings, 1);
         stats.calls += 1;
+        let before = stats.latency.heap_bytes();
         stats.latency.record(call.duration_nanos);
+        added += stats.latency.heap_bytes().saturating_sub(before);
         if let Some(class) = call.error {
             match stats.errors.get_mut(class) {
                 Some(n) => *n += 1,
                 None => {
+                    added += MAP_ENTRY + class.len();
                     stats.errors.insert(class.to_string(), 1);
                 }
             }
         }
-        count_fingerprint(stats, call.tool_fingerprint, 1, &limits);
-        let Some(arguments) = call.arguments else {
-            return;
-        };
-        stats.with_arguments += 1;
-        for (name, value) in arguments {
-            if *value == ArgValue::Null {
-                continue;
-            }
-            // Looked up by `&str` first: the name is copied only the first
-            // time a key sees it.
-            let param = if let Some(p) = stats.params.get_mut(name.as_ref()) {
-                p
-            } else if stats.params.len() < limits.params {
-                stats.params.entry(name.to_string()).or_default()
-            } else {
-                stats.params_over_cap += 1;
-                continue;
-            };
-            param.supplied += 1;
-            match value {
-                ArgValue::Str(s) => {
-                    count_capped(&mut param.values, &mut param.other_values, s, 1, &limits)
+        if count_fingerprint(stats, call.tool_fingerprint, 1, &limits) {
+            added += MAP_ENTRY + call.tool_fingerprint.len();
+        }
+        if let Some(arguments) = call.arguments {
+            stats.with_arguments += 1;
+            for (name, value) in arguments {
+                if *value == ArgValue::Null {
+                    continue;
                 }
-                ArgValue::Other => param.non_string += 1,
-                ArgValue::Null => {}
+                // Looked up by `&str` first: the name is copied only the
+                // first time a key sees it.
+                let param = if let Some(p) = stats.params.get_mut(name.as_ref()) {
+                    p
+                } else if stats.params.len() < limits.params {
+                    added += param_bytes(name);
+                    stats.params.entry(name.to_string()).or_default()
+                } else {
+                    stats.params_over_cap += 1;
+                    continue;
+                };
+                param.supplied += 1;
+                match value {
+                    ArgValue::Str(s) => {
+                        if count_capped(&mut param.values, &mut param.other_values, s, 1, &limits) {
+                            added += MAP_ENTRY + s.len();
+                        }
+                    }
+                    ArgValue::Other => param.non_string += 1,
+                    ArgValue::Null => {}
+                }
             }
         }
+        self.bytes += added;
+    }
+
+    /// Merges `stats` into the key `key` names.
+    fn merge_key(&mut self, key: &Key, stats: &ToolStats) {
+        let limits = self.limits;
+        let strings = Parts::of(key).strings;
+        let added = self
+            .slot(key.hour, strings, stats.calls)
+            .merge_counted(stats, &limits);
+        self.bytes += added;
     }
 
     /// Adds a whole key's statistics (read back from a store), merged
     /// into what the key already holds.
     pub fn add_stats(&mut self, key: &Key, stats: &ToolStats) {
-        let limits = self.limits;
-        self.calls.entry(&Parts::of(key)).merge(stats, &limits);
+        self.merge_key(key, stats);
     }
 
     /// [`Aggregates::add_stats`] for statistics the caller owns: a new key
     /// takes them as they are, without a merge (reading a store back).
     pub fn add_owned_stats(&mut self, key: &Key, stats: ToolStats) {
         let limits = self.limits;
-        let slot = self.calls.entry(&Parts::of(key));
-        if slot.calls == 0 && slot.latency.count() == 0 && slot.params.is_empty() {
+        let strings = Parts::of(key).strings;
+        let slot = self.slot(key.hour, strings, stats.calls);
+        let added = if slot.calls == 0 && slot.latency.count() == 0 && slot.params.is_empty() {
+            let added = stats.heap_bytes().saturating_sub(slot.heap_bytes());
             *slot = stats;
+            added
         } else {
-            slot.merge(&stats, &limits);
-        }
+            slot.merge_counted(&stats, &limits)
+        };
+        self.bytes += added;
     }
 
     /// Adds `n` to an event count.
     pub fn add_events(&mut self, key: EventKey, n: u64) {
-        *self.events.entry(key).or_insert(0) += n;
+        match self.events.get_mut(&key) {
+            Some(c) => *c += n,
+            None => {
+                self.bytes += event_bytes(&key);
+                self.events.insert(key, n);
+            }
+        }
     }
 
     pub fn record_event(&mut self, key: EventKey) {
-        *self.events.entry(key).or_insert(0) += 1;
+        self.add_events(key, 1);
     }
 
     /// Adds `other` into `self`. Counts, errors, latency and `supplied`
@@ -527,13 +681,30 @@ impl Aggregates {
     /// by name can depend on the order of merging, but named plus other
     /// always totals the same.
     pub fn merge(&mut self, other: &Aggregates) {
-        let limits = self.limits;
         for (key, stats) in other.calls.iter() {
-            self.calls.entry(&Parts::of(key)).merge(stats, &limits);
+            self.merge_key(key, stats);
         }
         for (key, n) in &other.events {
-            *self.events.entry(key.clone()).or_insert(0) += n;
+            self.add_events(key.clone(), *n);
         }
+        for (mine, theirs) in self.folded.iter_mut().zip(other.folded) {
+            *mine += theirs;
+        }
+    }
+
+    /// Estimated heap bytes these aggregates hold: every key with its
+    /// strings and tables, the event counts, and the names held for
+    /// [`Limits::names`]. Kept as they grow (reading it costs nothing),
+    /// from the sizes of the structures and their strings; allocator
+    /// overhead and spare capacity of the maps are estimated, not measured.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Calls counted under [`OTHER`] because their part's cap of distinct
+    /// names was reached, per part in [`KEY_PARTS`] order.
+    pub fn folded(&self) -> [u64; 5] {
+        self.folded
     }
 
     pub fn get(&self, key: &Key) -> Option<&ToolStats> {
@@ -561,7 +732,7 @@ impl Aggregates {
         for (key, stats) in self.calls.iter() {
             let in_env = environment.is_none_or(|e| e == key.environment);
             if key.hour >= from_hour && key.hour < until_hour && in_env {
-                out.calls.entry(&Parts::of(key)).merge(stats, &self.limits);
+                out.merge_key(key, stats);
             }
         }
         out
@@ -589,6 +760,134 @@ impl Aggregates {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call<'a>(
+        tool: &'a str,
+        tenant: &'a str,
+        nanos: u64,
+        args: &'a [(Cow<'a, str>, ArgValue<'a>)],
+    ) -> Call<'a> {
+        Call {
+            start_nanos: 5 * HOUR_NANOS,
+            duration_nanos: nanos,
+            environment: "prod",
+            tenant,
+            agent: "agent",
+            catalog: "cat",
+            tool,
+            tool_fingerprint: "fp",
+            error: (nanos % 2 == 1).then_some("timeout"),
+            arguments: Some(args),
+        }
+    }
+
+    /// What [`Aggregates::bytes`] must equal: every key and its tables,
+    /// the event counts and the names held, counted afresh.
+    fn counted_afresh(a: &Aggregates) -> usize {
+        let keys: usize = a
+            .calls
+            .iter()
+            .map(|(k, s)| crate::table::key_bytes(&Parts::of(k)) + s.heap_bytes())
+            .sum();
+        let events: usize = a.events.keys().map(event_bytes).sum();
+        let names: usize = a
+            .names
+            .iter()
+            .flat_map(|n| n.iter().map(|s| MAP_ENTRY + s.len()))
+            .sum();
+        keys + events + names
+    }
+
+    #[test]
+    fn bytes_follow_the_tables_as_they_grow() {
+        let limits = Limits {
+            names: 50,
+            ..Limits::default()
+        };
+        let (mut a, mut b) = (Aggregates::new(limits), Aggregates::new(limits));
+        for i in 0..400u64 {
+            let value = format!("v{}", i % 40);
+            let args = [
+                (Cow::Borrowed("status"), ArgValue::Str(Cow::Owned(value))),
+                (Cow::Owned(format!("p{}", i % 70)), ArgValue::Other),
+            ];
+            let tool = format!("tool-{}", i % 60);
+            let into = if i % 3 == 0 { &mut a } else { &mut b };
+            into.record_call(&call(&tool, "acme", i * i * 7_919, &args));
+            assert_eq!(into.bytes(), counted_afresh(into), "call {i}");
+        }
+        a.record_event(EventKey {
+            hour: 1,
+            environment: "prod".into(),
+            event: "drift".into(),
+            server: "s".into(),
+            tool: "t".into(),
+            rule: "r".into(),
+            catalog: "c".into(),
+        });
+        a.merge(&b);
+        assert_eq!(a.bytes(), counted_afresh(&a));
+        let mut c = Aggregates::new(limits);
+        for (key, stats) in a.calls() {
+            c.add_owned_stats(key, stats.clone());
+        }
+        assert_eq!(c.bytes(), counted_afresh(&c));
+        let within = a.within(0, 10, Some("prod"));
+        assert_eq!(within.bytes(), counted_afresh(&within));
+        // A wide latency sketch is most of a key: 3 calls, ns to hours.
+        let mut wide = Aggregates::new(Limits::default());
+        for nanos in [1, 1_000_000_000, 3_600_000_000_000] {
+            wide.record_call(&call("t", "", nanos, &[]));
+        }
+        assert!(wide.bytes() > 2_000 * 8, "{}", wide.bytes());
+    }
+
+    #[test]
+    fn names_past_the_cap_are_counted_under_other() {
+        let limits = Limits {
+            names: 2,
+            ..Limits::default()
+        };
+        let mut a = Aggregates::new(limits);
+        for tool in ["a", "b", "c", "d", "a", "c"] {
+            a.record_call(&call(tool, "acme", 10, &[]));
+        }
+        let tools: Vec<(&str, u64)> = a
+            .calls()
+            .iter()
+            .map(|(k, s)| (k.tool.as_str(), s.calls))
+            .collect();
+        assert_eq!(tools, [(OTHER, 3), ("a", 2), ("b", 1)]);
+        assert_eq!(a.folded(), [0, 0, 0, 0, 3]);
+        // Merged in, the receiving side's cap applies, and what the other
+        // side folded is counted too.
+        let mut b = Aggregates::new(limits);
+        for tenant in ["t1", "t2", "t3"] {
+            b.record_call(&call("e", tenant, 10, &[]));
+        }
+        assert_eq!(b.folded(), [0, 1, 0, 0, 0]);
+        a.merge(&b);
+        assert_eq!(a.total_calls(), 9);
+        assert_eq!(a.folded(), [0, 2, 0, 0, 6]);
+        assert_eq!(
+            a.get(&Key {
+                hour: 5,
+                environment: "prod".into(),
+                tenant: OTHER.into(),
+                agent: "agent".into(),
+                catalog: "cat".into(),
+                tool: OTHER.into(),
+            })
+            .map(|s| s.calls),
+            Some(2),
+            "t2 and t3 are past acme and t1"
+        );
+        // Without a cap, names are neither kept nor folded.
+        let mut free = Aggregates::new(Limits::default());
+        free.merge(&a);
+        assert!(free.names.iter().all(HashSet::is_empty));
+        assert_eq!(free.len(), a.len());
+    }
 
     #[test]
     fn buckets_are_contiguous_and_tight() {

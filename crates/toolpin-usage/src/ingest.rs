@@ -70,6 +70,13 @@ pub struct Options {
     pub max_line_bytes: usize,
     /// Longest pretty-printed request read, in bytes.
     pub max_document_bytes: usize,
+    /// Most bytes one request may take once decoded: its tool calls while
+    /// it is read, and (for an export body, `read_body`) the aggregates
+    /// they make. Past it the request is left out as `request-too-large`.
+    /// Spans that are not tool calls cost nothing to hold whatever their
+    /// number. Unlimited by default; `usage serve` bounds it by its body
+    /// limit.
+    pub max_decoded_bytes: usize,
     /// Examples kept per kind of problem.
     pub examples: usize,
 }
@@ -89,6 +96,7 @@ impl Default for Options {
             limits: Limits::default(),
             max_line_bytes: 64 << 20,
             max_document_bytes: 256 << 20,
+            max_decoded_bytes: usize::MAX,
             examples: 5,
         }
     }
@@ -104,6 +112,9 @@ pub enum Problem {
     TruncatedLine,
     /// A line (or pretty-printed request) longer than the limit.
     LineTooLong,
+    /// A request whose tool calls would take more than
+    /// [`Options::max_decoded_bytes`] to hold.
+    RequestTooLarge,
     /// JSON, but not an OTLP trace request (or, in an event log, not an
     /// event object).
     WrongShape,
@@ -137,6 +148,7 @@ impl Problem {
             Problem::MalformedLine => "malformed-line",
             Problem::TruncatedLine => "truncated-line",
             Problem::LineTooLong => "line-too-long",
+            Problem::RequestTooLarge => "request-too-large",
             Problem::WrongShape => "wrong-shape",
             Problem::MissingToolName => "missing-tool-name",
             Problem::MissingTime => "missing-time",

@@ -19,6 +19,7 @@ mod table;
 
 pub use aggregate::{
     Aggregates, ArgValue, Call, EventKey, Key, LatencySketch, Limits, ParamStats, ToolStats,
+    KEY_PARTS, OTHER,
 };
 pub use ingest::{ingest, ingest_one, Format, IngestReport, Input, Occurrences, Options, Problem};
-pub use span::{read_body, Encoding};
+pub use span::{read_body, BodyError, Encoding};

@@ -1,7 +1,7 @@
 //! OTLP/protobuf `ExportTraceServiceRequest` bodies (what the SDKs'
-//! `otlp-proto-http` exporters send), decoded into the same borrowed
-//! request the OTLP/JSON reader builds, so that both encodings go through
-//! one set of span rules ([`crate::span`]).
+//! `otlp-proto-http` exporters send), read span by span into the same
+//! [`Sink`] as the OTLP/JSON reader, so that both encodings go through one
+//! set of span rules ([`crate::span`]).
 //!
 //! Hand-written rather than generated with prost: only eleven fields of
 //! seven messages are read, strings are borrowed from the body instead of
@@ -21,10 +21,8 @@
 
 use std::borrow::Cow;
 
-use crate::span::{
-    AnyValue, KeyValue, Loose, Nanos, Request, Resource, ResourceSpans, ScopeSpans, Span, Status,
-    StatusCode, Str,
-};
+use crate::ingest::Options;
+use crate::span::{AnyValue, KeyValue, Loose, Scope, Sink, SpanAttrs, SpanRead, Stop, Str};
 
 /// Why a body is not a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,68 +125,67 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Decodes an `ExportTraceServiceRequest`.
-pub(crate) fn decode(body: &[u8]) -> Result<Request<'_>> {
-    let mut request = Request {
-        resource_spans: Vec::new(),
-    };
+/// Reads an `ExportTraceServiceRequest` into `sink`, one span at a time:
+/// nothing is collected but the calls the sink keeps (a 2-byte empty span
+/// used to become a hundred-byte struct in a vector of millions).
+pub(crate) fn decode<'a>(body: &'a [u8], sink: &mut Sink<'a, '_>) -> Result<()> {
     fields(body, |n, v| {
         if let (1, Value::Bytes(b)) = (n, v) {
-            request.resource_spans.push(resource_spans(b)?);
+            resource_spans(b, sink)?;
         }
         Ok(())
-    })?;
-    Ok(request)
+    })
 }
 
-fn resource_spans(buf: &[u8]) -> Result<ResourceSpans<'_>> {
-    let mut out = ResourceSpans {
-        resource: None,
-        scope_spans: Vec::new(),
-    };
+/// The sink's bound was passed: stop reading.
+fn stopped(stop: Stop) -> DecodeError {
+    DecodeError(stop.to_string())
+}
+
+fn resource_spans<'a>(buf: &'a [u8], sink: &mut Sink<'a, '_>) -> Result<()> {
+    let options = sink.options;
+    // The resource first, wherever it stands among the fields: its
+    // attributes apply to every span.
+    let mut scope = Scope::default();
     fields(buf, |n, v| {
-        match (n, v) {
-            (1, Value::Bytes(b)) => {
-                let mut attributes = Vec::new();
-                fields(b, |n, v| {
-                    if let (1, Value::Bytes(b)) = (n, v) {
-                        attributes.push(key_value(b)?);
-                    }
-                    Ok(())
-                })?;
-                out.resource = Some(Resource { attributes });
-            }
-            (2, Value::Bytes(b)) => {
-                let mut spans = Vec::new();
-                fields(b, |n, v| {
-                    if let (2, Value::Bytes(b)) = (n, v) {
-                        spans.push(span(b)?);
-                    }
-                    Ok(())
-                })?;
-                out.scope_spans.push(ScopeSpans { spans });
-            }
-            _ => {}
+        if let (1, Value::Bytes(b)) = (n, v) {
+            fields(b, |n, v| {
+                if let (1, Value::Bytes(b)) = (n, v) {
+                    scope.add(key_value(b)?, options);
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     })?;
-    Ok(out)
+    fields(buf, |n, v| {
+        if let (2, Value::Bytes(b)) = (n, v) {
+            fields(b, |n, v| {
+                if let (2, Value::Bytes(b)) = (n, v) {
+                    let span = span(b, options)?;
+                    sink.span(span, &scope).map_err(stopped)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    })
 }
 
-fn span(buf: &[u8]) -> Result<Span<'_>> {
-    let mut out = Span {
+fn span<'a>(buf: &'a [u8], options: &Options) -> Result<SpanRead<'a>> {
+    let mut out = SpanRead {
         span_id: None,
-        attributes: Vec::new(),
-        start_time_unix_nano: None,
-        end_time_unix_nano: None,
-        status: None,
+        attrs: SpanAttrs::default(),
+        start: None,
+        end: None,
+        failed: false,
     };
     fields(buf, |n, v| {
         match (n, v) {
-            (2, Value::Bytes(b)) => out.span_id = Some(Str(Cow::Owned(hex(b)))),
-            (7, Value::Fixed64(t)) => out.start_time_unix_nano = Some(Nanos(Some(t))),
-            (8, Value::Fixed64(t)) => out.end_time_unix_nano = Some(Nanos(Some(t))),
-            (9, Value::Bytes(b)) => out.attributes.push(key_value(b)?),
+            (2, Value::Bytes(b)) => out.span_id = Some(Cow::Owned(hex(b))),
+            (7, Value::Fixed64(t)) => out.start = Some(t),
+            (8, Value::Fixed64(t)) => out.end = Some(t),
+            (9, Value::Bytes(b)) => out.attrs.add(key_value(b)?, options),
             (15, Value::Bytes(b)) => {
                 let mut code = false;
                 fields(b, |n, v| {
@@ -197,9 +194,7 @@ fn span(buf: &[u8]) -> Result<Span<'_>> {
                     }
                     Ok(())
                 })?;
-                out.status = Some(Status {
-                    code: Some(StatusCode(code)),
-                });
+                out.failed = code;
             }
             _ => {}
         }
@@ -249,6 +244,8 @@ fn any_value(buf: &[u8]) -> Result<AnyValue<'_>> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::span::{read_body, BodyError, Encoding};
+    use crate::{Aggregates, IngestReport, Problem};
 
     /// A protobuf writer for tests: enough to build requests by hand.
     #[derive(Default)]
@@ -293,61 +290,63 @@ pub(crate) mod tests {
             .msg(2, W::default().bytes(1, value.as_bytes()))
     }
 
-    #[test]
-    fn fields_are_read_and_unknown_ones_skipped() {
-        let span = W::default()
-            .bytes(1, &[0xab; 16])
+    fn decode_body(
+        body: &[u8],
+        options: &Options,
+    ) -> (std::result::Result<Aggregates, BodyError>, IngestReport) {
+        let mut report = IngestReport::new(5);
+        let read = read_body(body, Encoding::Protobuf, "t", options, &mut report);
+        (read, report)
+    }
+
+    fn call_span(tool: &str) -> W {
+        W::default()
             .bytes(2, &[0x01, 0xff])
-            .bytes(5, b"execute_tool search")
-            .uint(6, 3) // kind: skipped
             .fixed64(7, 1_000)
             .fixed64(8, 3_500)
-            .msg(9, kv("gen_ai.tool.name", "search"))
+            .msg(9, kv("gen_ai.operation.name", "execute_tool"))
+            .msg(9, kv("gen_ai.tool.name", tool))
+    }
+
+    #[test]
+    fn fields_are_read_and_unknown_ones_skipped() {
+        let span = call_span("search")
+            .bytes(1, &[0xab; 16])
+            .bytes(5, b"execute_tool search")
+            .uint(6, 3) // kind: skipped
             .msg(
                 9,
                 W::default()
-                    .bytes(1, b"n")
+                    .bytes(1, b"tenant.id")
                     .msg(2, W::default().uint(3, u64::MAX)),
             )
             .msg(15, W::default().uint(3, 2))
             .bytes(99, b"a field from the future");
+        // The resource after the spans still applies to them.
         let body = W::default().msg(
             1,
             W::default()
-                .msg(1, W::default().msg(1, kv("service.name", "agent")))
-                .msg(2, W::default().msg(1, W::default()).msg(2, span)),
+                .msg(2, W::default().msg(1, W::default()).msg(2, span))
+                .msg(1, W::default().msg(1, kv("service.name", "agent"))),
         );
-        let request = decode(&body.0).expect("decodes");
-        let rs = &request.resource_spans[0];
-        let resource = rs.resource.as_ref().expect("resource");
+        let (read, report) = decode_body(&body.0, &Options::default());
+        let agg = read.expect("decodes");
+        let calls = agg.calls();
+        assert_eq!(calls.len(), 1);
+        let (key, stats) = calls[0];
         assert_eq!(
-            resource.attributes[0].key.as_ref().map(|k| k.0.as_ref()),
-            Some("service.name")
+            (key.agent.as_str(), key.tenant.as_str(), key.tool.as_str()),
+            ("agent", "-1", "search")
         );
-        let span = &rs.scope_spans[0].spans[0];
-        assert_eq!(span.span_id.as_ref().map(|s| s.0.as_ref()), Some("01ff"));
-        assert_eq!(
-            span.start_time_unix_nano.as_ref().and_then(|n| n.0),
-            Some(1_000)
-        );
-        assert_eq!(
-            span.end_time_unix_nano.as_ref().and_then(|n| n.0),
-            Some(3_500)
-        );
-        assert!(span
-            .status
-            .as_ref()
-            .and_then(|s| s.code.as_ref())
-            .is_some_and(|c| c.0));
-        let n = span.attributes[1]
-            .value
-            .as_ref()
-            .and_then(|v| v.int_value.as_ref());
-        assert_eq!(n.and_then(|l| l.0.as_deref()), Some("-1"));
+        assert_eq!(stats.errors.get("error"), Some(&1), "status ERROR");
+        assert_eq!(stats.latency.min(), Some(2_500));
+        let example = &report.problems[&Problem::MissingFingerprint].examples[0];
+        assert!(example.contains("span 01ff (search)"), "{example}");
+        assert_eq!((report.requests, report.spans_used), (1, 1));
     }
 
     #[test]
-    fn broken_bodies_are_errors() {
+    fn broken_bodies_are_errors_and_keep_nothing() {
         for (body, why) in [
             (vec![0x0a, 0x05, 0x01], "runs past the end"),
             (
@@ -359,9 +358,49 @@ pub(crate) mod tests {
             (vec![0x0b], "wire type 3"),
             (vec![0x00, 0x00], "field number 0"),
         ] {
-            let e = decode(&body).err().expect("an error");
-            assert!(e.0.contains(why), "{body:?}: {e:?}");
+            let e = decode_body(&body, &Options::default())
+                .0
+                .expect_err("an error");
+            assert!(e.to_string().contains(why), "{body:?}: {e:?}");
         }
-        assert_eq!(decode(&[]).map(|r| r.resource_spans.len()), Ok(0));
+        let (empty, report) = decode_body(&[], &Options::default());
+        assert_eq!(empty.map(|a| a.len()), Ok(0));
+        assert_eq!(report.requests, 1);
+        // A call, then a broken span: the call is not kept.
+        let good = W::default().msg(2, call_span("search"));
+        let mut body = W::default().msg(1, W::default().msg(2, good)).0;
+        body.extend_from_slice(&[0x0a, 0x05, 0x01]);
+        let (read, report) = decode_body(&body, &Options::default());
+        assert!(read.is_err());
+        assert_eq!((report.spans_seen, report.spans_used), (0, 0), "{report}");
+    }
+
+    #[test]
+    fn what_a_body_takes_is_its_calls_not_its_spans() {
+        // 200,000 empty spans (2 bytes each) and no call: nothing held.
+        let mut scope = W::default();
+        for _ in 0..200_000 {
+            scope = scope.bytes(2, &[]);
+        }
+        let body = W::default().msg(1, W::default().msg(2, scope));
+        let options = Options {
+            max_decoded_bytes: 4096,
+            ..Options::default()
+        };
+        let (read, report) = decode_body(&body.0, &options);
+        assert_eq!(read.map(|a| a.len()), Ok(0));
+        assert_eq!((report.spans_seen, report.spans_other), (200_000, 200_000));
+        // Calls count against the bound: a body of more is refused whole.
+        let mut scope = W::default();
+        for i in 0..100 {
+            scope = scope.msg(2, call_span(&format!("tool-{i}")));
+        }
+        let body = W::default().msg(1, W::default().msg(2, scope));
+        let (read, report) = decode_body(&body.0, &options);
+        assert_eq!(read.err(), Some(BodyError::TooLarge));
+        assert_eq!(report.count(Problem::RequestTooLarge), 1, "{report}");
+        assert_eq!(report.spans_used, 0, "{report}");
+        let (read, _) = decode_body(&body.0, &Options::default());
+        assert_eq!(read.map(|a| a.len()), Ok(100));
     }
 }

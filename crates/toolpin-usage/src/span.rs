@@ -1,18 +1,20 @@
 //! OTLP/JSON span files, as the OpenTelemetry Collector's `file` exporter
 //! writes them: one `ExportTraceServiceRequest` per line
 //! (`resourceSpans[].scopeSpans[].spans[]`), or one pretty-printed request.
-//! Read a line at a time into typed structs that borrow from the line
-//! (strings without escapes are not copied, members we do not need are
-//! skipped by serde without building values), and only tool executions
-//! are kept: `gen_ai.operation.name = "execute_tool"` (the GenAI
-//! conventions) or `mcp.method.name = "tools/call"` (the MCP ones, which
-//! the proxy also sets).
+//! Read a line at a time, and each line span by span: nothing of a
+//! request is collected but its tool calls (strings without escapes are
+//! borrowed from the line, members and attributes we do not need are
+//! skipped without building values). Only tool executions are kept:
+//! `gen_ai.operation.name = "execute_tool"` (the GenAI conventions) or
+//! `mcp.method.name = "tools/call"` (the MCP ones, which the proxy also
+//! sets). The protobuf reader (`proto.rs`) hands its spans to the same
+//! [`Sink`], so both encodings go through one set of span rules.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead};
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::aggregate::{Aggregates, ArgValue, Call};
@@ -116,56 +118,16 @@ impl<'de> Deserialize<'de> for StatusCode {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Request<'a> {
-    #[serde(borrow, default)]
-    pub(crate) resource_spans: Vec<ResourceSpans<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ResourceSpans<'a> {
-    #[serde(borrow, default)]
-    pub(crate) resource: Option<Resource<'a>>,
-    /// `instrumentationLibrarySpans` before OTLP 0.15.
-    #[serde(borrow, default, alias = "instrumentationLibrarySpans")]
-    pub(crate) scope_spans: Vec<ScopeSpans<'a>>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct Resource<'a> {
-    #[serde(borrow, default)]
-    pub(crate) attributes: Vec<KeyValue<'a>>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct ScopeSpans<'a> {
-    #[serde(borrow, default)]
-    pub(crate) spans: Vec<Span<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Span<'a> {
-    #[serde(borrow, default)]
-    pub(crate) span_id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) attributes: Vec<KeyValue<'a>>,
-    #[serde(default)]
-    pub(crate) start_time_unix_nano: Option<Nanos>,
-    #[serde(default)]
-    pub(crate) end_time_unix_nano: Option<Nanos>,
-    #[serde(default)]
-    pub(crate) status: Option<Status>,
-}
-
+/// `status`: only its code is read.
 #[derive(Deserialize)]
 pub(crate) struct Status {
     #[serde(default)]
     pub(crate) code: Option<StatusCode>,
 }
 
+/// One attribute, read on its own: a span's or resource's attributes are
+/// folded into what is kept ([`SpanAttrs`], [`Scope`]) one at a time and
+/// never collected, so that a million attributes cost what one does.
 #[derive(Deserialize)]
 pub(crate) struct KeyValue<'a> {
     #[serde(borrow, default)]
@@ -190,23 +152,331 @@ pub(crate) struct AnyValue<'a> {
 }
 
 impl<'a> AnyValue<'a> {
-    fn text(&self) -> Option<&str> {
-        if let Some(s) = &self.string_value {
-            return Some(&s.0);
+    /// The value as text when it is a string or an integer.
+    fn into_text(self) -> Option<Cow<'a, str>> {
+        match self.string_value {
+            Some(s) => Some(s.0),
+            None => self.int_value.and_then(|v| v.0),
         }
-        self.int_value.as_ref().and_then(|v| v.0.as_deref())
     }
 
     /// The value as text, for keys: strings and integers as written,
     /// booleans and doubles formatted.
-    fn to_text(&self) -> Option<Cow<'_, str>> {
-        if let Some(t) = self.text() {
-            return Some(Cow::Borrowed(t));
+    fn into_key_text(self) -> Option<Cow<'a, str>> {
+        let (b, d) = (self.bool_value, self.double_value);
+        self.into_text()
+            .or_else(|| b.map(|b| Cow::Owned(b.to_string())))
+            .or_else(|| d.map(|d| Cow::Owned(d.to_string())))
+    }
+}
+
+/// What a span's attributes say, kept as they are read (for a key given
+/// twice, the last value wins).
+#[derive(Default)]
+pub(crate) struct SpanAttrs<'a> {
+    execute: bool,
+    tool: Option<Cow<'a, str>>,
+    error_type: Option<Cow<'a, str>>,
+    catalog: Option<Cow<'a, str>>,
+    tool_fingerprint: Option<Cow<'a, str>>,
+    agent: Option<Cow<'a, str>>,
+    environment: Option<Cow<'a, str>>,
+    tenant: Option<Cow<'a, str>>,
+    /// `gen_ai.tool.call.arguments`: the string, or `None` when the value
+    /// is not a string.
+    arguments: Option<Option<Cow<'a, str>>>,
+}
+
+impl<'a> SpanAttrs<'a> {
+    pub(crate) fn add(&mut self, kv: KeyValue<'a>, options: &Options) {
+        let (Some(k), Some(v)) = (kv.key, kv.value) else {
+            return;
+        };
+        match k.0.as_ref() {
+            "gen_ai.operation.name" => {
+                self.execute |= v.into_text().as_deref() == Some("execute_tool")
+            }
+            "mcp.method.name" => self.execute |= v.into_text().as_deref() == Some("tools/call"),
+            "gen_ai.tool.name" => self.tool = v.into_text(),
+            "error.type" => self.error_type = v.into_text(),
+            "toolpin.catalog.fingerprint" => self.catalog = v.into_text(),
+            "toolpin.tool.fingerprint" => self.tool_fingerprint = v.into_text(),
+            "gen_ai.agent.name" => self.agent = v.into_key_text(),
+            "gen_ai.tool.call.arguments" => self.arguments = Some(v.string_value.map(|s| s.0)),
+            "deployment.environment.name" | "deployment.environment" => {
+                self.environment = v.into_key_text()
+            }
+            k if k == options.tenant_key => self.tenant = v.into_key_text(),
+            _ => {}
         }
-        if let Some(b) = self.bool_value {
-            return Some(Cow::Owned(b.to_string()));
+    }
+}
+
+/// What a resource says about its spans, kept as its attributes are read.
+#[derive(Default)]
+pub(crate) struct Scope<'a> {
+    environment_name: Option<Cow<'a, str>>,
+    environment: Option<Cow<'a, str>>,
+    service: Option<Cow<'a, str>>,
+    tenant: Option<Cow<'a, str>>,
+}
+
+impl<'a> Scope<'a> {
+    pub(crate) fn add(&mut self, kv: KeyValue<'a>, options: &Options) {
+        let (Some(k), Some(v)) = (kv.key, kv.value) else {
+            return;
+        };
+        match k.0.as_ref() {
+            "deployment.environment.name" => self.environment_name = v.into_key_text(),
+            "deployment.environment" => self.environment = v.into_key_text(),
+            "service.name" => self.service = v.into_key_text(),
+            k if k == options.tenant_key => self.tenant = v.into_key_text(),
+            _ => {}
         }
-        self.double_value.map(|d| Cow::Owned(d.to_string()))
+    }
+}
+
+/// One span as read, before it is judged.
+pub(crate) struct SpanRead<'a> {
+    pub(crate) span_id: Option<Cow<'a, str>>,
+    pub(crate) attrs: SpanAttrs<'a>,
+    pub(crate) start: Option<u64>,
+    pub(crate) end: Option<u64>,
+    /// `status.code` is ERROR.
+    pub(crate) failed: bool,
+}
+
+/// A tool call read from a request, waiting for the request's end: calls
+/// are folded into the aggregates only once the whole request has been
+/// read, so that a request that turns out cut off or malformed further on
+/// leaves nothing behind. Its strings borrow from the request where they
+/// can.
+struct Pending<'a> {
+    span_id: Option<Cow<'a, str>>,
+    start: u64,
+    end: u64,
+    /// `None`: [`Options::environment`].
+    environment: Option<Cow<'a, str>>,
+    tenant: Option<Cow<'a, str>>,
+    agent: Option<Cow<'a, str>>,
+    catalog: Option<Cow<'a, str>>,
+    tool: Cow<'a, str>,
+    tool_fingerprint: Option<Cow<'a, str>>,
+    error: Option<Cow<'a, str>>,
+    arguments: Option<Option<Cow<'a, str>>>,
+}
+
+/// Heap bytes of a string taken from a request: nothing when borrowed.
+fn owned(s: Option<&Cow<'_, str>>) -> usize {
+    match s {
+        Some(Cow::Owned(s)) => s.capacity(),
+        _ => 0,
+    }
+}
+
+impl Pending<'_> {
+    /// What holding this call costs.
+    fn bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + owned(self.span_id.as_ref())
+            + owned(self.environment.as_ref())
+            + owned(self.tenant.as_ref())
+            + owned(self.agent.as_ref())
+            + owned(self.catalog.as_ref())
+            + owned(Some(&self.tool))
+            + owned(self.tool_fingerprint.as_ref())
+            + owned(self.error.as_ref())
+            + owned(self.arguments.as_ref().and_then(Option::as_ref))
+    }
+}
+
+/// Why a request was not read.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// Its calls would take more than [`Options::max_decoded_bytes`].
+    TooLarge,
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stop::TooLarge => f.write_str(TOO_LARGE),
+        }
+    }
+}
+
+const TOO_LARGE: &str = "the request's tool calls take more than the limit to hold";
+
+/// One request's spans as they are read (either encoding): each span is
+/// judged as it comes, its problems noted in a report of the request's
+/// own and its call, if it is one, kept as [`Pending`]. Nothing reaches
+/// the caller's aggregates and report until [`Sink::fold`].
+pub(crate) struct Sink<'a, 'o> {
+    at: &'o At<'o>,
+    pub(crate) options: &'o Options,
+    report: IngestReport,
+    calls: Vec<Pending<'a>>,
+    /// Bytes of `calls`.
+    bytes: usize,
+    /// Set when the calls passed [`Options::max_decoded_bytes`].
+    pub(crate) stopped: Option<Stop>,
+}
+
+impl<'a, 'o> Sink<'a, 'o> {
+    fn new(at: &'o At<'o>, options: &'o Options) -> Self {
+        let mut report = IngestReport::new(options.examples);
+        report.requests = 1;
+        Self {
+            at,
+            options,
+            report,
+            calls: Vec::new(),
+            bytes: 0,
+            stopped: None,
+        }
+    }
+
+    /// Judges one span: a tool call is kept for [`Sink::fold`], anything
+    /// else counted. `Err` once the request holds too much.
+    pub(crate) fn span(&mut self, span: SpanRead<'a>, resource: &Scope<'a>) -> Result<(), Stop> {
+        self.report.spans_seen += 1;
+        let at = self.at;
+        let report = &mut self.report;
+        let a = span.attrs;
+        if !a.execute {
+            report.spans_other += 1;
+            return Ok(());
+        }
+        let span_id = span.span_id.as_deref().unwrap_or("?");
+        let Some(tool) = a.tool.filter(|t| !t.is_empty()) else {
+            report.spans_rejected += 1;
+            report.note(Problem::MissingToolName, || {
+                format!("{at}: span {span_id} has no gen_ai.tool.name")
+            });
+            return Ok(());
+        };
+        let (Some(start), Some(end)) = (span.start.filter(|&s| s > 0), span.end.filter(|&e| e > 0))
+        else {
+            report.spans_rejected += 1;
+            report.note(Problem::MissingTime, || {
+                format!("{at}: span {span_id} ({tool}) lacks a start or end time")
+            });
+            return Ok(());
+        };
+        if end < start {
+            report.spans_rejected += 1;
+            report.note(Problem::EndBeforeStart, || {
+                format!(
+                    "{at}: span {span_id} ({tool}) ends {} ns before it starts",
+                    start - end
+                )
+            });
+            return Ok(());
+        }
+        let options = self.options;
+        if start > options.now_nanos.saturating_add(options.max_future_nanos) {
+            report.spans_rejected += 1;
+            report.note(Problem::FutureTimestamp, || {
+                format!(
+                    "{at}: span {span_id} ({tool}) starts {} s in the future",
+                    (start - options.now_nanos) / 1_000_000_000
+                )
+            });
+            return Ok(());
+        }
+        let catalog = a.catalog.as_deref().unwrap_or("");
+        if catalog.is_empty() {
+            report.note(Problem::MissingFingerprint, || {
+                format!("{at}: span {span_id} ({tool}) has no toolpin.catalog.fingerprint")
+            });
+        } else if let Some(known) = &options.known_catalogs {
+            if !known.contains(catalog) {
+                report.note(Problem::UnknownFingerprint, || {
+                    format!("{at}: span {span_id} ({tool}) names catalog {catalog}")
+                });
+            }
+        }
+        let error = a
+            .error_type
+            .filter(|e| !e.is_empty())
+            .or_else(|| span.failed.then_some(Cow::Borrowed("error")));
+        let call = Pending {
+            span_id: span.span_id,
+            start,
+            end,
+            environment: a
+                .environment
+                .or_else(|| resource.environment_name.clone())
+                .or_else(|| resource.environment.clone()),
+            tenant: a.tenant.or_else(|| resource.tenant.clone()),
+            agent: a.agent.or_else(|| resource.service.clone()),
+            catalog: a.catalog,
+            tool,
+            tool_fingerprint: a.tool_fingerprint,
+            error,
+            arguments: a.arguments,
+        };
+        self.bytes += call.bytes();
+        self.calls.push(call);
+        self.report.spans_used += 1;
+        if self.bytes > options.max_decoded_bytes {
+            self.stopped = Some(Stop::TooLarge);
+            return Err(Stop::TooLarge);
+        }
+        Ok(())
+    }
+
+    /// Folds the request's calls into `aggregates` and returns its report.
+    /// With `budget`, `Err` as soon as the calls and what `aggregates`
+    /// gained pass it (the caller then drops `aggregates`).
+    fn fold(
+        self,
+        aggregates: &mut Aggregates,
+        budget: Option<usize>,
+    ) -> Result<IngestReport, Stop> {
+        let Sink {
+            at,
+            options,
+            mut report,
+            calls,
+            bytes,
+            ..
+        } = self;
+        let base = aggregates.bytes();
+        for call in &calls {
+            let span_id = call.span_id.as_deref().unwrap_or("?");
+            let tool = call.tool.as_ref();
+            let parsed = call.arguments.as_ref().map(|v| match v {
+                Some(s) => serde_json::from_str::<Args<'_>>(s).map_err(|e| e.to_string()),
+                None => Err("not a JSON string".to_string()),
+            });
+            let members = match &parsed {
+                Some(Ok(a)) => Some(a.0.as_slice()),
+                Some(Err(e)) => {
+                    report.note(Problem::BadArguments, || {
+                        format!("{at}: span {span_id} ({tool}): gen_ai.tool.call.arguments: {e}")
+                    });
+                    None
+                }
+                None => None,
+            };
+            aggregates.record_call(&Call {
+                start_nanos: call.start,
+                duration_nanos: call.end - call.start,
+                environment: call.environment.as_deref().unwrap_or(&options.environment),
+                tenant: call.tenant.as_deref().unwrap_or(""),
+                agent: call.agent.as_deref().unwrap_or(""),
+                catalog: call.catalog.as_deref().unwrap_or(""),
+                tool,
+                tool_fingerprint: call.tool_fingerprint.as_deref().unwrap_or(""),
+                error: call.error.as_deref(),
+                arguments: members,
+            });
+            if budget.is_some_and(|b| bytes + aggregates.bytes().saturating_sub(base) > b) {
+                return Err(Stop::TooLarge);
+            }
+        }
+        Ok(report)
     }
 }
 
@@ -386,7 +656,7 @@ fn finish_document(
     request(&d.bytes, &at, closed, options, aggregates, report);
 }
 
-/// One `ExportTraceServiceRequest`.
+/// One `ExportTraceServiceRequest` line (or pretty-printed document).
 fn request(
     bytes: &[u8],
     at: &At<'_>,
@@ -395,14 +665,23 @@ fn request(
     aggregates: &mut Aggregates,
     report: &mut IngestReport,
 ) {
-    // Derived structs also read JSON arrays (as tuples): only an object is
-    // a request.
+    // Only an object is a request (an array would be read as the members
+    // in order, were the readers derived).
     if bytes.first() != Some(&b'{') && serde_json::from_slice::<IgnoredAny>(bytes).is_ok() {
         report.note(Problem::WrongShape, || format!("{at}: not a JSON object"));
         return;
     }
-    let request: Request<'_> = match serde_json::from_slice(bytes) {
-        Ok(r) => r,
+    let mut sink = Sink::new(at, options);
+    match decode_json(bytes, &mut sink) {
+        Ok(()) => {
+            // Without a budget, folding cannot stop.
+            if let Ok(read) = sink.fold(aggregates, None) {
+                report.merge(&read);
+            }
+        }
+        Err(_) if sink.stopped.is_some() => {
+            report.note(Problem::RequestTooLarge, || format!("{at}: {TOO_LARGE}"));
+        }
         Err(e) => {
             let problem = if e.is_eof() && !terminated {
                 Problem::TruncatedLine
@@ -412,190 +691,344 @@ fn request(
                 Problem::MalformedLine
             };
             report.note(problem, || format!("{at}: {e}"));
-            return;
         }
-    };
-    spans_of(&request, at, options, aggregates, report);
+    }
 }
 
-/// Every span of a decoded request (either encoding).
-fn spans_of(
-    request: &Request<'_>,
-    at: &At<'_>,
-    options: &Options,
-    aggregates: &mut Aggregates,
-    report: &mut IngestReport,
-) {
-    report.requests += 1;
-    for rs in &request.resource_spans {
-        let mut resource = Scope::default();
-        if let Some(r) = &rs.resource {
-            for kv in &r.attributes {
-                let (Some(k), Some(v)) = (&kv.key, &kv.value) else {
-                    continue;
-                };
-                match k.0.as_ref() {
-                    "deployment.environment.name" => resource.environment_name = v.to_text(),
-                    "deployment.environment" => resource.environment = v.to_text(),
-                    "service.name" => resource.service = v.to_text(),
-                    k if k == options.tenant_key => resource.tenant = v.to_text(),
-                    _ => {}
+// The OTLP/JSON reader. A request is read member by member with the
+// visitors below rather than into a tree of structs: each span is judged
+// as soon as it has been read and then dropped, and attributes are folded
+// into what is kept one at a time. What a request costs to read is then
+// its calls ([`Pending`]), never its element count: `{"spans":[{},{},…]}`
+// used to take a hundred bytes for each three it sent.
+
+/// Reads `bytes`, a whole request, into `sink`.
+fn decode_json<'a>(bytes: &'a [u8], sink: &mut Sink<'a, '_>) -> Result<(), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    RequestSeed { sink }.deserialize(&mut de)?;
+    de.end()
+}
+
+/// Skips a member's value.
+fn skip<'de, A: MapAccess<'de>>(m: &mut A) -> Result<(), A::Error> {
+    m.next_value::<IgnoredAny>().map(|_| ())
+}
+
+/// A JSON array read one element at a time by [`Each::next`].
+struct List<'x, E>(&'x mut E);
+
+trait Each<'de> {
+    /// Reads the next element; `false` at the end.
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error>;
+}
+
+impl<'de, E: Each<'de>> DeserializeSeed<'de> for List<'_, E> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, E: Each<'de>> Visitor<'de> for List<'_, E> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while self.0.next(&mut seq)? {}
+        Ok(())
+    }
+}
+
+/// Attributes, each added to `T` as it is read.
+struct Attrs<'x, 'o, T> {
+    into: &'x mut T,
+    options: &'o Options,
+}
+
+impl<'de> Each<'de> for Attrs<'_, '_, SpanAttrs<'de>> {
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
+        Ok(match seq.next_element::<KeyValue<'de>>()? {
+            Some(kv) => {
+                self.into.add(kv, self.options);
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+impl<'de> Each<'de> for Attrs<'_, '_, Scope<'de>> {
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
+        Ok(match seq.next_element::<KeyValue<'de>>()? {
+            Some(kv) => {
+                self.into.add(kv, self.options);
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+/// `ExportTraceServiceRequest`: `resourceSpans`.
+struct RequestSeed<'x, 'de, 'o> {
+    sink: &'x mut Sink<'de, 'o>,
+}
+
+impl<'de> DeserializeSeed<'de> for RequestSeed<'_, 'de, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RequestSeed<'_, 'de, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an ExportTraceServiceRequest object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        let mut seen = false;
+        while let Some(key) = m.next_key::<Str<'de>>()? {
+            if key.0 != "resourceSpans" {
+                skip(&mut m)?;
+                continue;
+            }
+            if std::mem::replace(&mut seen, true) {
+                return Err(de::Error::duplicate_field("resourceSpans"));
+            }
+            m.next_value_seed(List(&mut EachResourceSpans { sink: self.sink }))?;
+        }
+        Ok(())
+    }
+}
+
+struct EachResourceSpans<'x, 'de, 'o> {
+    sink: &'x mut Sink<'de, 'o>,
+}
+
+impl<'de> Each<'de> for EachResourceSpans<'_, 'de, '_> {
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
+        seq.next_element_seed(ResourceSpansSeed { sink: self.sink })
+            .map(|e| e.is_some())
+    }
+}
+
+/// `ResourceSpans`: the resource is read first wherever it stands (its
+/// attributes apply to every span), so the spans are kept as raw text
+/// until the object ends and read then.
+struct ResourceSpansSeed<'x, 'de, 'o> {
+    sink: &'x mut Sink<'de, 'o>,
+}
+
+impl<'de> DeserializeSeed<'de> for ResourceSpansSeed<'_, 'de, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+/// `resource`, or `null`.
+struct ResourceSeed<'x, 'de, 'o> {
+    into: &'x mut Scope<'de>,
+    options: &'o Options,
+}
+
+impl<'de> DeserializeSeed<'de> for ResourceSeed<'_, 'de, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ResourceSeed<'_, 'de, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a resource object")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        while let Some(key) = m.next_key::<Str<'de>>()? {
+            if key.0 == "attributes" {
+                m.next_value_seed(List(&mut Attrs {
+                    into: &mut *self.into,
+                    options: self.options,
+                }))?;
+            } else {
+                skip(&mut m)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Visitor<'de> for ResourceSpansSeed<'_, 'de, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a ResourceSpans object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        let options = self.sink.options;
+        let mut scope = Scope::default();
+        let mut spans: Option<&'de serde_json::value::RawValue> = None;
+        let mut resource = false;
+        while let Some(key) = m.next_key::<Str<'de>>()? {
+            match key.0.as_ref() {
+                "resource" => {
+                    if std::mem::replace(&mut resource, true) {
+                        return Err(de::Error::duplicate_field("resource"));
+                    }
+                    m.next_value_seed(ResourceSeed {
+                        into: &mut scope,
+                        options,
+                    })?;
                 }
+                // `instrumentationLibrarySpans` before OTLP 0.15.
+                "scopeSpans" | "instrumentationLibrarySpans" => {
+                    if spans.is_some() {
+                        return Err(de::Error::duplicate_field("scopeSpans"));
+                    }
+                    spans = Some(m.next_value()?);
+                }
+                _ => skip(&mut m)?,
             }
         }
-        for ss in &rs.scope_spans {
-            for span in &ss.spans {
-                report.spans_seen += 1;
-                one_span(span, &resource, at, options, aggregates, report);
-            }
-        }
-    }
-}
-
-/// What a resource says about its spans.
-#[derive(Default)]
-struct Scope<'a> {
-    environment_name: Option<Cow<'a, str>>,
-    environment: Option<Cow<'a, str>>,
-    service: Option<Cow<'a, str>>,
-    tenant: Option<Cow<'a, str>>,
-}
-
-fn one_span(
-    span: &Span<'_>,
-    resource: &Scope<'_>,
-    at: &At<'_>,
-    options: &Options,
-    aggregates: &mut Aggregates,
-    report: &mut IngestReport,
-) {
-    let mut execute = false;
-    let mut tool = None;
-    let mut error_type = None;
-    let mut catalog = None;
-    let mut tool_fingerprint = None;
-    let mut agent = None;
-    let mut tenant = None;
-    let mut environment = None;
-    let mut arguments: Option<&AnyValue<'_>> = None;
-    for kv in &span.attributes {
-        let (Some(k), Some(v)) = (&kv.key, &kv.value) else {
-            continue;
+        let Some(spans) = spans else {
+            return Ok(());
         };
-        match k.0.as_ref() {
-            "gen_ai.operation.name" => execute |= v.text() == Some("execute_tool"),
-            "mcp.method.name" => execute |= v.text() == Some("tools/call"),
-            "gen_ai.tool.name" => tool = v.text(),
-            "error.type" => error_type = v.text(),
-            "toolpin.catalog.fingerprint" => catalog = v.text(),
-            "toolpin.tool.fingerprint" => tool_fingerprint = v.text(),
-            "gen_ai.agent.name" => agent = v.to_text(),
-            "gen_ai.tool.call.arguments" => arguments = Some(v),
-            "deployment.environment.name" | "deployment.environment" => environment = v.to_text(),
-            k if k == options.tenant_key => tenant = v.to_text(),
-            _ => {}
+        // The raw text was read whole once already: what can fail now is
+        // the shape, or the sink's bound.
+        let mut de = serde_json::Deserializer::from_str(spans.get());
+        List(&mut EachScopeSpans {
+            sink: self.sink,
+            scope: &scope,
+        })
+        .deserialize(&mut de)
+        .map_err(de::Error::custom)
+    }
+}
+
+struct EachScopeSpans<'x, 'de, 'o> {
+    sink: &'x mut Sink<'de, 'o>,
+    scope: &'x Scope<'de>,
+}
+
+impl<'de> Each<'de> for EachScopeSpans<'_, 'de, '_> {
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
+        seq.next_element_seed(ScopeSpansSeed {
+            sink: self.sink,
+            scope: self.scope,
+        })
+        .map(|e| e.is_some())
+    }
+}
+
+/// `ScopeSpans`: `spans`.
+struct ScopeSpansSeed<'x, 'de, 'o> {
+    sink: &'x mut Sink<'de, 'o>,
+    scope: &'x Scope<'de>,
+}
+
+impl<'de> DeserializeSeed<'de> for ScopeSpansSeed<'_, 'de, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ScopeSpansSeed<'_, 'de, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a ScopeSpans object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+        while let Some(key) = m.next_key::<Str<'de>>()? {
+            if key.0 == "spans" {
+                m.next_value_seed(List(&mut EachSpan {
+                    sink: &mut *self.sink,
+                    scope: self.scope,
+                }))?;
+            } else {
+                skip(&mut m)?;
+            }
         }
+        Ok(())
     }
-    if !execute {
-        report.spans_other += 1;
-        return;
+}
+
+struct EachSpan<'x, 'de, 'o> {
+    sink: &'x mut Sink<'de, 'o>,
+    scope: &'x Scope<'de>,
+}
+
+impl<'de> Each<'de> for EachSpan<'_, 'de, '_> {
+    fn next<A: SeqAccess<'de>>(&mut self, seq: &mut A) -> Result<bool, A::Error> {
+        let options = self.sink.options;
+        let Some(span) = seq.next_element_seed(SpanSeed { options })? else {
+            return Ok(false);
+        };
+        self.sink
+            .span(span, self.scope)
+            .map_err(de::Error::custom)?;
+        Ok(true)
     }
-    let span_id = span.span_id.as_ref().map_or("?", |s| &s.0);
-    let Some(tool) = tool.filter(|t| !t.is_empty()) else {
-        report.spans_rejected += 1;
-        report.note(Problem::MissingToolName, || {
-            format!("{at}: span {span_id} has no gen_ai.tool.name")
-        });
-        return;
-    };
-    let start = span.start_time_unix_nano.as_ref().and_then(|n| n.0);
-    let end = span.end_time_unix_nano.as_ref().and_then(|n| n.0);
-    let (Some(start), Some(end)) = (start.filter(|&s| s > 0), end.filter(|&e| e > 0)) else {
-        report.spans_rejected += 1;
-        report.note(Problem::MissingTime, || {
-            format!("{at}: span {span_id} ({tool}) lacks a start or end time")
-        });
-        return;
-    };
-    if end < start {
-        report.spans_rejected += 1;
-        report.note(Problem::EndBeforeStart, || {
-            format!(
-                "{at}: span {span_id} ({tool}) ends {} ns before it starts",
-                start - end
-            )
-        });
-        return;
+}
+
+/// `Span`: the members read ([`SpanRead`]); the rest is skipped.
+struct SpanSeed<'o> {
+    options: &'o Options,
+}
+
+impl<'de> DeserializeSeed<'de> for SpanSeed<'_> {
+    type Value = SpanRead<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<SpanRead<'de>, D::Error> {
+        d.deserialize_map(self)
     }
-    if start > options.now_nanos.saturating_add(options.max_future_nanos) {
-        report.spans_rejected += 1;
-        report.note(Problem::FutureTimestamp, || {
-            format!(
-                "{at}: span {span_id} ({tool}) starts {} s in the future",
-                (start - options.now_nanos) / 1_000_000_000
-            )
-        });
-        return;
+}
+
+impl<'de> Visitor<'de> for SpanSeed<'_> {
+    type Value = SpanRead<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Span object")
     }
-    let catalog = catalog.unwrap_or("");
-    if catalog.is_empty() {
-        report.note(Problem::MissingFingerprint, || {
-            format!("{at}: span {span_id} ({tool}) has no toolpin.catalog.fingerprint")
-        });
-    } else if let Some(known) = &options.known_catalogs {
-        if !known.contains(catalog) {
-            report.note(Problem::UnknownFingerprint, || {
-                format!("{at}: span {span_id} ({tool}) names catalog {catalog}")
-            });
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<SpanRead<'de>, A::Error> {
+        let mut span = SpanRead {
+            span_id: None,
+            attrs: SpanAttrs::default(),
+            start: None,
+            end: None,
+            failed: false,
+        };
+        while let Some(key) = m.next_key::<Str<'de>>()? {
+            match key.0.as_ref() {
+                "spanId" => span.span_id = m.next_value::<Option<Str<'de>>>()?.map(|s| s.0),
+                "attributes" => m.next_value_seed(List(&mut Attrs {
+                    into: &mut span.attrs,
+                    options: self.options,
+                }))?,
+                "startTimeUnixNano" => {
+                    span.start = m.next_value::<Option<Nanos>>()?.and_then(|n| n.0)
+                }
+                "endTimeUnixNano" => span.end = m.next_value::<Option<Nanos>>()?.and_then(|n| n.0),
+                "status" => {
+                    span.failed = m
+                        .next_value::<Option<Status>>()?
+                        .and_then(|s| s.code)
+                        .is_some_and(|c| c.0)
+                }
+                _ => skip(&mut m)?,
+            }
         }
+        Ok(span)
     }
-    let error = error_type.filter(|e| !e.is_empty()).or_else(|| {
-        span.status
-            .as_ref()
-            .and_then(|s| s.code.as_ref())
-            .filter(|c| c.0)
-            .map(|_| "error")
-    });
-    let parsed = arguments.map(|v| match v.string_value.as_ref() {
-        Some(s) => serde_json::from_str::<Args<'_>>(&s.0).map_err(|e| e.to_string()),
-        None => Err("not a JSON string".to_string()),
-    });
-    let members = match &parsed {
-        Some(Ok(a)) => Some(a.0.as_slice()),
-        Some(Err(e)) => {
-            report.note(Problem::BadArguments, || {
-                format!("{at}: span {span_id} ({tool}): gen_ai.tool.call.arguments: {e}")
-            });
-            None
-        }
-        None => None,
-    };
-    let environment = environment
-        .as_deref()
-        .or(resource.environment_name.as_deref())
-        .or(resource.environment.as_deref())
-        .unwrap_or(&options.environment);
-    let tenant = tenant
-        .as_deref()
-        .or(resource.tenant.as_deref())
-        .unwrap_or("");
-    let agent = agent
-        .as_deref()
-        .or(resource.service.as_deref())
-        .unwrap_or("");
-    report.spans_used += 1;
-    aggregates.record_call(&Call {
-        start_nanos: start,
-        duration_nanos: end - start,
-        environment,
-        tenant,
-        agent,
-        catalog,
-        tool,
-        tool_fingerprint: tool_fingerprint.unwrap_or(""),
-        error,
-        arguments: members,
-    });
 }
 
 /// How an OTLP/HTTP export body is encoded.
@@ -607,41 +1040,72 @@ pub enum Encoding {
     Protobuf,
 }
 
+/// Why an export body was not read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BodyError {
+    /// Not a request at all (the reason).
+    Malformed(String),
+    /// Its tool calls, or the aggregates they add, would take more than
+    /// [`Options::max_decoded_bytes`].
+    TooLarge,
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::Malformed(why) => f.write_str(why),
+            BodyError::TooLarge => f.write_str(TOO_LARGE),
+        }
+    }
+}
+
 /// Reads one OTLP/HTTP export body (a whole `ExportTraceServiceRequest`)
-/// into `aggregates`, by the same rules as span files. `Err` (with the
-/// reason, also counted in `report` as a malformed request) when the body
-/// is not a request at all; spans that are left out are counted in
-/// `report` and the body is still `Ok`.
+/// by the same rules as span files, into aggregates of its own. What
+/// reading it takes is bounded by the body and `options`: spans are read
+/// one at a time and never collected, and its tool calls with the
+/// aggregates they make may take at most `options.max_decoded_bytes`.
+/// Spans left out are counted in `report` and the body is still `Ok`; a
+/// body that is not a request, or too large once decoded, is `Err` (also
+/// noted in `report`), and nothing of it is kept.
 pub fn read_body(
     body: &[u8],
     encoding: Encoding,
     name: &str,
     options: &Options,
-    aggregates: &mut Aggregates,
     report: &mut IngestReport,
-) -> Result<(), String> {
+) -> Result<Aggregates, BodyError> {
     let at = At {
         input: name,
         line: 1,
     };
+    let mut sink = Sink::new(&at, options);
     let decoded = match encoding {
         Encoding::Json => {
             if body.trim_ascii_start().first() != Some(&b'{') {
                 Err("not a JSON object".to_string())
             } else {
-                serde_json::from_slice::<Request<'_>>(body).map_err(|e| e.to_string())
+                decode_json(body, &mut sink).map_err(|e| e.to_string())
             }
         }
-        Encoding::Protobuf => crate::proto::decode(body).map_err(|e| e.0),
+        Encoding::Protobuf => crate::proto::decode(body, &mut sink).map_err(|e| e.0),
     };
-    match decoded {
-        Ok(request) => {
-            spans_of(&request, &at, options, aggregates, report);
-            Ok(())
+    let too_large = |report: &mut IngestReport| {
+        report.note(Problem::RequestTooLarge, || format!("{at}: {TOO_LARGE}"));
+        Err(BodyError::TooLarge)
+    };
+    if sink.stopped.is_some() {
+        return too_large(report);
+    }
+    if let Err(e) = decoded {
+        report.note(Problem::MalformedLine, || format!("{at}: {e}"));
+        return Err(BodyError::Malformed(e));
+    }
+    let mut aggregates = Aggregates::new(options.limits);
+    match sink.fold(&mut aggregates, Some(options.max_decoded_bytes)) {
+        Ok(read) => {
+            report.merge(&read);
+            Ok(aggregates)
         }
-        Err(e) => {
-            report.note(Problem::MalformedLine, || format!("{at}: {e}"));
-            Err(e)
-        }
+        Err(_) => too_large(report),
     }
 }

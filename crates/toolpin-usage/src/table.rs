@@ -87,6 +87,14 @@ struct Entry {
 
 const NONE: u32 = u32::MAX;
 
+/// What one key costs beside its statistics' tables: the entry (with its
+/// `ToolStats` inline), its slot in the index, and its strings twice (the
+/// packed copy and the `Key`'s).
+pub(crate) fn key_bytes(parts: &Parts<'_>) -> usize {
+    let strings: usize = parts.strings.iter().map(|s| s.len()).sum();
+    std::mem::size_of::<Entry>() + 16 + 2 * strings
+}
+
 impl Entry {
     fn matches(&self, hash: u64, parts: &Parts<'_>) -> bool {
         if self.hash != hash || self.key.hour != parts.hour {
@@ -158,16 +166,19 @@ impl Table {
         Some(&self.entries[i].stats)
     }
 
-    /// The statistics of `parts`, created empty if new.
-    pub fn entry(&mut self, parts: &Parts<'_>) -> &mut ToolStats {
+    /// The statistics of `parts`, created empty if new, and the bytes a
+    /// new key took (0 for a key already there; see [`key_bytes`]).
+    pub fn entry(&mut self, parts: &Parts<'_>) -> (&mut ToolStats, usize) {
         let hash = self.hash(parts);
         self.entry_hashed(hash, parts)
     }
 
-    fn entry_hashed(&mut self, hash: u64, parts: &Parts<'_>) -> &mut ToolStats {
+    fn entry_hashed(&mut self, hash: u64, parts: &Parts<'_>) -> (&mut ToolStats, usize) {
+        let mut added = 0;
         let i = match self.find(hash, parts) {
             Some(i) => i,
             None => {
+                added = key_bytes(parts);
                 let i = self.entries.len() as u32;
                 let next = self.index.insert(hash, i).unwrap_or(NONE);
                 self.entries.push(Entry {
@@ -181,7 +192,7 @@ impl Table {
                 i as usize
             }
         };
-        &mut self.entries[i].stats
+        (&mut self.entries[i].stats, added)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Key, &ToolStats)> {
@@ -217,9 +228,9 @@ mod tests {
     fn colliding_keys_are_chained_apart() {
         let mut t = Table::default();
         for (n, tool) in ["a", "b", "c"].into_iter().enumerate() {
-            t.entry_hashed(7, &parts(tool)).calls = n as u64 + 1;
+            t.entry_hashed(7, &parts(tool)).0.calls = n as u64 + 1;
         }
-        t.entry_hashed(7, &parts("b")).calls += 10;
+        t.entry_hashed(7, &parts("b")).0.calls += 10;
         assert_eq!(t.len(), 3);
         let calls = |tool| t.find(7, &parts(tool)).map(|i| t.entries[i].stats.calls);
         assert_eq!(

@@ -539,6 +539,7 @@ fn tables_stop_growing_at_their_caps() {
         value_len: 8,
         params: 2,
         fingerprints: 1,
+        ..Limits::default()
     };
     let options = Options {
         limits,

@@ -192,8 +192,11 @@ pub enum UsageCommand {
     /// Point an OpenTelemetry SDK or Collector at http://ADDR (the
     /// OTEL_EXPORTER_OTLP_ENDPOINT). What arrives is merged into the store
     /// every --flush-every; while the store cannot be written it is kept and
-    /// retried. SIGTERM or SIGINT stores the rest and exits. No TLS and no
-    /// authentication: listen on loopback, or behind a Collector.
+    /// retried, up to --max-buffer (past it, exporters are answered 503 and
+    /// send again later). Bodies, names and connections are bounded too
+    /// (docs/usage.md, "Limits of usage serve"). SIGTERM or SIGINT stores
+    /// the rest and exits. No TLS and no authentication: listen on
+    /// loopback, or behind a Collector.
     Serve(UsageServeArgs),
     /// Compare tool usage before and after every catalog change, and day over day (exit 1 when an alarm fires)
     ///
@@ -252,10 +255,74 @@ pub struct UsageServeArgs {
     /// How often what arrived is merged into the store (at least 1s)
     #[arg(long, value_name = "INTERVAL", default_value = "10s", value_parser = parse_flush_interval)]
     pub flush_every: std::time::Duration,
+    /// Largest export body, as sent and once decompressed; also the most its tool calls may take once decoded (past either, 413) [default: 16MiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_body: Option<usize>,
+    /// Most aggregates held until they are stored (between flushes, and while the store is down); past it exporters get 503 with Retry-After [default: 256MiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_buffer: Option<usize>,
+    /// Distinct environments, tenants, agents, catalogs and tools held until stored, each; calls naming more are counted under "(other)" [default: 10000]
+    #[arg(long, value_name = "N", value_parser = parse_at_least_one)]
+    pub max_names: Option<usize>,
+    /// Connections held at once; past it the one idle longest is closed [default: 128]
+    #[arg(long, value_name = "N", value_parser = parse_at_least_one)]
+    pub max_connections: Option<usize>,
+    /// Time for a body to arrive in full after its headers (past it, 408 and the connection is closed) [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_body_timeout)]
+    pub body_timeout: Option<std::time::Duration>,
+    /// A connection with no request in flight for this long is closed [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_connection_idle)]
+    pub connection_idle: Option<std::time::Duration>,
     #[command(flatten)]
     pub read: UsageReadArgs,
     #[command(flatten)]
     pub store: UsageStoreArgs,
+}
+
+/// A size in bytes: a whole number, optionally with `KiB`, `MiB` or `GiB`
+/// (`16MiB`), at least 1 KiB.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let trimmed = text.trim();
+    let bad = || format!("{text:?} is not a size; write bytes or KiB, MiB, GiB (\"16MiB\")");
+    let split = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let n: usize = trimmed[..split].parse().map_err(|_| bad())?;
+    let scale: usize = match trimmed[split..].trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    let bytes = n.checked_mul(scale).ok_or_else(bad)?;
+    if bytes < 1 << 10 {
+        return Err(format!("{text:?} is too small; give at least 1KiB"));
+    }
+    Ok(bytes)
+}
+
+/// A count of at least one.
+fn parse_at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a whole number")),
+    }
+}
+
+fn parse_body_timeout(text: &str) -> Result<std::time::Duration, String> {
+    toolpin_config::parse_timeout(
+        "--body-timeout",
+        &toolpin_config::TimeoutValue::Text(text.to_string()),
+    )
+}
+
+fn parse_connection_idle(text: &str) -> Result<std::time::Duration, String> {
+    toolpin_config::parse_timeout(
+        "--connection-idle",
+        &toolpin_config::TimeoutValue::Text(text.to_string()),
+    )
 }
 
 /// `--flush-every`: whole seconds, minutes or hours (`5s`, `1m`), at

@@ -1,15 +1,17 @@
 //! `toolpin usage serve`'s loop: the OTLP/HTTP receiver (`toolpin-otlp`)
 //! on a runtime of its own, and on this thread a flush every interval of
 //! what arrived into the store. A flush that fails keeps what it could not
-//! store and tries again next time; while the store is down and the buffer
-//! is past its bound, exporters are told to retry later (503). SIGTERM or
-//! SIGINT stops the receiver, stores the rest and returns.
+//! store and tries again next time; what is held (arrived, or being
+//! stored) is bounded in bytes, and past the bound exporters are told to
+//! retry later (503 with `Retry-After`). SIGTERM or SIGINT stops the
+//! receiver, stores the rest and returns.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use toolpin_otlp::{serve, Receiver};
+pub use toolpin_otlp::{Notices, Settings};
 use toolpin_usage::{Aggregates, IngestReport, Options};
 
 use crate::schedule;
@@ -21,21 +23,20 @@ pub struct ServeSettings {
     /// [`ServeEvents::listening`]).
     pub listen: String,
     pub flush_every: Duration,
-    pub options: Options,
-    /// Largest export body, compressed or not.
-    pub max_body_bytes: usize,
-    /// Keys held while the store is down before exporters get 503.
-    pub max_buffered_keys: usize,
+    /// The receiver's bounds (body, buffer, names, connections, timeouts).
+    pub receiver: Settings,
 }
 
 impl ServeSettings {
+    /// The receiver's defaults; a 503 asks exporters to retry after one
+    /// flush interval (between 1 s and a minute).
     pub fn new(listen: &str, flush_every: Duration, options: Options) -> Self {
+        let mut receiver = Settings::new(options);
+        receiver.retry_after = flush_every.clamp(Duration::from_secs(1), Duration::from_secs(60));
         Self {
             listen: listen.to_string(),
             flush_every,
-            options,
-            max_body_bytes: 16 << 20,
-            max_buffered_keys: 1_000_000,
+            receiver,
         }
     }
 }
@@ -43,12 +44,17 @@ impl ServeSettings {
 /// What the loop tells its caller (the CLI prints it).
 pub trait ServeEvents {
     fn listening(&self, addr: SocketAddr);
-    /// A flush stored `calls` calls under `keys` keys.
-    fn stored(&self, calls: u64, keys: usize);
-    /// A flush failed; `buffered` keys are kept for the next one.
-    fn store_failed(&self, error: &str, buffered: usize);
+    /// A flush stored `calls` calls under `keys` keys; `folded` calls
+    /// (per key part, in `toolpin_usage::KEY_PARTS` order) named more
+    /// distinct values than the cap and were counted under `(other)`.
+    fn stored(&self, calls: u64, keys: usize, folded: &[u64; 5]);
+    /// A flush failed; `buffered` keys (`held` bytes) are kept for the
+    /// next one.
+    fn store_failed(&self, error: &str, buffered: usize, held: usize);
     /// What arrived since the last flush that could not be used.
     fn bad_input(&self, report: &IngestReport);
+    /// What the receiver refused or closed since the last flush.
+    fn refused(&self, notices: &Notices);
 }
 
 /// Runs until SIGTERM or SIGINT. `store` merges aggregates into the usage
@@ -70,7 +76,7 @@ pub fn serve_until_stopped(
     let addr = listener
         .local_addr()
         .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
-    let receiver = Receiver::new(settings.options.clone(), settings.max_body_bytes);
+    let receiver = Receiver::new(settings.receiver.clone());
     schedule::stop_on_signals();
     let stopped = async {
         while !schedule::stopping() {
@@ -85,24 +91,30 @@ pub fn serve_until_stopped(
     ));
     events.listening(addr);
     let flush = |store: &mut dyn FnMut(&Aggregates) -> Result<(), String>| -> Result<(), String> {
-        let (aggregates, report) = receiver.take();
-        if report.problems.values().any(|o| o.count > 0) {
-            events.bad_input(&report);
+        let notices = receiver.take_notices();
+        if !notices.is_empty() {
+            events.refused(&notices);
         }
-        if aggregates.is_empty() {
+        // Held (and counted against the buffer's bound) until stored.
+        let taken = receiver.take();
+        if taken.report.problems.values().any(|o| o.count > 0) {
+            events.bad_input(&taken.report);
+        }
+        if taken.aggregates.is_empty() {
             return Ok(());
         }
-        match store(&aggregates) {
+        match store(&taken.aggregates) {
             Ok(()) => {
-                receiver.set_unavailable(false);
-                events.stored(aggregates.total_calls(), aggregates.len());
+                events.stored(
+                    taken.aggregates.total_calls(),
+                    taken.aggregates.len(),
+                    &taken.aggregates.folded(),
+                );
                 Ok(())
             }
             Err(e) => {
-                receiver.restore(&aggregates);
-                let buffered = receiver.buffered_keys();
-                receiver.set_unavailable(buffered > settings.max_buffered_keys);
-                events.store_failed(&e, buffered);
+                taken.restore();
+                events.store_failed(&e, receiver.buffered_keys(), receiver.held_bytes());
                 Err(e)
             }
         }

@@ -209,6 +209,10 @@ fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
     struct Printer {
         quiet: bool,
         shown: String,
+        max_names: usize,
+    }
+    fn plural(n: u64, one: &str, many: &str) -> String {
+        format!("{n} {}", if n == 1 { one } else { many })
     }
     impl ServeEvents for Printer {
         fn listening(&self, addr: std::net::SocketAddr) {
@@ -218,29 +222,96 @@ fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
                 self.shown
             );
         }
-        fn stored(&self, calls: u64, keys: usize) {
+        fn stored(&self, calls: u64, keys: usize, folded: &[u64; 5]) {
             if !self.quiet {
                 eprintln!(
-                    "usage serve: stored {calls} call{} under {keys} key{}",
-                    if calls == 1 { "" } else { "s" },
-                    if keys == 1 { "" } else { "s" }
+                    "usage serve: stored {} under {}",
+                    plural(calls, "call", "calls"),
+                    plural(keys as u64, "key", "keys")
+                );
+            }
+            // Always printed: calls under "(other)" are news.
+            let parts: Vec<String> = toolpin_usage::KEY_PARTS
+                .iter()
+                .zip(folded)
+                .filter(|(_, n)| **n > 0)
+                .map(|(part, n)| format!("{part} {n}"))
+                .collect();
+            if !parts.is_empty() {
+                eprintln!(
+                    "warning: usage serve: calls naming more than {} distinct values of a key part since the last flush were counted under {:?} ({}); raise --max-names if these are real",
+                    self.max_names,
+                    toolpin_usage::OTHER,
+                    parts.join(", ")
                 );
             }
         }
-        fn store_failed(&self, error: &str, buffered: usize) {
-            eprintln!("warning: usage serve: {error}; {buffered} keys kept for the next flush");
+        fn store_failed(&self, error: &str, buffered: usize, held: usize) {
+            eprintln!(
+                "warning: usage serve: {error}; {buffered} keys ({} MiB) kept for the next flush",
+                held >> 20
+            );
         }
         fn bad_input(&self, report: &IngestReport) {
             eprint!("{report}");
+        }
+        fn refused(&self, n: &toolpin_watch::usage::serve::Notices) {
+            let mut what = Vec::new();
+            if n.busy > 0 {
+                what.push(format!(
+                    "{} answered 503 (the buffer was full: see --max-buffer)",
+                    plural(n.busy, "export", "exports")
+                ));
+            }
+            if n.too_large > 0 {
+                what.push(format!(
+                    "{} answered 413 (see --max-body)",
+                    plural(n.too_large, "export", "exports")
+                ));
+            }
+            if n.body_timeouts > 0 {
+                what.push(format!(
+                    "{} not received within --body-timeout (408)",
+                    plural(n.body_timeouts, "body", "bodies")
+                ));
+            }
+            if !n.closed.is_empty() {
+                let closed: Vec<String> = n
+                    .closed
+                    .iter()
+                    .map(|(why, k)| format!("{} {k}", why.name()))
+                    .collect();
+                what.push(format!("connections closed: {}", closed.join(", ")));
+            }
+            if n.accept_failures > 0 {
+                what.push(format!(
+                    "{} failed ({}); retried with a pause",
+                    plural(n.accept_failures, "accept", "accepts"),
+                    n.accept_error.as_deref().unwrap_or("")
+                ));
+            }
+            if !what.is_empty() {
+                eprintln!("warning: usage serve: {}", what.join("; "));
+            }
         }
     }
 
     let cfg = optional_config(&args.store.config)?;
     let mut store = open_store(&args.store, cfg.as_ref(), false)?;
-    let settings = ServeSettings::new(&args.listen, args.flush_every, options(&args.read));
+    let mut settings = ServeSettings::new(&args.listen, args.flush_every, options(&args.read));
+    // The flags given override the receiver's defaults.
+    let receiver = &mut settings.receiver;
+    let set = |slot: &mut usize, flag: Option<usize>| *slot = flag.unwrap_or(*slot);
+    set(&mut receiver.max_body_bytes, args.max_body);
+    set(&mut receiver.max_buffer_bytes, args.max_buffer);
+    set(&mut receiver.max_names, args.max_names);
+    set(&mut receiver.max_connections, args.max_connections);
+    receiver.body_timeout = args.body_timeout.unwrap_or(receiver.body_timeout);
+    receiver.connection_idle = args.connection_idle.unwrap_or(receiver.connection_idle);
     let printer = Printer {
         quiet,
         shown: store.shown.clone(),
+        max_names: receiver.max_names,
     };
     let mut write = |aggregates: &Aggregates| -> Result<(), String> {
         store
