@@ -162,6 +162,14 @@ impl Case {
         }
     }
 
+    /// Passed on every before run and failed on every after run.
+    pub fn failed_every_run(&self) -> bool {
+        match (&self.before, &self.after) {
+            (Some(b), Some(a)) => b.runs > 0 && b.passes == b.runs && a.runs > 0 && a.passes == 0,
+            _ => false,
+        }
+    }
+
     /// The tools the case called on either side, sorted by id.
     pub fn touched(&self) -> Vec<u32> {
         let mut ids: Vec<u32> = self
@@ -260,12 +268,19 @@ pub struct ToolGroup {
     pub drift: Option<ToolDrift>,
 }
 
-/// The verdict on the pass-rate change.
+/// The significance test's verdict on the pass-rate change. Whether the
+/// comparison fails is decided from it and the rest of the evidence in
+/// [`crate::verdict`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Regression,
     Improvement,
     Noise,
+    /// Some cases changed, but fewer than the test needs to reject "no
+    /// change" at 5% whatever they did (`stats::MIN_FLIPS`): the test says
+    /// nothing, and calling the change noise would claim what it did not
+    /// test.
+    Untested,
 }
 
 impl Verdict {
@@ -274,6 +289,7 @@ impl Verdict {
             Verdict::Regression => "regression",
             Verdict::Improvement => "improvement",
             Verdict::Noise => "not distinguishable from noise",
+            Verdict::Untested => "too few cases changed for a significance test",
         }
     }
 
@@ -282,6 +298,7 @@ impl Verdict {
             Verdict::Regression => "regression",
             Verdict::Improvement => "improvement",
             Verdict::Noise => "noise",
+            Verdict::Untested => "untested",
         }
     }
 }
@@ -310,6 +327,9 @@ impl Method {
 pub struct PassChange {
     /// Cases on both sides.
     pub paired: usize,
+    /// Paired cases whose pass rate moved (the discordant cases of one run
+    /// per side).
+    pub changed: usize,
     /// Mean per-case pass rate over the paired cases.
     pub before: f64,
     pub after: f64,
@@ -321,6 +341,15 @@ pub struct PassChange {
     /// shows how large the change is.
     pub p_value: f64,
     pub significant: bool,
+}
+
+impl PassChange {
+    /// Whether the test can reject "no change" at 5% at all: with `k`
+    /// cases changed, the smallest two-sided p-value either test reaches
+    /// is 2 / 2^k (every change the same way), below 5% from six cases on.
+    pub fn testable(&self) -> bool {
+        self.changed >= stats::MIN_FLIPS
+    }
 }
 
 /// The whole comparison.
@@ -343,6 +372,9 @@ pub struct Report {
     pub metrics: Vec<MetricChange>,
     pub tool_moves: Vec<ToolMove>,
     pub new_names: Vec<NewName>,
+    /// Cases (indices) that passed on every before run and every A/A run
+    /// and failed on every after run.
+    pub failed_every_run: Vec<usize>,
     /// Whether the catalogs were known (for the drift join and for telling a
     /// hallucinated name).
     pub catalogs: bool,
@@ -365,9 +397,15 @@ impl Report {
             .collect()
     }
 
-    /// Exit 1: a significant regression, or a tool name not acknowledged.
+    /// Exit 1: what [`crate::verdict::decide`] says from this comparison
+    /// alone (`toolpin compare`; `evals run` adds the exit codes).
     pub fn fails(&self) -> bool {
-        self.verdict == Verdict::Regression || !self.new_names.is_empty()
+        self.outcome().regressed()
+    }
+
+    /// The outcome from this comparison alone.
+    pub fn outcome(&self) -> crate::verdict::Outcome {
+        crate::verdict::decide(Some(self), None)
     }
 }
 
@@ -474,6 +512,7 @@ fn pass_change(cases: &[Case], single_runs: bool, options: Options) -> PassChang
         }
     }
     let paired = deltas.len();
+    let changed = deltas.iter().filter(|d| **d != 0.0).count();
     let n = paired.max(1) as f64;
     let delta = stats::bootstrap(&deltas, Statistic::Mean, options.resamples, options.seed);
     let (method, p_value) = if single_runs {
@@ -493,6 +532,7 @@ fn pass_change(cases: &[Case], single_runs: bool, options: Options) -> PassChang
     let significant = p_value < 0.05;
     PassChange {
         paired,
+        changed,
         before: before / n,
         after: after / n,
         delta,
@@ -686,15 +726,15 @@ pub fn compare(
     let cases = join(before, after);
     let single = before.len() == 1 && after.len() == 1;
     let pass = pass_change(&cases, single, options);
-    let aa_change = aa.map(|aa| {
-        let aa_cases = join(before, aa);
-        pass_change(&aa_cases, before.len() == 1 && aa.len() == 1, options)
-    });
+    let aa_cases = aa.map(|aa| join(before, aa));
+    let aa_change = aa
+        .zip(aa_cases.as_deref())
+        .map(|(aa, aa_cases)| pass_change(aa_cases, before.len() == 1 && aa.len() == 1, options));
     // The noise: the A/A runs' own spread when there are any, else each
     // case's binomial spread.
-    let sd = match aa {
-        Some(aa) => {
-            let deltas: Vec<f64> = join(before, aa)
+    let sd = match &aa_cases {
+        Some(aa_cases) => {
+            let deltas: Vec<f64> = aa_cases
                 .iter()
                 .filter_map(|c| match (&c.before, &c.after) {
                     (Some(b), Some(a)) => Some(a.pass_rate() - b.pass_rate()),
@@ -710,7 +750,12 @@ pub fn compare(
         let reach = aa.delta.low.abs().max(aa.delta.high.abs());
         pass.delta.estimate.abs() > reach
     });
-    let verdict = if pass.significant && beyond_aa {
+    // No case changed: "no change" is exactly what was seen (p = 1).
+    let verdict = if pass.changed == 0 {
+        Verdict::Noise
+    } else if !pass.testable() {
+        Verdict::Untested
+    } else if pass.significant && beyond_aa {
         if pass.delta.estimate < 0.0 {
             Verdict::Regression
         } else {
@@ -738,6 +783,17 @@ pub fn compare(
         }
     }
     let new_names = new_names(&cases, &names, ctx, &before_seen);
+    // An A/A run of a case that did not pass makes it no longer a case
+    // that passed on every run of the unchanged catalog.
+    let aa_failed: std::collections::HashSet<&str> = aa_cases
+        .iter()
+        .flatten()
+        .filter(|c| c.after.as_ref().is_some_and(|t| t.passes < t.runs))
+        .map(|c| c.id.as_str())
+        .collect();
+    let failed_every_run: Vec<usize> = (0..cases.len())
+        .filter(|i| cases[*i].failed_every_run() && !aa_failed.contains(cases[*i].id.as_str()))
+        .collect();
     Report {
         repeats: [before.len(), after.len()],
         aa_repeats: aa.map_or(0, <[Repeat]>::len),
@@ -752,6 +808,7 @@ pub fn compare(
         metrics,
         tool_moves,
         new_names,
+        failed_every_run,
         catalogs: ctx.catalog_tools.is_some(),
         names,
     }
@@ -814,13 +871,15 @@ pub fn context<'a>(
 
 /// The report in one of its formats: `text`, `json` or `markdown`.
 pub fn render(report: &Report, format: &str, style: toolpin_report::Style) -> Option<String> {
+    let outcome = report.outcome();
     match format {
-        "text" => Some(text::render(report, style)),
+        "text" => Some(text::render(report, &outcome, style)),
         // Serializing a Value cannot fail.
-        "json" => {
-            Some(serde_json::to_string_pretty(&json::render(report)).unwrap_or_default() + "\n")
-        }
-        "markdown" => Some(markdown::render(report)),
+        "json" => Some(
+            serde_json::to_string_pretty(&json::render(report, &outcome)).unwrap_or_default()
+                + "\n",
+        ),
+        "markdown" => Some(markdown::render(report, &outcome)),
         _ => None,
     }
 }
