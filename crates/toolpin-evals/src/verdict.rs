@@ -16,14 +16,16 @@
 //! 3. Fewer cases changed: the test cannot reject whatever they did, so it
 //!    is not asked. A case that passed on every run of the pinned catalog
 //!    (the pinned runs and the A/A runs) and failed on every live run is a
-//!    regression however few cases the suite has.
+//!    regression however few cases the suite has, unless something moved
+//!    the other way (a case did better live, or the A/A runs moved a case):
+//!    that is how chance moves a suite, and a few failures are within it.
 //! 4. Otherwise (no result files, or too few changes and no such case), the
 //!    exit codes: passed (exit 0) in most pinned runs and failed in most
 //!    live runs is a regression.
 //! 5. Anything else did not regress.
 
 use crate::compare::text::{p_value, pct};
-use crate::compare::{Report, Verdict};
+use crate::compare::{MovedBack, Report, Verdict};
 use crate::run::RunResult;
 
 /// What decided an outcome: a row of the outcomes table in docs/evals.md.
@@ -123,22 +125,21 @@ fn count(n: usize, one: &str, many: &str) -> String {
 /// The outcome of an eval from the evidence there is (see the module
 /// documentation for the rules).
 pub fn decide(comparison: Option<&Report>, exits: Option<Exits>) -> Outcome {
+    let words = if exits.is_some() {
+        Words::EVALS
+    } else {
+        Words::COMPARE
+    };
     if let Some(r) = comparison {
         if let Some(outcome) = from_comparison(r) {
             return outcome;
         }
     }
-    // Rule 4: the exit codes, alone or beside too few changes.
-    let untested = comparison.map(|r| match r.pass.changed {
-        0 => "; in the result files no case changed".to_string(),
-        n => format!(
-            "; in the result files {} changed, too few for a significance test, and none failed on every live run after passing on every pinned one",
-            count(n, "case", "cases")
-        ),
-    });
+    // What the result files showed, when they leave it to the exit codes.
+    let seen = comparison.map(|r| untested(r, words));
     if let Some(e) = exits {
         if exit_code_regression(e.pinned, e.live) {
-            let seen = if e.pinned.len() == 1 && e.live.len() == 1 {
+            let codes = if e.pinned.len() == 1 && e.live.len() == 1 {
                 "passed on the pinned catalog, failed on the live one".to_string()
             } else {
                 format!(
@@ -151,24 +152,72 @@ pub fn decide(comparison: Option<&Report>, exits: Option<Exits>) -> Outcome {
             };
             return Outcome {
                 basis: Basis::ExitCodes,
-                reason: format!("{seen}{}", untested.unwrap_or_default()),
+                reason: match seen {
+                    Some(seen) => format!("{codes}; in the result files {seen}"),
+                    None => codes,
+                },
             };
         }
     }
-    let reason = match (comparison, exits) {
-        (Some(r), _) if r.pass.changed == 0 => "no case changed".to_string(),
-        (Some(r), _) => format!(
-            "{} changed, too few for a significance test, and none failed on every {} run after passing on every {} one",
-            count(r.pass.changed, "case", "cases"),
-            if exits.is_some() { "live" } else { "after" },
-            if exits.is_some() { "pinned" } else { "before" },
-        ),
+    let reason = match (seen, exits) {
+        (Some(seen), _) => seen,
         (None, Some(_)) => "the live runs did as well as the pinned ones".to_string(),
         (None, None) => "no evidence of a regression".to_string(),
     };
     Outcome {
         basis: Basis::NoRegression,
         reason,
+    }
+}
+
+/// How the two sides are named: `evals run` runs the pinned and the live
+/// catalog, `compare` reads before and after.
+#[derive(Clone, Copy)]
+struct Words {
+    before: &'static str,
+    after: &'static str,
+}
+
+impl Words {
+    const EVALS: Words = Words {
+        before: "pinned",
+        after: "live",
+    };
+    const COMPARE: Words = Words {
+        before: "before",
+        after: "after",
+    };
+}
+
+/// What a comparison whose test could not decide showed, when no rule of
+/// its own decides: nothing changed, or why the cases that failed on every
+/// after run are not taken at their word.
+fn untested(r: &Report, w: Words) -> String {
+    let changed = r.pass.changed;
+    if changed == 0 {
+        return "no case changed".to_string();
+    }
+    let every = r.failed_every_run.len();
+    let few = format!(
+        "{} changed, too few for a significance test",
+        count(changed, "case", "cases")
+    );
+    match (&r.moved_back, every) {
+        (_, 0) => format!(
+            "{few}, and none failed on every {} run after passing on every {} one",
+            w.after, w.before
+        ),
+        (Some(back), _) => format!(
+            "{few}; {} failed on every {} run, but {}, as chance moves a suite",
+            count(every, "case", "cases"),
+            w.after,
+            match back {
+                MovedBack::Better(id) => format!("{id} did better {} than {}", w.after, w.before),
+                MovedBack::Aa(id) => format!("{id} did differently on the A/A runs"),
+            }
+        ),
+        // Not reached: from_comparison decides this one.
+        (None, _) => few,
     }
 }
 
@@ -214,8 +263,11 @@ fn from_comparison(r: &Report) -> Option<Outcome> {
         };
         return Some(Outcome { basis, reason });
     }
+    // With nothing moving the other way (no case better after, and no case
+    // moved by the A/A runs), the cases that failed on every after run are
+    // what was seen, however few.
     let every = r.failed_every_run.len();
-    if every > 0 {
+    if every > 0 && r.moved_back.is_none() {
         let runs = if r.repeats[0] > 1 || r.repeats[1] > 1 {
             ", every repeat"
         } else if r.aa_repeats > 0 {
@@ -359,15 +411,30 @@ mod tests {
             live: &[bad.clone(), bad.clone()],
         };
         assert_eq!(decide(Some(&r), Some(exits)), want);
-        // A case that failed once on the unchanged catalog (an A/A run)
-        // did not pass on every pinned run: three are left.
+        // A case that failed once on the unchanged catalog (an A/A run) is
+        // not a case that passed on every pinned run, and it shows that the
+        // suite moves by chance: the other three are not taken at their
+        // word, and the exit codes decide.
         let aa = side(12, 2, |k, i| k == 1 && i == 0);
         let r = report(&pinned, &live, Some(&aa));
         assert_eq!(r.failed_every_run.len(), 3);
+        assert_eq!(r.moved_back, Some(MovedBack::Aa("c00".into())));
         assert_eq!(
-            r.outcome().reason,
-            "3 new failures, every repeat; too few cases for a significance test"
+            r.outcome(),
+            Outcome {
+                basis: Basis::NoRegression,
+                reason: "4 cases changed, too few for a significance test; 3 cases failed on every after run, but c00 did differently on the A/A runs, as chance moves a suite".into()
+            }
         );
+        let outcome = decide(Some(&r), Some(exits));
+        assert_eq!(outcome.basis, Basis::ExitCodes);
+        assert_eq!(outcome.reason, "passed in 2/2 pinned runs, failed in 2/2 live runs; in the result files 4 cases changed, too few for a significance test; 3 cases failed on every live run, but c00 did differently on the A/A runs, as chance moves a suite");
+        // A case doing better live than pinned is the same sign.
+        let live_back = side(12, 2, |_, i| i < 3);
+        let pinned_back = side(12, 2, |_, i| i == 11);
+        let r = report(&pinned_back, &live_back, None);
+        assert_eq!(r.moved_back, Some(MovedBack::Better("c11".into())));
+        assert_eq!(r.outcome().basis, Basis::NoRegression);
         // One run per side: the one new failure is what was seen.
         let r = report(
             &side(60, 1, |_, i| i == 3),

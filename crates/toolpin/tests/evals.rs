@@ -1092,6 +1092,20 @@ const SCENARIOS: &[Scenario] = &[
         "new-tool-names",
     ),
     scenario(
+        "result files: a case fails live, another does better live",
+        1,
+        false,
+        r#"N = "12", FAILS = "pinned:*:5-5 live:*:0-0", RECORDS = "1", EXIT = "0""#,
+        "no-regression",
+    ),
+    scenario(
+        "result files, A/A: 4 cases fail every live run, and the A/A runs moved another",
+        2,
+        true,
+        r#"N = "12", FAILS = "live:*:0-3 aa:1:9-9", RECORDS = "1", EXIT = "0""#,
+        "no-regression",
+    ),
+    scenario(
         "result files: nothing changed",
         1,
         false,

@@ -375,9 +375,20 @@ pub struct Report {
     /// Cases (indices) that passed on every before run and every A/A run
     /// and failed on every after run.
     pub failed_every_run: Vec<usize>,
+    /// The first movement the other way, when there is one: what shows that
+    /// the suite moves by chance (crate::verdict).
+    pub moved_back: Option<MovedBack>,
     /// Whether the catalogs were known (for the drift join and for telling a
     /// hallucinated name).
     pub catalogs: bool,
+}
+
+/// A case that moved the way chance moves a suite: better after than before,
+/// or differently on the A/A runs than on the before runs (by case id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MovedBack {
+    Better(String),
+    Aa(String),
 }
 
 /// A tool name the after side emitted that was not seen before.
@@ -791,6 +802,25 @@ pub fn compare(
         .filter(|c| c.after.as_ref().is_some_and(|t| t.passes < t.runs))
         .map(|c| c.id.as_str())
         .collect();
+    // Pass rates compared as fractions, exactly.
+    let rate_cmp = |c: &Case| match (&c.before, &c.after) {
+        (Some(b), Some(a)) => Some(
+            (u64::from(a.passes) * u64::from(b.runs))
+                .cmp(&(u64::from(b.passes) * u64::from(a.runs))),
+        ),
+        _ => None,
+    };
+    let moved_back = cases
+        .iter()
+        .find(|c| rate_cmp(c) == Some(std::cmp::Ordering::Greater))
+        .map(|c| MovedBack::Better(c.id.clone()))
+        .or_else(|| {
+            aa_cases
+                .iter()
+                .flatten()
+                .find(|c| rate_cmp(c).is_some_and(|o| o != std::cmp::Ordering::Equal))
+                .map(|c| MovedBack::Aa(c.id.clone()))
+        });
     let failed_every_run: Vec<usize> = (0..cases.len())
         .filter(|i| cases[*i].failed_every_run() && !aa_failed.contains(cases[*i].id.as_str()))
         .collect();
@@ -809,6 +839,7 @@ pub fn compare(
         tool_moves,
         new_names,
         failed_every_run,
+        moved_back,
         catalogs: ctx.catalog_tools.is_some(),
         names,
     }
