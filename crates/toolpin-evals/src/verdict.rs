@@ -19,9 +19,9 @@
 //!    regression however few cases the suite has, unless something moved
 //!    the other way (a case did better live, or the A/A runs moved a case):
 //!    that is how chance moves a suite, and a few failures are within it.
-//! 4. Otherwise (no result files, or too few changes and no such case), the
-//!    exit codes: passed (exit 0) in most pinned runs and failed in most
-//!    live runs is a regression.
+//! 4. Otherwise (no result files, or too few changes and no such case, or
+//!    something moved the other way), the exit codes: passed (exit 0) in
+//!    most pinned runs and failed in most live runs is a regression.
 //! 5. Anything else did not regress.
 
 use crate::compare::text::{p_value, pct};
