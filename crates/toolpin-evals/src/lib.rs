@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod results;
 pub mod run;
+pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

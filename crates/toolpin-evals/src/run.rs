@@ -14,6 +14,7 @@ use toolpin_manifest::{export, Catalog, ToolFormat};
 use toolpin_report::style::printable;
 use toolpin_report::Style;
 
+use crate::verdict::Outcome;
 use crate::Error;
 use toolpin_config::expand::{expand, redact};
 use toolpin_config::Eval;
@@ -123,41 +124,21 @@ impl EvalRuns {
         }
     }
 
-    /// Why it regressed, in a few words.
-    fn regression_reason(&self) -> &'static str {
-        match &self.comparison {
-            Some(c) => match (
-                c.verdict == crate::compare::Verdict::Regression,
-                c.new_names.is_empty(),
-            ) {
-                (true, true) => "a significant drop in the pass rate",
-                (true, false) => "a significant drop in the pass rate, and tool names never seen",
-                _ => "tool names never seen",
-            },
-            None => "passed on the pinned catalog, failed on the live one",
-        }
+    /// The eval's outcome, from every piece of evidence its runs left:
+    /// the per-case comparison when there is one, and the exit codes.
+    pub fn outcome(&self) -> crate::verdict::Outcome {
+        crate::verdict::decide(
+            self.comparison.as_ref(),
+            Some(crate::verdict::Exits {
+                pinned: &self.pinned,
+                live: &self.live,
+            }),
+        )
     }
-
-    /// Regressed: the comparison says so (a significant drop or a tool
-    /// name never seen), or, without one, the exit codes do.
-    pub fn regressed(&self) -> bool {
-        match &self.comparison {
-            Some(c) => c.fails(),
-            None => exit_code_regression(&self.pinned, &self.live),
-        }
-    }
-}
-
-/// Passed on the pinned catalog in most runs and failed on the live one in
-/// most: with one run each, passed pinned and failed live.
-pub fn exit_code_regression(pinned: &[RunResult], live: &[RunResult]) -> bool {
-    let passing =
-        |runs: &[RunResult]| 2 * runs.iter().filter(|r| r.status.passed()).count() > runs.len();
-    !pinned.is_empty() && passing(pinned) && !passing(live)
 }
 
 /// Runs the evals and returns the side-by-side table and whether any eval
-/// regressed (passed pinned, failed live).
+/// regressed ([`crate::verdict::decide`]).
 pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
     let shown_out = req.out.clone();
     let out = std::path::absolute(&req.out)
@@ -270,20 +251,22 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
         results.push(runs);
     }
 
+    // One verdict per eval, from all of its evidence (crate::verdict).
+    let outcomes: Vec<Outcome> = results.iter().map(EvalRuns::outcome).collect();
     let regressed: Vec<&str> = req
         .evals
         .iter()
-        .zip(&results)
-        .filter(|(_, runs)| runs.regressed())
+        .zip(&outcomes)
+        .filter(|(_, outcome)| outcome.regressed())
         .map(|(e, _)| e.name.as_str())
         .collect();
-    let summary = summary_json(req, &results, &manifests, &out, &regressed);
+    let summary = summary_json(req, &results, &outcomes, &manifests, &out, &regressed);
     // Serializing a Value cannot fail.
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n";
     toolpin_manifest::fs::write_atomic(&summary_path, text.as_bytes())
         .map_err(|e| Error::new(format!("cannot write {}: {e}", summary_path.display())))?;
 
-    let table = render_table(req, &results, &shown_out, &regressed, style);
+    let table = render_table(req, &results, &outcomes, &shown_out, style);
     Ok((table, !regressed.is_empty()))
 }
 
@@ -574,6 +557,7 @@ fn relative(path: &Path, out: &Path) -> String {
 fn summary_json(
     req: &Request,
     results: &[EvalRuns],
+    outcomes: &[Outcome],
     manifests: &BTreeMap<(&str, ToolFormat), PathBuf>,
     out: &Path,
     regressed: &[&str],
@@ -608,13 +592,15 @@ fn summary_json(
         .evals
         .iter()
         .zip(results)
-        .map(|(eval, runs)| {
+        .zip(outcomes)
+        .map(|((eval, runs), outcome)| {
             let mut doc = json!({
                 "eval": eval.name,
                 "run": eval.run,
                 "manifest": eval.manifest.manifest_name(),
                 "timeout_ms": eval.timeout.map(|t| t.as_millis() as u64),
-                "regressed": runs.regressed(),
+                "regressed": outcome.regressed(),
+                "outcome": crate::verdict::json(outcome),
                 "repeats": req.repeats,
             });
             // `pinned` and `live` are the first repeat, as before repeats.
@@ -637,7 +623,7 @@ fn summary_json(
             }
             doc["runs"] = Value::Object(all);
             doc["comparison"] = match &runs.comparison {
-                Some(report) => crate::compare::json::render(report),
+                Some(report) => crate::compare::json::render(report, outcome),
                 None => Value::Null,
             };
             doc
@@ -670,8 +656,8 @@ fn pass_count(runs: &[RunResult]) -> String {
 fn render_table(
     req: &Request,
     results: &[EvalRuns],
+    outcomes: &[Outcome],
     out: &Path,
-    regressed: &[&str],
     s: Style,
 ) -> String {
     let cell = |runs: &[RunResult]| match runs {
@@ -687,12 +673,14 @@ fn render_table(
     }
     header.push("output".to_string());
     let mut rows: Vec<Vec<String>> = vec![header];
-    for (eval, runs) in req.evals.iter().zip(results) {
+    let mut regressed_rows = Vec::new();
+    for ((eval, runs), outcome) in req.evals.iter().zip(results).zip(outcomes) {
         let mut row = vec![eval.name.clone(), cell(&runs.pinned), cell(&runs.live)];
         if req.aa {
             row.push(cell(&runs.aa));
         }
         row.push(crate::display(&out.join(&eval.name)));
+        regressed_rows.push(outcome.regressed());
         rows.push(row);
     }
     let columns = rows[0].len();
@@ -727,16 +715,16 @@ fn render_table(
         let mut line = line.trim_end().to_string();
         if n == 0 {
             line = s.bold(&line);
-        } else if regressed.contains(&row[0].as_str()) {
+        } else if regressed_rows[n - 1] {
             line += &format!("  {}", s.red("regressed"));
         }
         let _ = writeln!(text, "{}", line.trim_end());
     }
-    for (eval, runs) in req.evals.iter().zip(results) {
+    for ((eval, runs), outcome) in req.evals.iter().zip(results).zip(outcomes) {
         match (&runs.comparison, &runs.no_comparison) {
             (Some(report), _) => {
                 let _ = writeln!(text, "\n{} {}", s.bold("eval"), s.bold(&eval.name));
-                text.push_str(&crate::compare::text::render(report, s));
+                text.push_str(&crate::compare::text::render(report, outcome, s));
             }
             (None, Some(why)) if req.repeats > 1 || req.aa => {
                 let _ = writeln!(text, "\neval {}: {why}", eval.name);
@@ -745,19 +733,19 @@ fn render_table(
         }
     }
     let _ = writeln!(text);
-    if regressed.is_empty() {
+    let reasons: Vec<String> = req
+        .evals
+        .iter()
+        .zip(outcomes)
+        .filter(|(_, outcome)| outcome.regressed())
+        .map(|(e, outcome)| format!("{} ({})", e.name, outcome.reason))
+        .collect();
+    if reasons.is_empty() {
         let _ = writeln!(
             text,
             "no regressions: every eval did as well on the live catalog as on the pinned one"
         );
     } else {
-        let reasons: Vec<String> = req
-            .evals
-            .iter()
-            .zip(results)
-            .filter(|(e, _)| regressed.contains(&e.name.as_str()))
-            .map(|(e, runs)| format!("{} ({})", e.name, runs.regression_reason()))
-            .collect();
         let _ = writeln!(
             text,
             "{} {}",
@@ -771,55 +759,4 @@ fn render_table(
         printable(&crate::display(&out.join("summary.json")), false)
     );
     text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn r(status: Status) -> RunResult {
-        RunResult {
-            status,
-            duration: Duration::from_millis(10),
-        }
-    }
-
-    #[test]
-    fn only_pass_then_fail_is_a_regression() {
-        let cases = [
-            (Status::Exit(0), Status::Exit(0), false),
-            (Status::Exit(0), Status::Exit(1), true),
-            (Status::Exit(0), Status::Timeout, true),
-            (Status::Exit(0), Status::Signal(9), true),
-            (Status::Exit(1), Status::Exit(0), false),
-            (Status::Exit(1), Status::Exit(2), false),
-            (Status::Timeout, Status::Timeout, false),
-        ];
-        for (pinned, live, want) in cases {
-            assert_eq!(
-                exit_code_regression(&[r(pinned)], &[r(live)]),
-                want,
-                "{pinned:?} → {live:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn with_repeats_most_runs_decide() {
-        let (ok, bad) = (r(Status::Exit(0)), r(Status::Exit(1)));
-        let three =
-            |a: &RunResult, b: &RunResult, c: &RunResult| vec![a.clone(), b.clone(), c.clone()];
-        assert!(exit_code_regression(
-            &three(&ok, &ok, &bad),
-            &three(&bad, &bad, &ok)
-        ));
-        assert!(!exit_code_regression(
-            &three(&ok, &ok, &bad),
-            &three(&ok, &bad, &ok)
-        ));
-        assert!(!exit_code_regression(
-            &three(&ok, &bad, &bad),
-            &three(&bad, &bad, &bad)
-        ));
-    }
 }

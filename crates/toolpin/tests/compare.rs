@@ -146,15 +146,39 @@ fn flips_are_grouped_by_tool_and_joined_with_the_drift() {
 
 #[test]
 fn a_small_move_is_noise_and_exits_0() {
+    // Four cases newly fail and four newly pass: enough changes for the
+    // test, which finds nothing.
     let sb = Sandbox::new();
-    sb.write("before.jsonl", records(60, &[3, 9], &["a"], None));
-    sb.write("after.jsonl", records(60, &[3, 9, 20], &["a"], None));
+    sb.write("before.jsonl", records(60, &[0, 1, 2, 3], &["a"], None));
+    sb.write("after.jsonl", records(60, &[4, 5, 6, 7], &["a"], None));
     let run = sb.run(&["compare", "before.jsonl", "after.jsonl"]);
     run.ok();
     assert!(run.stdout.contains("verdict     not distinguishable from noise: no change cannot be ruled out at 5% (p = 1.000)"), "{}", run.stdout);
     assert!(
+        run.stdout.contains(
+            "outcome     no regression: not distinguishable from noise, 93.3% → 93.3% (p = 1.000)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
         run.stdout
             .contains("detectable  a change of 10.0 points or more, with 60 cases × 1 repeat"),
+        "{}",
+        run.stdout
+    );
+    // One case that passed before and fails after, and nothing else moved
+    // (issue 32): no test can call one change significant, which does not
+    // make it noise. It is what was seen, and it fails the comparison.
+    sb.write("before.jsonl", records(60, &[3, 9], &["a"], None));
+    sb.write("after.jsonl", records(60, &[3, 9, 20], &["a"], None));
+    let run = sb.run(&["compare", "before.jsonl", "after.jsonl"]);
+    run.drift();
+    assert!(run.stdout.contains("verdict     too few cases changed for a significance test: 1 case changed, and a test at 5% needs 6 or more (p = 1.000 at best)"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "outcome     regression: 1 new failure; too few cases for a significance test"
+        ),
         "{}",
         run.stdout
     );

@@ -925,3 +925,534 @@ fn evals_run_python_harness_reads_the_manifest() {
         json!({"page_size": 20})
     );
 }
+
+// ---------------------------------------------------------------------------
+// What decides (issue 32): every exit-code path of `evals run` against the
+// outcomes table of docs/evals.md
+
+/// The rows of the outcomes table in docs/evals.md ("What decides"):
+/// (basis, evidence, exit), in the table's order.
+fn outcomes_table() -> Vec<(String, String, i32)> {
+    let doc = fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/evals.md"),
+    )
+    .expect("docs/evals.md");
+    let section = doc
+        .split("\n### What decides\n")
+        .nth(1)
+        .expect("docs/evals.md has a `### What decides` section");
+    let section = section.split("\n### ").next().unwrap_or(section);
+    let mut rows = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 4, "a row of four cells: {line}");
+        let basis = cells[0].trim_matches('`').to_string();
+        let exit: i32 = cells[3].parse().unwrap_or_else(|_| panic!("exit: {line}"));
+        rows.push((basis, cells[1].to_string(), exit));
+    }
+    rows
+}
+
+/// A harness whose cases are decided by its environment, so that each
+/// scenario below is a few variables:
+/// - `N` cases, `c00`, `c01`, …;
+/// - `FAILS`: space-separated `RUN:REPEAT:FROM-TO`, the cases that fail on
+///   that run (`pinned`, `live`, `aa` or `*`) and repeat (a number or `*`);
+/// - `RECORDS=1`: write one case record per case into TOOLPIN_OUTPUT_DIR;
+/// - `EXIT`: `cases` (1 when a case failed, as pytest does) or a number;
+///   `LIVE_EXIT` overrides it for the live runs;
+/// - `NEW_TOOL`: the tool the live runs call instead of `lookup`.
+const CASES_HARNESS: &str = r#"#!/bin/sh
+set -u
+i=0
+failed=0
+while [ "$i" -lt "$N" ]; do
+  pass=true
+  for f in ${FAILS:-}; do
+    run=${f%%:*}; rest=${f#*:}; rep=${rest%%:*}; range=${rest#*:}
+    from=${range%-*}; to=${range#*-}
+    if { [ "$run" = "*" ] || [ "$run" = "$TOOLPIN_RUN" ]; } && { [ "$rep" = "*" ] || [ "$rep" = "$TOOLPIN_REPEAT" ]; } && [ "$i" -ge "$from" ] && [ "$i" -le "$to" ]; then
+      pass=false
+    fi
+  done
+  [ "$pass" = false ] && failed=1
+  tool=lookup
+  if [ -n "${NEW_TOOL:-}" ] && [ "$TOOLPIN_RUN" = live ]; then tool=$NEW_TOOL; fi
+  if [ "${RECORDS:-0}" = 1 ]; then
+    printf '{"case":"c%02d","passed":%s,"tool_calls":[{"name":"%s"}]}\n' "$i" "$pass" "$tool" >> "$TOOLPIN_OUTPUT_DIR/cases.jsonl"
+  fi
+  i=$((i + 1))
+done
+code=${EXIT:-cases}
+if [ "$TOOLPIN_RUN" = live ] && [ -n "${LIVE_EXIT:-}" ]; then code=$LIVE_EXIT; fi
+[ "$code" = cases ] && code=$failed
+exit "$code"
+"#;
+
+/// One way an eval can end: its evidence, `--repeat` and `--aa`, the
+/// harness's variables, and the row of the outcomes table it must land on.
+struct Scenario {
+    what: &'static str,
+    repeat: u32,
+    aa: bool,
+    env: &'static str,
+    basis: &'static str,
+}
+
+const fn scenario(
+    what: &'static str,
+    repeat: u32,
+    aa: bool,
+    env: &'static str,
+    basis: &'static str,
+) -> Scenario {
+    Scenario {
+        what,
+        repeat,
+        aa,
+        env,
+        basis,
+    }
+}
+
+/// Exit codes only (no records); result files only (records, exit 0
+/// whatever happens); both (records, exit 1 when a case failed); with and
+/// without repeats and A/A runs.
+const SCENARIOS: &[Scenario] = &[
+    // exit codes only
+    scenario(
+        "exit codes only: pinned passes, live fails",
+        1,
+        false,
+        r#"N = "12", FAILS = "live:*:0-3", EXIT = "cases""#,
+        "exit-codes",
+    ),
+    scenario(
+        "exit codes only: both fail",
+        1,
+        false,
+        r#"N = "12", FAILS = "*:*:0-0", EXIT = "cases""#,
+        "no-regression",
+    ),
+    scenario(
+        "exit codes only: only live passes",
+        1,
+        false,
+        r#"N = "12", FAILS = "pinned:*:0-0", EXIT = "cases""#,
+        "no-regression",
+    ),
+    scenario(
+        "exit codes only, repeats: live fails in 2 of 3",
+        3,
+        false,
+        r#"N = "12", FAILS = "live:0:0-0 live:1:0-0", EXIT = "cases""#,
+        "exit-codes",
+    ),
+    scenario(
+        "exit codes only, repeats: live fails in 1 of 3",
+        3,
+        false,
+        r#"N = "12", FAILS = "live:0:0-0", EXIT = "cases""#,
+        "no-regression",
+    ),
+    scenario(
+        "exit codes only, A/A: pinned and A/A pass, live fails",
+        1,
+        true,
+        r#"N = "12", FAILS = "live:*:0-3", EXIT = "cases""#,
+        "exit-codes",
+    ),
+    // result files only
+    scenario(
+        "result files: 4 of 12 cases fail on the live run",
+        1,
+        false,
+        r#"N = "12", FAILS = "live:*:0-3", RECORDS = "1", EXIT = "0""#,
+        "new-failures-every-run",
+    ),
+    scenario(
+        "result files: 8 of 20 cases fail on the live run",
+        1,
+        false,
+        r#"N = "20", FAILS = "live:*:0-7", RECORDS = "1", EXIT = "0""#,
+        "significant-drop",
+    ),
+    scenario(
+        "result files: 4 new failures and 4 new passes",
+        1,
+        false,
+        r#"N = "20", FAILS = "pinned:*:0-3 live:*:4-7", RECORDS = "1", EXIT = "0""#,
+        "no-significant-drop",
+    ),
+    scenario(
+        "result files: a tool name never seen",
+        1,
+        false,
+        r#"N = "12", RECORDS = "1", EXIT = "0", NEW_TOOL = "orders__made_up""#,
+        "new-tool-names",
+    ),
+    scenario(
+        "result files: a case fails live, another does better live",
+        1,
+        false,
+        r#"N = "12", FAILS = "pinned:*:5-5 live:*:0-0", RECORDS = "1", EXIT = "0""#,
+        "no-regression",
+    ),
+    scenario(
+        "result files, A/A: 4 cases fail every live run, and the A/A runs moved another",
+        2,
+        true,
+        r#"N = "12", FAILS = "live:*:0-3 aa:1:9-9", RECORDS = "1", EXIT = "0""#,
+        "no-regression",
+    ),
+    scenario(
+        "result files: nothing changed",
+        1,
+        false,
+        r#"N = "12", RECORDS = "1", EXIT = "0""#,
+        "no-regression",
+    ),
+    // both
+    scenario(
+        "both, repeats and A/A: 4 of 12 fail on every live run (the issue's suite)",
+        2,
+        true,
+        r#"N = "12", FAILS = "live:*:0-3", RECORDS = "1", EXIT = "cases""#,
+        "new-failures-every-run",
+    ),
+    scenario(
+        "both: the live run exits 1 after writing records that all passed",
+        1,
+        false,
+        r#"N = "12", RECORDS = "1", EXIT = "cases", LIVE_EXIT = "1""#,
+        "exit-codes",
+    ),
+    scenario(
+        "both, repeats: a case fails 1 of 3 live runs",
+        3,
+        false,
+        r#"N = "12", FAILS = "live:0:0-0", RECORDS = "1", EXIT = "cases""#,
+        "no-regression",
+    ),
+    scenario(
+        "both, repeats: 18 cases move both ways, the exit codes say pinned 2/3, live 1/3",
+        3,
+        false,
+        r#"N = "30", FAILS = "pinned:2:0-5 live:1:6-11 live:2:12-17", RECORDS = "1", EXIT = "cases""#,
+        "no-significant-drop",
+    ),
+    // A/A
+    scenario(
+        "A/A: the case failing live also fails an A/A run",
+        1,
+        true,
+        r#"N = "12", FAILS = "live:*:0-0 aa:*:0-0", RECORDS = "1", EXIT = "0""#,
+        "no-regression",
+    ),
+    scenario(
+        "A/A: a significant drop within the A/A spread",
+        1,
+        true,
+        r#"N = "20", FAILS = "live:*:0-7 aa:*:8-15", RECORDS = "1", EXIT = "0""#,
+        "no-significant-drop",
+    ),
+    scenario(
+        "A/A: a significant drop beyond the A/A spread",
+        1,
+        true,
+        r#"N = "20", FAILS = "live:*:0-9", RECORDS = "1", EXIT = "0""#,
+        "significant-drop",
+    ),
+];
+
+#[test]
+fn every_outcome_of_evals_run_is_the_one_docs_evals_md_gives() {
+    let table = outcomes_table();
+    // The table and the code name the same outcomes, in the same order,
+    // with the same exit codes.
+    let code: Vec<(String, i32)> = toolpin_evals::verdict::Basis::ALL
+        .iter()
+        .map(|b| (b.key().to_string(), i32::from(b.regressed())))
+        .collect();
+    let docs: Vec<(String, i32)> = table.iter().map(|(b, _, e)| (b.clone(), *e)).collect();
+    assert_eq!(
+        docs, code,
+        "docs/evals.md's outcomes table and verdict.rs disagree"
+    );
+    // Every row is reached by some scenario, and every scenario names a row.
+    for (basis, _, _) in &table {
+        assert!(
+            SCENARIOS.iter().any(|s| s.basis == basis),
+            "no scenario reaches the row `{basis}`"
+        );
+    }
+    let sb = refund("", false);
+    sb.write("cases.sh", CASES_HARNESS);
+    let toml = sb.read_string("toolpin.toml");
+    for (k, sc) in SCENARIOS.iter().enumerate() {
+        let exit = table
+            .iter()
+            .find(|(b, _, _)| b == sc.basis)
+            .map(|(_, _, e)| *e)
+            .unwrap_or_else(|| panic!("{}: no row `{}` in docs/evals.md", sc.what, sc.basis));
+        let name = format!("s{k:02}");
+        sb.write(
+            "toolpin.toml",
+            format!(
+                "{toml}\n[evals.{name}]\nrun = \"sh cases.sh\"\nenv = {{ {} }}\n",
+                sc.env
+            ),
+        );
+        let repeat = sc.repeat.to_string();
+        let mut args = vec!["evals", "run", "--repeat", &repeat, "--color", "never"];
+        if sc.aa {
+            args.push("--aa");
+        }
+        let out = sb.run(&args);
+        assert_eq!(
+            out.code, exit,
+            "{}: exit {}, docs say {exit}\n{out:#?}",
+            sc.what, out.code
+        );
+        assert_eq!(out.stderr, "", "{}", sc.what);
+        let summary = sb.read_json(".toolpin/evals/summary.json");
+        let eval = &summary["evals"][0];
+        assert_eq!(
+            eval["outcome"]["basis"], sc.basis,
+            "{}: {:#}",
+            sc.what, eval["outcome"]
+        );
+        assert_eq!(eval["regressed"], exit == 1, "{}", sc.what);
+        assert_eq!(eval["outcome"]["regressed"], exit == 1, "{}", sc.what);
+        assert_eq!(summary["exit"], exit, "{}", sc.what);
+        // The last lines say what decided.
+        let reason = eval["outcome"]["reason"].as_str().expect("reason");
+        assert!(!reason.is_empty(), "{}", sc.what);
+        if exit == 1 {
+            assert!(
+                out.stdout
+                    .contains(&format!("regressed: {name} ({reason})\n")),
+                "{}: {}",
+                sc.what,
+                out.stdout
+            );
+        } else {
+            assert!(
+                out.stdout.contains("\nno regressions: "),
+                "{}: {}",
+                sc.what,
+                out.stdout
+            );
+        }
+        // With result files the comparison carries the same outcome.
+        if sc.env.contains("RECORDS") {
+            assert_eq!(
+                eval["comparison"]["outcome"], eval["outcome"],
+                "{}",
+                sc.what
+            );
+        } else {
+            assert_eq!(eval["comparison"], Value::Null, "{}", sc.what);
+        }
+    }
+}
+
+/// The issue's suite (issue 32, fault 2): 12 pytest tests, 4 of which read
+/// the default page size the drift moves from 50 to 20.
+fn pytest_suite(fixture: bool) -> String {
+    let (arg, call) = if fixture {
+        (
+            "toolpin_case",
+            "    toolpin_case.call(\"orders__search_orders\", {})\n",
+        )
+    } else {
+        ("", "")
+    };
+    let mut suite = String::from("import toolpin\n\n");
+    for i in 0..8 {
+        suite += &format!(
+            "\ndef test_stable_{i}({arg}):\n{call}    assert toolpin.load_tools(\"openai\")\n\n"
+        );
+    }
+    for i in 0..4 {
+        suite += &format!(
+            "\ndef test_page_size_{i}({arg}):\n{call}    tools = {{t[\"function\"][\"name\"]: t[\"function\"] for t in toolpin.load_tools(\"openai\")}}\n    assert tools[\"orders__search_orders\"][\"parameters\"][\"properties\"][\"page_size\"][\"default\"] == 50\n\n"
+        );
+    }
+    suite
+}
+
+#[test]
+fn a_pytest_suite_failing_4_of_12_on_every_live_run_regresses_with_the_plugin_as_without() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = repo.join(".venv/bin/python");
+    assert!(python.exists(), "run scripts/setup");
+    let pytest = |plugin: &str, dir: &str| {
+        format!(
+            "[evals.{dir}]\nrun = \'\'\'PYTHONPATH=\"{}\" \"{}\" -m pytest -q {plugin}-p no:cacheprovider {dir}\'\'\'\n",
+            repo.join("python").display(),
+            python.display()
+        )
+    };
+    let sb = refund(
+        &(pytest("-p toolpin.pytest_plugin ", "with_plugin") + &pytest("", "without_plugin")),
+        true,
+    );
+    sb.write("with_plugin/test_suite.py", pytest_suite(true));
+    sb.write("without_plugin/test_suite.py", pytest_suite(false));
+
+    // With the plugin, and A/A runs as steady as the pinned ones: 100% →
+    // 66.7%, too few cases for a significance test (p = 0.125 at best),
+    // which was "not distinguishable from noise", exit 0.
+    let out = sb.run(&["evals", "run", "with_plugin", "--aa", "--color", "never"]);
+    out.drift();
+    assert!(
+        out.stdout.contains("pass rate   100.0% → 66.7%"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("verdict     too few cases changed for a significance test: 4 cases changed, and a test at 5% needs 6 or more (p = 0.125 at best)"),
+        "{}",
+        out.stdout
+    );
+    let reason = "4 new failures, every run; too few cases for a significance test";
+    assert!(
+        out.stdout.ends_with(&format!(
+            "regressed: with_plugin ({reason})\nsummary: .toolpin/evals/summary.json\n"
+        )),
+        "{}",
+        out.stdout
+    );
+    let summary = sb.read_json(".toolpin/evals/summary.json");
+    assert_eq!(summary["exit"], 1);
+    assert_eq!(summary["regressed"], json!(["with_plugin"]));
+    let eval = &summary["evals"][0];
+    assert_eq!(
+        eval["outcome"],
+        json!({"regressed": true, "basis": "new-failures-every-run", "reason": reason})
+    );
+    let c = &eval["comparison"];
+    assert_eq!(c["verdict"], "untested", "{c:#}");
+    assert_eq!(c["fails"], true);
+    assert_eq!(c["cases"]["new_failures"], 4);
+    assert_eq!(c["cases"]["failed_every_run"], 4);
+    assert_eq!(c["aa"]["change"]["estimate"], 0.0);
+    for run in ["pinned", "aa"] {
+        assert_eq!(eval["runs"][run][0]["exit_code"], 0, "{run}");
+    }
+    assert_eq!(eval["runs"]["live"][0]["exit_code"], 1);
+
+    // The same suite without the plugin: the exit codes alone.
+    let out = sb.run(&["evals", "run", "without_plugin", "--color", "never"]);
+    out.drift();
+    let summary = sb.read_json(".toolpin/evals/summary.json");
+    assert_eq!(summary["evals"][0]["outcome"]["basis"], "exit-codes");
+    assert_eq!(summary["evals"][0]["comparison"], Value::Null);
+}
+
+/// A stored zip of `members`, with `aliases` more central-directory
+/// entries, each pointing at the first sample's bytes (issue 32, fault 12:
+/// the zip bomb that inflated one member thousands of times).
+fn zip_with_aliases(members: &[(&str, &[u8])], aliases: usize) -> Vec<u8> {
+    fn crc32(data: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for b in data {
+            crc ^= u32::from(*b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    0xEDB8_8320 ^ (crc >> 1)
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    let header = |buf: &mut Vec<u8>, name: &str, data: &[u8], central: Option<u32>| {
+        buf.extend_from_slice(if central.is_some() {
+            b"PK\x01\x02"
+        } else {
+            b"PK\x03\x04"
+        });
+        if central.is_some() {
+            buf.extend_from_slice(&20u16.to_le_bytes());
+        }
+        buf.extend_from_slice(&20u16.to_le_bytes());
+        buf.extend_from_slice(&[0; 8]); // flags, method (stored), time, date
+        buf.extend_from_slice(&crc32(data).to_le_bytes());
+        buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&(name.len() as u16).to_le_bytes());
+        buf.extend_from_slice(&0u16.to_le_bytes());
+        if let Some(offset) = central {
+            buf.extend_from_slice(&[0; 10]);
+            buf.extend_from_slice(&offset.to_le_bytes());
+        }
+        buf.extend_from_slice(name.as_bytes());
+    };
+    let (mut out, mut cd, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
+    for (name, data) in members {
+        offsets.push(out.len() as u32);
+        header(&mut out, name, data, None);
+        out.extend_from_slice(data);
+    }
+    for ((name, data), offset) in members.iter().zip(&offsets) {
+        header(&mut cd, name, data, Some(*offset));
+    }
+    for k in 0..aliases {
+        header(
+            &mut cd,
+            &format!("samples/a{k:04}_epoch_1.json"),
+            members[1].1,
+            Some(offsets[1]),
+        );
+    }
+    let count = (members.len() + aliases) as u16;
+    let cd_offset = out.len() as u32;
+    out.extend_from_slice(&cd);
+    out.extend_from_slice(b"PK\x05\x06\0\0\0\0");
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(&(cd.len() as u32).to_le_bytes());
+    out.extend_from_slice(&cd_offset.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+#[test]
+fn an_inspect_log_whose_entries_overlap_is_refused_by_evals_run_and_compare() {
+    let header = br#"{"eval": {"task": "t", "config": {"epochs": 1}}}"#;
+    let sample = br#"{"id": "a", "epoch": 1, "scores": {"s": {"value": "C"}}}"#;
+    let log = r#"{"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [{"id": "a", "scores": {"s": {"value": "C"}}}]}"#;
+    let sb = refund(
+        "[evals.inspect]\nrun = \"if [ $TOOLPIN_RUN = live ]; then cp bomb.eval $TOOLPIN_OUTPUT_DIR/; else cp log.json $TOOLPIN_OUTPUT_DIR/; fi\"\n",
+        false,
+    );
+    sb.write("log.json", log);
+    // The archive is read as it is, before: one honest entry reads.
+    sb.write(
+        "bomb.eval",
+        zip_with_aliases(
+            &[("header.json", header), ("samples/a_epoch_1.json", sample)],
+            0,
+        ),
+    );
+    sb.run(&["compare", "log.json", "bomb.eval"]).ok();
+    // 500 more entries naming the sample's bytes: each was inflated.
+    sb.write(
+        "bomb.eval",
+        zip_with_aliases(
+            &[("header.json", header), ("samples/a_epoch_1.json", sample)],
+            500,
+        ),
+    );
+    let refused = "bomb.eval: refused: the entries samples/a0000_epoch_1.json and samples/a0001_epoch_1.json overlap (one member's bytes named twice, as zip bombs do)";
+    let message = sb
+        .run(&["compare", "log.json", "bomb.eval"])
+        .error(&[refused]);
+    assert_eq!(message, refused);
+    sb.run(&["evals", "run"])
+        .error(&["eval inspect: ", "live/bomb.eval: refused: the entries samples/a0000_epoch_1.json and samples/a0001_epoch_1.json overlap"]);
+    assert!(!sb.exists(".toolpin/evals/summary.json"));
+}

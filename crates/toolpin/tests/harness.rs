@@ -55,10 +55,17 @@ fn a_pytest_suite_with_the_plugin_is_compared_case_by_case() {
         "tools/orders.json",
         orders.replacen("\"default\": 50", "\"default\": 20", 1),
     );
-    // Two cases cannot show a significant drop (exit 0), but the new
-    // failure is named with the tool it called and that tool's drift.
+    // Two cases are too few for a significance test, and the one that
+    // passed pinned and failed live is a regression (issue 32: it exited 0),
+    // named with the tool it called and that tool's drift.
     let out = sb.run(&["evals", "run", "pytest", "--color", "never"]);
-    out.ok();
+    out.drift();
+    assert!(
+        out.stdout
+            .contains("regressed: pytest (1 new failure; too few cases for a significance test)"),
+        "{}",
+        out.stdout
+    );
     assert!(
         out.stdout.contains("evals_py/test_catalog.py::test_page_size_default  1/1 → 0/1  calls 1 → 1  (assert 20 == 50)"),
         "{}",

@@ -81,12 +81,15 @@ fn tally(r: &Report, t: &Tally) -> Value {
     doc
 }
 
-pub fn render(r: &Report) -> Value {
+/// The document, with the outcome [`crate::verdict::decide`] gave the
+/// comparison (in `evals run`, from the exit codes too).
+pub fn render(r: &Report, outcome: &crate::verdict::Outcome) -> Value {
     let count = |f: Flip| r.case_ids(f).len();
     json!({
         "version": VERSION,
         "verdict": r.verdict.key(),
-        "fails": r.fails(),
+        "fails": outcome.regressed(),
+        "outcome": crate::verdict::json(outcome),
         "seed": r.options.seed,
         "resamples": r.options.resamples,
         "repeats": {"before": r.repeats[0], "after": r.repeats[1], "aa": r.aa_repeats},
@@ -95,6 +98,8 @@ pub fn render(r: &Report) -> Value {
             "paired": r.pass.paired,
             "new_failures": count(Flip::NewFailure),
             "new_passes": count(Flip::NewPass),
+            "changed": r.pass.changed,
+            "failed_every_run": r.failed_every_run.len(),
             "still_passing": count(Flip::StillPassing),
             "still_failing": count(Flip::StillFailing),
             "only_before": count(Flip::OnlyBefore),

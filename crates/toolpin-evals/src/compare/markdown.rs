@@ -7,6 +7,7 @@ use super::text::{
     group_title, method_line, num, pct, points, record, repeats, signed, verdict_reason,
 };
 use super::{Flip, Report, ToolGroup, Verdict};
+use crate::verdict::Outcome;
 
 /// GitHub refuses comments past 65,536 characters; leave room for a
 /// wrapper around ours.
@@ -29,15 +30,17 @@ fn cell(text: &str) -> String {
     out
 }
 
-pub fn render(r: &Report) -> String {
+/// The comment, with the outcome [`crate::verdict::decide`] gave the
+/// comparison.
+pub fn render(r: &Report, outcome: &Outcome) -> String {
     // Case lists shrink until the whole fits the budget.
     for per_group in [50usize, 20, 8, 3, 0] {
-        let text = render_with(r, per_group);
+        let text = render_with(r, outcome, per_group);
         if text.len() <= BUDGET {
             return text;
         }
     }
-    let mut text = render_with(r, 0);
+    let mut text = render_with(r, outcome, 0);
     let mut cut = BUDGET.saturating_sub(200);
     while !text.is_char_boundary(cut) {
         cut -= 1;
@@ -49,16 +52,16 @@ pub fn render(r: &Report) -> String {
     text
 }
 
-fn render_with(r: &Report, per_group: usize) -> String {
+fn render_with(r: &Report, outcome: &Outcome, per_group: usize) -> String {
     let mut t = String::new();
     let p = &r.pass;
-    let icon = match r.verdict {
-        Verdict::Regression => "🔴",
-        Verdict::Improvement => "🟢",
-        Verdict::Noise => "⚪",
+    let (icon, headline) = match r.verdict {
+        _ if outcome.regressed() => ("🔴", "regression"),
+        Verdict::Improvement => ("🟢", r.verdict.label()),
+        _ => ("⚪", r.verdict.label()),
     };
-    let _ = writeln!(t, "### {icon} toolpin compare: {}\n", r.verdict.label());
-    let reason = verdict_reason(r);
+    let _ = writeln!(t, "### {icon} toolpin compare: {headline}\n");
+    let reason = format!("{}. The test: {}", outcome.reason, verdict_reason(r));
     let mut chars = reason.chars();
     let reason: String = chars
         .next()

@@ -44,7 +44,8 @@ pub struct Tally {
     /// Runs that recorded their tool calls, and the calls in them.
     pub call_runs: u32,
     pub calls: u64,
-    /// Calls per tool (id into `Names`), summed over the runs.
+    /// Calls per tool (id into `Names`), summed over the runs, sorted by
+    /// id.
     pub tools: Vec<(u32, u32)>,
     pub turn_runs: u32,
     pub turns: u64,
@@ -63,12 +64,9 @@ impl Tally {
         if let Some(calls) = &run.tool_calls {
             self.call_runs += 1;
             self.calls += calls.len() as u64;
-            for id in calls {
-                match self.tools.iter_mut().find(|(t, _)| t == id) {
-                    Some((_, n)) => *n += 1,
-                    None => self.tools.push((*id, 1)),
-                }
-            }
+            // Counted in `finish`: a search per call was quadratic in the
+            // names one case calls (160,000 distinct names took 19 s).
+            self.tools.extend(calls.iter().map(|id| (*id, 1)));
         }
         if let Some(turns) = run.turns {
             self.turn_runs += 1;
@@ -87,6 +85,21 @@ impl Tally {
         if self.error.is_none() {
             self.error.clone_from(&run.error);
         }
+    }
+
+    /// Sorts the calls `add` collected by tool and sums each tool's: one
+    /// sort per case and side, O(n log n) in its calls.
+    fn finish(&mut self) {
+        self.tools.sort_unstable_by_key(|(id, _)| *id);
+        // `dedup_by` hands the later element first and keeps the earlier.
+        self.tools.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
+            }
+            same
+        });
+        self.tools.shrink_to_fit();
     }
 
     pub fn pass_rate(&self) -> f64 {
@@ -146,6 +159,14 @@ impl Case {
             },
             (Some(_), None) => Flip::OnlyBefore,
             _ => Flip::OnlyAfter,
+        }
+    }
+
+    /// Passed on every before run and failed on every after run.
+    pub fn failed_every_run(&self) -> bool {
+        match (&self.before, &self.after) {
+            (Some(b), Some(a)) => b.runs > 0 && b.passes == b.runs && a.runs > 0 && a.passes == 0,
+            _ => false,
         }
     }
 
@@ -247,12 +268,19 @@ pub struct ToolGroup {
     pub drift: Option<ToolDrift>,
 }
 
-/// The verdict on the pass-rate change.
+/// The significance test's verdict on the pass-rate change. Whether the
+/// comparison fails is decided from it and the rest of the evidence in
+/// [`crate::verdict`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Regression,
     Improvement,
     Noise,
+    /// Some cases changed, but fewer than the test needs to reject "no
+    /// change" at 5% whatever they did (`stats::MIN_FLIPS`): the test says
+    /// nothing, and calling the change noise would claim what it did not
+    /// test.
+    Untested,
 }
 
 impl Verdict {
@@ -261,6 +289,7 @@ impl Verdict {
             Verdict::Regression => "regression",
             Verdict::Improvement => "improvement",
             Verdict::Noise => "not distinguishable from noise",
+            Verdict::Untested => "too few cases changed for a significance test",
         }
     }
 
@@ -269,6 +298,7 @@ impl Verdict {
             Verdict::Regression => "regression",
             Verdict::Improvement => "improvement",
             Verdict::Noise => "noise",
+            Verdict::Untested => "untested",
         }
     }
 }
@@ -297,6 +327,9 @@ impl Method {
 pub struct PassChange {
     /// Cases on both sides.
     pub paired: usize,
+    /// Paired cases whose pass rate moved (the discordant cases of one run
+    /// per side).
+    pub changed: usize,
     /// Mean per-case pass rate over the paired cases.
     pub before: f64,
     pub after: f64,
@@ -308,6 +341,15 @@ pub struct PassChange {
     /// shows how large the change is.
     pub p_value: f64,
     pub significant: bool,
+}
+
+impl PassChange {
+    /// Whether the test can reject "no change" at 5% at all: with `k`
+    /// cases changed, the smallest two-sided p-value either test reaches
+    /// is 2 / 2^k (every change the same way), below 5% from six cases on.
+    pub fn testable(&self) -> bool {
+        self.changed >= stats::MIN_FLIPS
+    }
 }
 
 /// The whole comparison.
@@ -330,9 +372,23 @@ pub struct Report {
     pub metrics: Vec<MetricChange>,
     pub tool_moves: Vec<ToolMove>,
     pub new_names: Vec<NewName>,
+    /// Cases (indices) that passed on every before run and every A/A run
+    /// and failed on every after run.
+    pub failed_every_run: Vec<usize>,
+    /// The first movement the other way, when there is one: what shows that
+    /// the suite moves by chance (crate::verdict).
+    pub moved_back: Option<MovedBack>,
     /// Whether the catalogs were known (for the drift join and for telling a
     /// hallucinated name).
     pub catalogs: bool,
+}
+
+/// A case that moved the way chance moves a suite: better after than before,
+/// or differently on the A/A runs than on the before runs (by case id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MovedBack {
+    Better(String),
+    Aa(String),
 }
 
 /// A tool name the after side emitted that was not seen before.
@@ -352,9 +408,15 @@ impl Report {
             .collect()
     }
 
-    /// Exit 1: a significant regression, or a tool name not acknowledged.
+    /// Exit 1: what [`crate::verdict::decide`] says from this comparison
+    /// alone (`toolpin compare`; `evals run` adds the exit codes).
     pub fn fails(&self) -> bool {
-        self.verdict == Verdict::Regression || !self.new_names.is_empty()
+        self.outcome().regressed()
+    }
+
+    /// The outcome from this comparison alone.
+    pub fn outcome(&self) -> crate::verdict::Outcome {
+        crate::verdict::decide(Some(self), None)
     }
 }
 
@@ -433,6 +495,11 @@ fn join(before: &[Repeat], after: &[Repeat]) -> Vec<Case> {
     let mut cases = Vec::with_capacity(capacity);
     tally(before, &mut index, &mut cases, false);
     tally(after, &mut index, &mut cases, true);
+    for case in &mut cases {
+        for side in [&mut case.before, &mut case.after].into_iter().flatten() {
+            side.finish();
+        }
+    }
     cases.sort_unstable_by(|a, b| a.id.cmp(&b.id));
     cases
 }
@@ -456,6 +523,7 @@ fn pass_change(cases: &[Case], single_runs: bool, options: Options) -> PassChang
         }
     }
     let paired = deltas.len();
+    let changed = deltas.iter().filter(|d| **d != 0.0).count();
     let n = paired.max(1) as f64;
     let delta = stats::bootstrap(&deltas, Statistic::Mean, options.resamples, options.seed);
     let (method, p_value) = if single_runs {
@@ -475,6 +543,7 @@ fn pass_change(cases: &[Case], single_runs: bool, options: Options) -> PassChang
     let significant = p_value < 0.05;
     PassChange {
         paired,
+        changed,
         before: before / n,
         after: after / n,
         delta,
@@ -668,15 +737,15 @@ pub fn compare(
     let cases = join(before, after);
     let single = before.len() == 1 && after.len() == 1;
     let pass = pass_change(&cases, single, options);
-    let aa_change = aa.map(|aa| {
-        let aa_cases = join(before, aa);
-        pass_change(&aa_cases, before.len() == 1 && aa.len() == 1, options)
-    });
+    let aa_cases = aa.map(|aa| join(before, aa));
+    let aa_change = aa
+        .zip(aa_cases.as_deref())
+        .map(|(aa, aa_cases)| pass_change(aa_cases, before.len() == 1 && aa.len() == 1, options));
     // The noise: the A/A runs' own spread when there are any, else each
     // case's binomial spread.
-    let sd = match aa {
-        Some(aa) => {
-            let deltas: Vec<f64> = join(before, aa)
+    let sd = match &aa_cases {
+        Some(aa_cases) => {
+            let deltas: Vec<f64> = aa_cases
                 .iter()
                 .filter_map(|c| match (&c.before, &c.after) {
                     (Some(b), Some(a)) => Some(a.pass_rate() - b.pass_rate()),
@@ -692,7 +761,12 @@ pub fn compare(
         let reach = aa.delta.low.abs().max(aa.delta.high.abs());
         pass.delta.estimate.abs() > reach
     });
-    let verdict = if pass.significant && beyond_aa {
+    // No case changed: "no change" is exactly what was seen (p = 1).
+    let verdict = if pass.changed == 0 {
+        Verdict::Noise
+    } else if !pass.testable() {
+        Verdict::Untested
+    } else if pass.significant && beyond_aa {
         if pass.delta.estimate < 0.0 {
             Verdict::Regression
         } else {
@@ -720,6 +794,36 @@ pub fn compare(
         }
     }
     let new_names = new_names(&cases, &names, ctx, &before_seen);
+    // An A/A run of a case that did not pass makes it no longer a case
+    // that passed on every run of the unchanged catalog.
+    let aa_failed: std::collections::HashSet<&str> = aa_cases
+        .iter()
+        .flatten()
+        .filter(|c| c.after.as_ref().is_some_and(|t| t.passes < t.runs))
+        .map(|c| c.id.as_str())
+        .collect();
+    // Pass rates compared as fractions, exactly.
+    let rate_cmp = |c: &Case| match (&c.before, &c.after) {
+        (Some(b), Some(a)) => Some(
+            (u64::from(a.passes) * u64::from(b.runs))
+                .cmp(&(u64::from(b.passes) * u64::from(a.runs))),
+        ),
+        _ => None,
+    };
+    let moved_back = cases
+        .iter()
+        .find(|c| rate_cmp(c) == Some(std::cmp::Ordering::Greater))
+        .map(|c| MovedBack::Better(c.id.clone()))
+        .or_else(|| {
+            aa_cases
+                .iter()
+                .flatten()
+                .find(|c| rate_cmp(c).is_some_and(|o| o != std::cmp::Ordering::Equal))
+                .map(|c| MovedBack::Aa(c.id.clone()))
+        });
+    let failed_every_run: Vec<usize> = (0..cases.len())
+        .filter(|i| cases[*i].failed_every_run() && !aa_failed.contains(cases[*i].id.as_str()))
+        .collect();
     Report {
         repeats: [before.len(), after.len()],
         aa_repeats: aa.map_or(0, <[Repeat]>::len),
@@ -734,6 +838,8 @@ pub fn compare(
         metrics,
         tool_moves,
         new_names,
+        failed_every_run,
+        moved_back,
         catalogs: ctx.catalog_tools.is_some(),
         names,
     }
@@ -796,13 +902,15 @@ pub fn context<'a>(
 
 /// The report in one of its formats: `text`, `json` or `markdown`.
 pub fn render(report: &Report, format: &str, style: toolpin_report::Style) -> Option<String> {
+    let outcome = report.outcome();
     match format {
-        "text" => Some(text::render(report, style)),
+        "text" => Some(text::render(report, &outcome, style)),
         // Serializing a Value cannot fail.
-        "json" => {
-            Some(serde_json::to_string_pretty(&json::render(report)).unwrap_or_default() + "\n")
-        }
-        "markdown" => Some(markdown::render(report)),
+        "json" => Some(
+            serde_json::to_string_pretty(&json::render(report, &outcome)).unwrap_or_default()
+                + "\n",
+        ),
+        "markdown" => Some(markdown::render(report, &outcome)),
         _ => None,
     }
 }

@@ -104,7 +104,7 @@ fn single_runs_use_mcnemar_and_group_flips_by_tool() {
         (1.0, 1.0, 0.0)
     );
     assert_eq!(r.names.name(r.tool_moves[0].tool), "search");
-    let text = text::render(&r, toolpin_report::Style { color: false });
+    let text = text::render(&r, &r.outcome(), toolpin_report::Style { color: false });
     assert!(
         text.contains(
             "8 of 8 new failures called lookup, which drifted: description-changed (critical)"
@@ -136,6 +136,7 @@ fn a_seen_name_is_not_new_and_a_made_up_one_is_named() {
     assert_eq!(r.new_names[0].name, "zz");
     assert_eq!(r.new_names[0].hallucinated, Some(true));
     assert_eq!(r.verdict, Verdict::Noise);
+    assert_eq!(r.outcome().basis, crate::verdict::Basis::NewToolNames);
     assert!(r.fails());
 }
 
@@ -148,7 +149,7 @@ fn one_sided_cases_are_listed_not_dropped() {
     assert_eq!(r.case_ids(Flip::OnlyBefore).len(), 1);
     assert_eq!(r.case_ids(Flip::OnlyAfter).len(), 1);
     assert_eq!(r.pass.paired, 1);
-    let text = text::render(&r, toolpin_report::Style { color: false });
+    let text = text::render(&r, &r.outcome(), toolpin_report::Style { color: false });
     assert!(
         text.contains("only before: 1 cases") && text.contains("gone"),
         "{text}"
@@ -157,7 +158,7 @@ fn one_sided_cases_are_listed_not_dropped() {
         text.contains("only after: 1 cases") && text.contains("new  — → 0/1"),
         "{text}"
     );
-    let doc = json::render(&r);
+    let doc = json::render(&r, &r.outcome());
     assert_eq!(doc["cases"]["only_after"], 1);
 }
 
@@ -215,7 +216,8 @@ fn repeats_use_the_paired_bootstrap_and_the_aa_spread() {
         "{}",
         r.detectable
     );
-    // The same change on 5 cases is not evidence.
+    // The same change on 1 of 5 cases cannot be tested, and that case
+    // did not fail on every run: no regression.
     let mut names = Names::default();
     let before: Vec<Repeat> = flaky(&mut names, 0, 0)
         .into_iter()
@@ -232,7 +234,10 @@ fn repeats_use_the_paired_bootstrap_and_the_aa_spread() {
         })
         .collect();
     let small = compare(&before, &after, None, names, &Context::default(), opts());
-    assert_eq!(small.verdict, Verdict::Noise);
+    assert_eq!(small.verdict, Verdict::Untested);
+    assert_eq!(small.pass.changed, 1);
+    assert!(small.failed_every_run.is_empty());
+    assert!(!small.fails());
     assert!(small.detectable > 0.5);
 }
 
@@ -241,22 +246,18 @@ fn the_report_is_reproducible_for_a_seed() {
     let mut names = Names::default();
     let before = flaky(&mut names, 0, 0);
     let after = flaky(&mut names, 3, 1);
-    let a = json::render(&compare(
-        &before,
-        &after,
-        None,
-        names.clone(),
-        &Context::default(),
-        opts(),
-    ));
-    let b = json::render(&compare(
-        &before,
-        &after,
-        None,
-        names.clone(),
-        &Context::default(),
-        opts(),
-    ));
+    let report = || {
+        let r = compare(
+            &before,
+            &after,
+            None,
+            names.clone(),
+            &Context::default(),
+            opts(),
+        );
+        json::render(&r, &r.outcome())
+    };
+    let (a, b) = (report(), report());
     assert_eq!(a, b);
     assert_eq!(a["seed"], 11);
 }
@@ -288,7 +289,45 @@ fn markdown_stays_within_the_comment_budget() {
             resamples: 200,
         },
     );
-    let md = markdown::render(&r);
+    let md = markdown::render(&r, &r.outcome());
     assert!(md.len() <= markdown::BUDGET, "{}", md.len());
     assert!(md.contains("20000 new failures"), "{}", &md[..500]);
+}
+
+#[test]
+fn calls_are_counted_per_tool_over_the_runs() {
+    // One case calling 5,000 distinct names in a scrambled order on each of
+    // three runs, and `x` twice: each name counted 3 times, `x` 6, sorted
+    // by id, once each (a search per call made this quadratic in the
+    // distinct names).
+    let mut names = Names::default();
+    let x = names.id("x");
+    let ids: Vec<u32> = (0..5000).map(|i| names.id(&format!("t{i:04}"))).collect();
+    let runs: Vec<Repeat> = (0..3u32)
+        .map(|k| {
+            let mut run = CaseRun::new("c", true);
+            let mut calls: Vec<u32> = (0..5000)
+                .map(|i| ids[(i * 7919 + k as usize * 13) % 5000])
+                .collect();
+            calls.extend([x, x]);
+            run.tool_calls = Some(calls);
+            Repeat {
+                sources: Vec::new(),
+                cases: vec![run],
+            }
+        })
+        .collect();
+    let r = compare(&runs, &runs, None, names, &Context::default(), opts());
+    let tally = r.cases[0].before.as_ref().unwrap();
+    assert_eq!(tally.call_runs, 3);
+    assert_eq!(tally.calls, 3 * 5002);
+    assert_eq!(tally.tools.len(), 5001);
+    assert!(tally.tools.windows(2).all(|w| w[0].0 < w[1].0));
+    assert_eq!(tally.tools[x as usize], (x, 6));
+    assert!(tally
+        .tools
+        .iter()
+        .filter(|(id, _)| *id != x)
+        .all(|(_, n)| *n == 3));
+    assert_eq!(r.cases[0].touched().len(), 5001);
 }

@@ -7,6 +7,7 @@ use toolpin_report::style::printable;
 use toolpin_report::Style;
 
 use super::{Case, Flip, Method, PassChange, Report, ToolGroup, Verdict};
+use crate::verdict::Outcome;
 
 /// Percent with one decimal.
 pub(crate) fn pct(x: f64) -> String {
@@ -135,6 +136,16 @@ pub(crate) fn verdict_reason(r: &Report) -> String {
                 p_value(p.p_value)
             )
         }
+        Verdict::Untested => format!(
+            "{} changed, and a test at 5% needs {} or more ({} at best)",
+            if p.changed == 1 {
+                "1 case".to_string()
+            } else {
+                format!("{} cases", p.changed)
+            },
+            super::stats::MIN_FLIPS,
+            p_value((2.0 * 0.5f64.powi(p.changed as i32)).min(1.0))
+        ),
         Verdict::Noise => {
             if p.significant {
                 "the change is within the A/A spread".into()
@@ -148,7 +159,21 @@ pub(crate) fn verdict_reason(r: &Report) -> String {
     }
 }
 
-pub fn render(r: &Report, s: Style) -> String {
+/// The outcome line: what decided, and what was seen.
+pub(crate) fn outcome_line(o: &Outcome) -> String {
+    format!(
+        "{}: {}",
+        if o.regressed() {
+            "regression"
+        } else {
+            "no regression"
+        },
+        o.reason
+    )
+}
+
+/// The comparison, with the outcome [`crate::verdict::decide`] gave it.
+pub fn render(r: &Report, outcome: &Outcome, s: Style) -> String {
     let mut t = String::new();
     let p = &r.pass;
     let _ = writeln!(
@@ -193,9 +218,16 @@ pub fn render(r: &Report, s: Style) -> String {
     let verdict = match r.verdict {
         Verdict::Regression => s.bold(&s.red(r.verdict.label())),
         Verdict::Improvement => s.green(r.verdict.label()),
-        Verdict::Noise => r.verdict.label().to_string(),
+        Verdict::Noise | Verdict::Untested => r.verdict.label().to_string(),
     };
     let _ = writeln!(t, "verdict     {verdict}: {}", verdict_reason(r));
+    let line = outcome_line(outcome);
+    let line = if outcome.regressed() {
+        s.bold(&s.red(&line))
+    } else {
+        line
+    };
+    let _ = writeln!(t, "outcome     {line}");
     let _ = writeln!(
         t,
         "detectable  a change of {} points or more, with {} cases × {}",

@@ -111,9 +111,19 @@ pub(super) fn read(path: &Path, bytes: &[u8], names: &mut Names) -> Result<Vec<C
     runs(path, &samples, epochs, names, |i| format!("samples[{i}]"))
 }
 
+/// The members `read_zip` inflates.
+fn wanted(name: &str) -> bool {
+    name == "header.json"
+        || name == "_journal/start.json"
+        || (name.starts_with("samples/") && name.ends_with(".json"))
+}
+
 fn read_zip(path: &Path, bytes: &[u8], names: &mut Names) -> Result<Vec<CaseRun>, Error> {
     let zip = Zip::open(bytes)
         .map_err(|e| Error::at(path, format!("not an Inspect AI .eval archive: {e}")))?;
+    // Before anything is inflated: no two entries share bytes, and what
+    // would be inflated stays within the bounds.
+    zip.check(wanted).map_err(|e| Error::at(path, e))?;
     let member = |name: &str| -> Result<Option<Value>, Error> {
         let Some(entry) = zip.entries.iter().find(|e| e.name == name) else {
             return Ok(None);
@@ -139,7 +149,7 @@ fn read_zip(path: &Path, bytes: &[u8], names: &mut Names) -> Result<Vec<CaseRun>
     let mut samples = Vec::new();
     let mut names_of = Vec::new();
     for entry in &zip.entries {
-        if !(entry.name.starts_with("samples/") && entry.name.ends_with(".json")) {
+        if !(entry.name.starts_with("samples/") && wanted(&entry.name)) {
             continue;
         }
         let data = zip
@@ -312,6 +322,8 @@ fn usage(models: &serde_json::Map<String, Value>) -> Option<Cost> {
 struct Zip<'a> {
     bytes: &'a [u8],
     entries: Vec<Entry>,
+    /// Where the central directory starts: every member lies before it.
+    cd_offset: u64,
 }
 
 struct Entry {
@@ -324,8 +336,28 @@ struct Entry {
     offset: u64,
 }
 
-/// Members larger than this are refused rather than inflated.
-const MAX_MEMBER: u64 = 4 << 30;
+/// A member that would inflate past this is refused rather than inflated
+/// (it was 4 GiB: a 1 MB deflated member took 1 GB of memory).
+pub const MAX_MEMBER: u64 = 256 << 20;
+
+/// The most one archive's members may inflate to in all: with no total, a
+/// central directory pointing thousands of entries at one member inflated
+/// each of them (a 264 KB file took 66 s).
+pub const MAX_TOTAL: u64 = 1 << 30;
+
+/// Bytes for people: 1 GiB, 257 MiB, 1.07 GiB, 12.5 MiB, 1234 bytes.
+fn size_text(n: u64) -> String {
+    let (unit, name) = match n {
+        _ if n >= 1 << 30 => (1u64 << 30, "GiB"),
+        _ if n >= 1 << 20 => (1 << 20, "MiB"),
+        _ => return format!("{n} bytes"),
+    };
+    if n % unit == 0 {
+        format!("{} {name}", n / unit)
+    } else {
+        format!("{:.2} {name}", n as f64 / unit as f64)
+    }
+}
 
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
@@ -425,17 +457,17 @@ impl<'a> Zip<'a> {
             });
             at += 46 + name_len + extra_len + comment_len;
         }
-        Ok(Zip { bytes, entries })
+        Ok(Zip {
+            bytes,
+            entries,
+            cd_offset,
+        })
     }
 
-    fn read(&self, entry: &Entry) -> Result<Vec<u8>, String> {
+    /// Where an entry's bytes are: its local header, its data, the end of
+    /// its data.
+    fn span(&self, entry: &Entry) -> Result<(usize, usize, usize), String> {
         let bad = || "the member is truncated or damaged".to_string();
-        if entry.flags & 1 != 0 {
-            return Err("the member is encrypted".into());
-        }
-        if entry.size > MAX_MEMBER {
-            return Err(format!("the member is too large ({} bytes)", entry.size));
-        }
         let at = usize::try_from(entry.offset).map_err(|_| bad())?;
         if !self
             .bytes
@@ -446,10 +478,79 @@ impl<'a> Zip<'a> {
         }
         let name_len = usize::from(u16_at(self.bytes, at + 26).ok_or_else(bad)?);
         let extra_len = usize::from(u16_at(self.bytes, at + 28).ok_or_else(bad)?);
-        let data_start = at + 30 + name_len + extra_len;
-        let data_end = data_start
-            .checked_add(usize::try_from(entry.compressed).map_err(|_| bad())?)
+        let data = at + 30 + name_len + extra_len;
+        let end = usize::try_from(entry.compressed)
+            .ok()
+            .and_then(|n| data.checked_add(n))
+            .filter(|end| *end <= self.bytes.len())
             .ok_or_else(bad)?;
+        Ok((at, data, end))
+    }
+
+    /// Refuses, before anything is inflated, an archive whose entries share
+    /// bytes (no zip writer does that; a bomb points many entries at one
+    /// member so that it is inflated many times), a member that would
+    /// inflate past `MAX_MEMBER`, or members to be read (`wanted`) that
+    /// would inflate past `MAX_TOTAL` in all. The decoders never produce
+    /// more than a member declares, so the declared sizes bound the work.
+    /// The message is whole: `not an Inspect AI .eval archive: …` for a
+    /// damaged one, `refused: …` for one built to be inflated.
+    fn check(&self, wanted: impl Fn(&str) -> bool) -> Result<(), String> {
+        let mut spans: Vec<(usize, usize, &str)> = Vec::with_capacity(self.entries.len());
+        for entry in &self.entries {
+            let (start, _, end) = self
+                .span(entry)
+                .map_err(|e| format!("not an Inspect AI .eval archive: {}: {e}", entry.name))?;
+            spans.push((start, end, &entry.name));
+        }
+        spans.sort_unstable();
+        for pair in spans.windows(2) {
+            let ((_, end, first), (start, _, second)) = (pair[0], pair[1]);
+            if start < end {
+                return Err(format!(
+                    "refused: the entries {first} and {second} overlap (one member's bytes named twice, as zip bombs do)"
+                ));
+            }
+        }
+        if let Some((_, end, name)) = spans.last() {
+            if *end as u64 > self.cd_offset {
+                return Err(format!(
+                    "not an Inspect AI .eval archive: {name}: the member runs into the central directory"
+                ));
+            }
+        }
+        let mut total = 0u64;
+        for entry in self.entries.iter().filter(|e| wanted(&e.name)) {
+            if entry.size > MAX_MEMBER {
+                return Err(format!(
+                    "refused: {} would inflate to {}, more than the {} toolpin inflates for one member (a zip bomb, or a log too large to compare)",
+                    entry.name,
+                    size_text(entry.size),
+                    size_text(MAX_MEMBER)
+                ));
+            }
+            total = total.saturating_add(entry.size);
+        }
+        if total > MAX_TOTAL {
+            return Err(format!(
+                "refused: the members would inflate to {} in all, more than the {} toolpin inflates for one archive (a zip bomb, or a log too large to compare: split the eval into smaller logs)",
+                size_text(total),
+                size_text(MAX_TOTAL)
+            ));
+        }
+        Ok(())
+    }
+
+    fn read(&self, entry: &Entry) -> Result<Vec<u8>, String> {
+        let bad = || "the member is truncated or damaged".to_string();
+        if entry.flags & 1 != 0 {
+            return Err("the member is encrypted".into());
+        }
+        // `check` refused what is larger before anything was read.
+        if entry.size > MAX_MEMBER {
+            return Err(format!("the member is too large ({} bytes)", entry.size));
+        }
+        let (_, data_start, data_end) = self.span(entry)?;
         let data = self.bytes.get(data_start..data_end).ok_or_else(bad)?;
         let size = usize::try_from(entry.size).map_err(|_| bad())?;
         let out = match entry.method {
@@ -507,49 +608,280 @@ mod tests {
 
     /// A stored-only zip, as Python's zipfile writes it.
     fn stored_zip(members: &[(&str, &str)]) -> Vec<u8> {
+        let members: Vec<Member> = members
+            .iter()
+            .map(|(name, data)| Member {
+                name: name.to_string(),
+                method: 0,
+                size: data.len() as u64,
+                crc: crc32(data.as_bytes()),
+                data: data.as_bytes().to_vec(),
+            })
+            .collect();
+        zip_bytes(&members, &[])
+    }
+
+    /// A member as written: its bytes as stored (compressed or not), with
+    /// the size and CRC its headers declare.
+    struct Member {
+        name: String,
+        method: u16,
+        size: u64,
+        crc: u32,
+        data: Vec<u8>,
+    }
+
+    /// An archive of `members`, plus central-directory entries named
+    /// `aliases.0` that point at member `aliases.1`, as a bomb does.
+    fn zip_bytes(members: &[Member], aliases: &[(String, usize)]) -> Vec<u8> {
         let mut out = Vec::new();
         let mut cd = Vec::new();
-        for (name, data) in members {
-            let offset = out.len() as u32;
-            let local = |buf: &mut Vec<u8>, central: bool| {
-                buf.extend_from_slice(if central {
-                    b"PK\x01\x02"
-                } else {
-                    b"PK\x03\x04"
-                });
-                if central {
-                    buf.extend_from_slice(&20u16.to_le_bytes());
-                }
-                buf.extend_from_slice(&20u16.to_le_bytes()); // version needed
-                buf.extend_from_slice(&0u16.to_le_bytes()); // flags
-                buf.extend_from_slice(&0u16.to_le_bytes()); // method
-                buf.extend_from_slice(&[0; 4]); // time, date
-                buf.extend_from_slice(&crc32(data.as_bytes()).to_le_bytes());
-                buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
-                buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
-                buf.extend_from_slice(&(name.len() as u16).to_le_bytes());
-                buf.extend_from_slice(&0u16.to_le_bytes());
-                if central {
-                    buf.extend_from_slice(&[0; 6]); // comment, disk, internal attrs
-                    buf.extend_from_slice(&[0; 4]);
-                    buf.extend_from_slice(&offset.to_le_bytes());
-                }
-                buf.extend_from_slice(name.as_bytes());
-            };
-            local(&mut out, false);
-            out.extend_from_slice(data.as_bytes());
-            local(&mut cd, true);
+        let mut offsets = Vec::new();
+        let header = |buf: &mut Vec<u8>, m: &Member, name: &str, central: Option<u32>| {
+            buf.extend_from_slice(if central.is_some() {
+                b"PK\x01\x02"
+            } else {
+                b"PK\x03\x04"
+            });
+            if central.is_some() {
+                buf.extend_from_slice(&20u16.to_le_bytes());
+            }
+            buf.extend_from_slice(&20u16.to_le_bytes()); // version needed
+            buf.extend_from_slice(&0u16.to_le_bytes()); // flags
+            buf.extend_from_slice(&m.method.to_le_bytes());
+            buf.extend_from_slice(&[0; 4]); // time, date
+            buf.extend_from_slice(&m.crc.to_le_bytes());
+            buf.extend_from_slice(&(m.data.len() as u32).to_le_bytes());
+            buf.extend_from_slice(&(m.size as u32).to_le_bytes());
+            buf.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            buf.extend_from_slice(&0u16.to_le_bytes());
+            if let Some(offset) = central {
+                buf.extend_from_slice(&[0; 6]); // comment, disk, internal attrs
+                buf.extend_from_slice(&[0; 4]);
+                buf.extend_from_slice(&offset.to_le_bytes());
+            }
+            buf.extend_from_slice(name.as_bytes());
+        };
+        for m in members {
+            offsets.push(out.len() as u32);
+            header(&mut out, m, &m.name, None);
+            out.extend_from_slice(&m.data);
         }
+        for (m, offset) in members.iter().zip(&offsets) {
+            header(&mut cd, m, &m.name, Some(*offset));
+        }
+        for (name, target) in aliases {
+            header(&mut cd, &members[*target], name, Some(offsets[*target]));
+        }
+        let count = (members.len() + aliases.len()) as u16;
         let cd_offset = out.len() as u32;
         out.extend_from_slice(&cd);
         out.extend_from_slice(b"PK\x05\x06");
         out.extend_from_slice(&[0; 4]);
-        out.extend_from_slice(&(members.len() as u16).to_le_bytes());
-        out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
         out.extend_from_slice(&(cd.len() as u32).to_le_bytes());
         out.extend_from_slice(&cd_offset.to_le_bytes());
         out.extend_from_slice(&0u16.to_le_bytes());
         out
+    }
+
+    /// A raw deflate stream (one fixed-Huffman block) of `prefix` and then
+    /// spaces up to `size` bytes in all, written as 258-byte copies of the
+    /// byte before: about 1,000 times smaller than what it inflates to,
+    /// built in a moment whatever `size` is. `prefix` ends with a space.
+    fn deflated_spaces(prefix: &[u8], size: u64) -> Vec<u8> {
+        struct Bits {
+            out: Vec<u8>,
+            acc: u64,
+            n: u32,
+        }
+        impl Bits {
+            fn put(&mut self, value: u32, bits: u32) {
+                self.acc |= u64::from(value) << self.n;
+                self.n += bits;
+                while self.n >= 8 {
+                    self.out.push(self.acc as u8);
+                    self.acc >>= 8;
+                    self.n -= 8;
+                }
+            }
+            /// A Huffman code, most significant bit first.
+            fn code(&mut self, code: u32, len: u32) {
+                let reversed = code.reverse_bits() >> (32 - len);
+                self.put(reversed, len);
+            }
+            fn literal(&mut self, b: u8) {
+                match b {
+                    0..=143 => self.code(0x30 + u32::from(b), 8),
+                    _ => self.code(0x190 + u32::from(b) - 144, 9),
+                }
+            }
+        }
+        assert!(prefix.ends_with(b" "));
+        let mut bits = Bits {
+            out: Vec::new(),
+            acc: 0,
+            n: 0,
+        };
+        bits.put(1, 1); // the last block
+        bits.put(1, 2); // fixed Huffman codes
+        for b in prefix {
+            bits.literal(*b);
+        }
+        let mut left = size - prefix.len() as u64;
+        while left >= 258 {
+            bits.code(0xC5, 8); // length 258 (code 285)
+            bits.code(0, 5); // distance 1
+            left -= 258;
+        }
+        for _ in 0..left {
+            bits.literal(b' ');
+        }
+        bits.code(0, 7); // end of block
+        if bits.n > 0 {
+            bits.put(0, 8 - bits.n);
+        }
+        bits.out
+    }
+
+    const SAMPLE: &[u8] =
+        b"{\"id\": \"a\", \"epoch\": 1, \"scores\": {\"s\": {\"value\": \"C\"}}} ";
+    const HEADER: &str = r#"{"eval": {"task": "t", "config": {"epochs": 1}}}"#;
+
+    fn header_member() -> Member {
+        Member {
+            name: "header.json".into(),
+            method: 0,
+            size: HEADER.len() as u64,
+            crc: crc32(HEADER.as_bytes()),
+            data: HEADER.as_bytes().to_vec(),
+        }
+    }
+
+    /// A deflated sample padded with spaces to `size` bytes. `honest_crc`:
+    /// the CRC of what it inflates to; without it, zero, which only tells
+    /// once the whole member was inflated.
+    fn padded_sample(name: &str, size: u64, honest_crc: bool) -> Member {
+        let data = deflated_spaces(SAMPLE, size);
+        let crc = if honest_crc {
+            let mut raw = SAMPLE.to_vec();
+            raw.resize(size as usize, b' ');
+            crc32(&raw)
+        } else {
+            0
+        };
+        Member {
+            name: name.into(),
+            method: 8,
+            size,
+            crc,
+            data,
+        }
+    }
+
+    #[test]
+    fn the_test_deflater_inflates_to_what_it_says() {
+        let m = padded_sample("samples/a_epoch_1.json", 100_000, true);
+        let zip = zip_bytes(&[header_member(), m], &[]);
+        let runs = read(Path::new("x.eval"), &zip, &mut Names::default()).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert!(runs[0].passed);
+    }
+
+    #[test]
+    fn entries_pointing_at_one_member_are_refused_before_inflating() {
+        // Two hundred central-directory entries name the bytes of one
+        // 64 KiB sample: each was inflated and read (a 264 KB archive built
+        // this way took 66 s).
+        let sample = padded_sample("samples/a_epoch_1.json", 64 << 10, true);
+        let aliases: Vec<(String, usize)> = (0..200)
+            .map(|i| (format!("samples/a{i:03}_epoch_1.json"), 1))
+            .collect();
+        let zip = zip_bytes(&[header_member(), sample], &aliases);
+        assert!(
+            detect_zip(&zip),
+            "still detected, so that the error is this one"
+        );
+        let err = match read(Path::new("bomb.eval"), &zip, &mut Names::default()) {
+            Ok(runs) => panic!(
+                "read {} samples instead of refusing the archive",
+                runs.len()
+            ),
+            Err(e) => e,
+        };
+        assert!(
+            err.message().starts_with(
+                "bomb.eval: refused: the entries samples/a000_epoch_1.json and samples/a001_epoch_1.json overlap"
+            ),
+            "{err}"
+        );
+        // A member whose bytes run into the next one's is refused too.
+        let second = padded_sample("samples/b_epoch_1.json", 1000, true);
+        let mut zip = zip_bytes(
+            &[
+                header_member(),
+                padded_sample("samples/a_epoch_1.json", 1000, true),
+                second,
+            ],
+            &[],
+        );
+        let cd = find_bytes(&zip, b"PK\x01\x02").unwrap();
+        // The central entry of samples/a: its compressed size, one byte more.
+        let at = find_bytes(&zip[cd..], b"samples/a_epoch_1.json").unwrap() + cd - 46 + 20;
+        let n = u32::from_le_bytes(zip[at..at + 4].try_into().unwrap());
+        zip[at..at + 4].copy_from_slice(&(n + 40).to_le_bytes());
+        let err = read(Path::new("x.eval"), &zip, &mut Names::default()).unwrap_err();
+        assert!(err.message().contains("overlap"), "{err}");
+    }
+
+    #[test]
+    fn what_an_archive_inflates_to_is_bounded_before_inflating() {
+        // Five members of 220 MiB: each within the member bound, 1.1 GiB in
+        // all. Built in a moment (1.5 MB each); nothing is inflated.
+        // (Their CRCs are wrong: the reader before the bound inflated the
+        // first whole, 220 MiB, before its CRC could tell.)
+        let members: Vec<Member> = std::iter::once(header_member())
+            .chain(
+                (0..5)
+                    .map(|i| padded_sample(&format!("samples/{i}_epoch_1.json"), 220 << 20, false)),
+            )
+            .collect();
+        let zip = zip_bytes(&members, &[]);
+        assert!(zip.len() < 8 << 20, "{}", zip.len());
+        let err = read(Path::new("big.eval"), &zip, &mut Names::default()).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "big.eval: refused: the members would inflate to 1.07 GiB in all, more than the 1 GiB toolpin inflates for one archive (a zip bomb, or a log too large to compare: split the eval into smaller logs)"
+        );
+        // One member past 256 MiB (it was 4 GiB: a 1 MB member took 1 GB).
+        let zip = zip_bytes(
+            &[
+                header_member(),
+                padded_sample("samples/a_epoch_1.json", MAX_MEMBER + (1 << 20), false),
+            ],
+            &[],
+        );
+        let err = read(Path::new("big.eval"), &zip, &mut Names::default()).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "big.eval: refused: samples/a_epoch_1.json would inflate to 257 MiB, more than the 256 MiB toolpin inflates for one member (a zip bomb, or a log too large to compare)"
+        );
+        // Members that are not read count toward nothing.
+        let zip = zip_bytes(
+            &[
+                header_member(),
+                padded_sample("summaries.json", MAX_MEMBER + 1, false),
+                padded_sample("samples/a_epoch_1.json", 1000, true),
+            ],
+            &[],
+        );
+        assert_eq!(
+            read(Path::new("ok.eval"), &zip, &mut Names::default())
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     fn find_bytes(hay: &[u8], needle: &[u8]) -> Option<usize> {
