@@ -82,13 +82,21 @@ pub fn run(command: &EvalsCommand, quiet: bool, style: Style) -> Result<Outcome,
                     .collect();
                 (selected, None, "names")
             };
-            let out = out.clone().unwrap_or_else(|| {
-                cfg.path
-                    .parent()
-                    .unwrap_or(Path::new(""))
-                    .join(".toolpin")
-                    .join("evals")
-            });
+            let out = match out {
+                Some(out) => out.clone(),
+                // In toolpin's state directory, which git ignores.
+                None => {
+                    let state = cfg
+                        .path
+                        .parent()
+                        .unwrap_or(Path::new(""))
+                        .join(toolpin_manifest::fs::STATE_DIR);
+                    toolpin_manifest::fs::ensure_state_dir(&state).map_err(|e| {
+                        CliError::new(format!("cannot create {}: {e}", display(&state)))
+                    })?;
+                    state.join("evals")
+                }
+            };
             let seen = evals::compare::seen::read(&evals::compare::seen::path_for(&path))?;
             let request = evals::run::Request {
                 evals: selected,
