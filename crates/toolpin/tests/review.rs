@@ -6,7 +6,6 @@ mod common;
 use std::process::Command;
 
 use common::{examples, Sandbox, BIN};
-use rexpect::process::WaitStatus;
 use serde_json::Value;
 
 const LOOKUP: &str = "orders/orders__lookup_order";
@@ -375,21 +374,15 @@ fn review_needs_a_terminal() {
 
 /// Drives `toolpin review` through a pseudo-terminal, as a person would.
 fn review_session(sb: &Sandbox) -> rexpect::session::PtySession {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("review")
-        .current_dir(sb.path())
-        .env("NO_COLOR", "1");
-    for (k, v) in git_env(sb) {
-        cmd.env(k, v);
-    }
-    rexpect::session::spawn_command(cmd, Some(20_000)).expect("spawn review in a pty")
+    let env: Vec<(String, String)> = git_env(sb)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    common::review_in_pty(sb, &env)
 }
 
 fn exit_code(p: &rexpect::session::PtySession) -> i32 {
-    match p.process().wait().expect("wait") {
-        WaitStatus::Exited(_, code) => code,
-        other => panic!("review did not exit normally: {other:?}"),
-    }
+    common::pty_exit_code(p)
 }
 
 #[test]

@@ -10,15 +10,14 @@ mod common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{kill_all, processes_under, Run, Sandbox, BIN};
-use rexpect::process::WaitStatus;
+use common::{free_port, Run, Sandbox, BIN};
 use serde_json::{json, Value};
 
 fn repo() -> PathBuf {
@@ -124,21 +123,7 @@ fn instructions_sandbox() -> Sandbox {
 }
 
 fn review_session(sb: &Sandbox) -> rexpect::session::PtySession {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("review")
-        .current_dir(sb.path())
-        .env("NO_COLOR", "1");
-    for (k, v) in git_env(sb) {
-        cmd.env(k, v);
-    }
-    rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn review in a pty")
-}
-
-fn exit_code(p: &rexpect::session::PtySession) -> i32 {
-    match p.process().wait().expect("wait") {
-        WaitStatus::Exited(_, code) => code,
-        other => panic!("review did not exit normally: {other:?}"),
-    }
+    common::review_in_pty(sb, &git_env(sb))
 }
 
 /// The real Python SDK client (tests/clients/py_client.py) on a stdio
@@ -256,7 +241,7 @@ fn a_server_with_instructions_through_lock_check_accept_review_check_and_the_pro
     p.exp_string("1 accepted, 1 rejected, 0 skipped")
         .expect("summary");
     p.exp_eof().expect("exit");
-    assert_eq!(exit_code(&p), 0);
+    assert_eq!(common::pty_exit_code(&p), 0);
     check_reads(&sb, "review", 1, &["input-default-changed:search_orders"]);
     let reviewed = sb.read_json("toolpin.lock");
     assert_eq!(
@@ -334,18 +319,7 @@ fn a_server_with_instructions_through_lock_check_accept_review_check_and_the_pro
 }
 
 fn leaves_no_process(sb: &Sandbox) {
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let left = processes_under(sb.path());
-        if left.is_empty() {
-            return;
-        }
-        if Instant::now() > deadline {
-            kill_all(&left);
-            panic!("processes left behind: {left:#?}");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    common::assert_no_process_left(sb.path(), Duration::from_secs(3));
 }
 
 // ---------------------------------------------------------------------------
@@ -531,13 +505,6 @@ impl Drop for HttpOrders {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
 }
 
 #[test]

@@ -7,7 +7,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -79,13 +79,6 @@ fn assert_clean(what: &str, text: &str) {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 /// The HTTP echo server, running in the sandbox until dropped.
 struct Daemon(Child);
 
@@ -97,20 +90,21 @@ impl Drop for Daemon {
 }
 
 fn http_daemon(sb: &Sandbox, port: u16) -> Daemon {
-    let child = Command::new(python())
-        .args([&echo_server(), "http", &port.to_string()])
-        .env("EXPECTED_TOKEN", RIGHT)
+    http_daemon_with(sb, port, &[("EXPECTED_TOKEN", RIGHT)])
+}
+
+/// secret_echo.py over HTTP on `port` with `env`, until dropped.
+fn http_daemon_with(sb: &Sandbox, port: u16, env: &[(&str, &str)]) -> Daemon {
+    let mut cmd = Command::new(python());
+    cmd.args([&echo_server(), "http", &port.to_string()])
         .current_dir(sb.path())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start secret_echo.py");
-    let daemon = Daemon(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "secret_echo.py did not listen");
-        thread::sleep(Duration::from_millis(50));
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
     }
+    let daemon = Daemon(cmd.spawn().expect("start secret_echo.py"));
+    wait_for_port(port, Duration::from_secs(10), &|| "secret_echo.py".into());
     daemon
 }
 
@@ -204,18 +198,7 @@ fn call_whoami() -> Value {
 
 /// No process of the test (servers, proxies) is left in the sandbox.
 fn finish(sb: &Sandbox) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left = processes_under(sb.path());
-        if left.is_empty() {
-            return;
-        }
-        if Instant::now() > deadline {
-            kill_all(&left);
-            panic!("processes left behind: {left:?}");
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
+    assert_no_process_left(sb.path(), Duration::from_secs(5));
 }
 
 fn http_config(port: u16) -> String {
@@ -544,24 +527,11 @@ fn assert_run_clean(what: &str, run: &Run) {
 fn no_artefact_holds_a_secret_a_server_echoes() {
     let sb = Sandbox::new();
     let port = free_port();
-    let http = {
-        let child = Command::new(python())
-            .args([&echo_server(), "http", &port.to_string()])
-            .env("EXPECTED_TOKEN", SECRET)
-            .env("SECRET_ECHO_DEFINITIONS", "1")
-            .current_dir(sb.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start secret_echo.py");
-        let daemon = Daemon(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "secret_echo.py did not listen");
-            thread::sleep(Duration::from_millis(50));
-        }
-        daemon
-    };
+    let http = http_daemon_with(
+        &sb,
+        port,
+        &[("EXPECTED_TOKEN", SECRET), ("SECRET_ECHO_DEFINITIONS", "1")],
+    );
     let slack = receiver::Receiver::start(vec![receiver::Reply::new(200, "ok")]);
     let hook = receiver::Receiver::start(vec![receiver::Reply::new(200, "")]);
     sb.write(
@@ -699,15 +669,9 @@ fn no_artefact_holds_a_secret_a_server_echoes() {
         serve.env(k, v);
     }
     let mut serve = serve.spawn().expect("start usage serve");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", receiver)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "usage serve did not listen: {}",
-            sb.read_string("serve.err")
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_port(receiver, Duration::from_secs(20), &|| {
+        sb.read_string("serve.err")
+    });
     let endpoint = format!("http://127.0.0.1:{receiver}");
     let mut traced: Vec<(&str, &str)> = drifted.to_vec();
     traced.push(("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint));

@@ -427,6 +427,68 @@ pub fn processes_under(root: &Path) -> Vec<(i32, String)> {
     found
 }
 
+/// Asserts that no process started for `root` (servers, proxies, agents)
+/// is left, waiting up to `wait` for them to go; kills what is left.
+#[track_caller]
+pub fn assert_no_process_left(root: &Path, wait: Duration) {
+    let deadline = Instant::now() + wait;
+    loop {
+        let left = processes_under(root);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            kill_all(&left);
+            panic!("processes left behind for {}: {left:#?}", root.display());
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A port nothing listens on (just now), on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind 127.0.0.1:0")
+}
+
+/// Waits until `port` on 127.0.0.1 accepts connections (or panics after
+/// `limit`, quoting `what_it_said()`).
+#[track_caller]
+pub fn wait_for_port(port: u16, limit: Duration, what_it_said: &dyn Fn() -> String) {
+    let deadline = Instant::now() + limit;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nothing listens on port {port}: {}",
+            what_it_said()
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `toolpin review` in the sandbox through a pseudo-terminal, as a person
+/// runs it (NO_COLOR, and `env`).
+pub fn review_in_pty(sb: &Sandbox, env: &[(String, String)]) -> rexpect::session::PtySession {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("review")
+        .current_dir(sb.path())
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn review in a pty")
+}
+
+/// How a process run through a pseudo-terminal exited.
+pub fn pty_exit_code(p: &rexpect::session::PtySession) -> i32 {
+    match p.process().wait().expect("wait") {
+        rexpect::process::WaitStatus::Exited(_, code) => code,
+        other => panic!("the process did not exit normally: {other:?}"),
+    }
+}
+
 /// Kills each process (SIGKILL).
 pub fn kill_all(procs: &[(i32, String)]) {
     for (pid, _) in procs {
