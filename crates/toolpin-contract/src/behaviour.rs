@@ -41,6 +41,13 @@ pub const LATENCY_FLOOR_MS: f64 = 100.0;
 pub const MIN_ORDER_ITEMS: usize = 3;
 /// At most this many order keys are kept per array.
 pub const MAX_ORDER_KEYS: usize = 8;
+/// At most this many distinct pointers are kept per call (its shape, and
+/// with it its counts, value sets, formats and order keys): a result whose
+/// members spread over more (an object keyed by ids) keeps the first ones
+/// met, in key order, and the observation says so ([`Observation::bounded`]).
+pub const MAX_POINTERS: usize = 1000;
+/// Nothing deeper than this many levels into the payload is kept.
+pub const MAX_DEPTH: usize = 32;
 
 /// Where the behaviour snapshot for `lockfile` lives.
 pub fn path_for(lockfile: &Path) -> PathBuf {
@@ -155,6 +162,12 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub order: BTreeMap<String, BTreeMap<String, String>>,
     pub latency: Option<Latency>,
+    /// The bounds the call's answers hit, each with what was left out:
+    /// `members` ([`MAX_POINTERS`]), `depth` ([`MAX_DEPTH`]) and
+    /// `result-bytes` (an answer over the caller's limit, not read).
+    /// Written only when one was hit.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bounded: BTreeMap<String, String>,
 }
 
 /// What is left out of the value sets: the contract's `volatile` pointers
@@ -194,6 +207,9 @@ pub enum Outcome {
     Result(Value),
     /// A JSON-RPC or transport error, already classified.
     Error(Class),
+    /// An answer larger than this many bytes, skipped unread: class
+    /// `other`, and the bound noted.
+    TooLarge(usize),
 }
 
 /// The JSON a result stands for: `structuredContent` if present, else the
@@ -278,6 +294,10 @@ struct Walk<'v> {
     /// (a bit each).
     formats: BTreeMap<String, u16>,
     order: BTreeMap<String, BTreeMap<String, String>>,
+    /// Values not kept: at a new pointer past [`MAX_POINTERS`], and deeper
+    /// than [`MAX_DEPTH`].
+    past_pointers: u64,
+    too_deep: u64,
 }
 
 /// Which of [`PRIORITY`] `s` satisfies, of those in `mask`.
@@ -351,9 +371,17 @@ fn slot<'m, T: Default>(map: &'m mut BTreeMap<String, T>, pointer: &str) -> &'m 
 }
 
 impl Walk<'_> {
-    /// Visits `v` at `pointer`, a buffer the walk extends for each child
-    /// and restores after it.
-    fn visit(&mut self, pointer: &mut String, v: &Value) {
+    /// Visits `v` at `pointer`, `depth` levels into the payload, a buffer
+    /// the walk extends for each child and restores after it.
+    fn visit(&mut self, pointer: &mut String, v: &Value, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.too_deep += 1;
+            return;
+        }
+        if self.shape.len() >= MAX_POINTERS && !self.shape.contains_key(pointer.as_str()) {
+            self.past_pointers += 1;
+            return;
+        }
         let t = type_name(v);
         // The same pointer with two types (integer and number): keep the wider.
         let entry = slot(&mut self.shape, pointer);
@@ -380,7 +408,7 @@ impl Walk<'_> {
                 }
                 pointer.push_str("/*");
                 for item in items {
-                    self.visit(pointer, item);
+                    self.visit(pointer, item, depth + 1);
                 }
                 pointer.truncate(len);
             }
@@ -392,7 +420,7 @@ impl Walk<'_> {
                     } else {
                         pointer.push_str(k);
                     }
-                    self.visit(pointer, item);
+                    self.visit(pointer, item, depth + 1);
                     pointer.truncate(len);
                 }
             }
@@ -427,11 +455,21 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
         strings: BTreeMap::new(),
         formats: BTreeMap::new(),
         order: BTreeMap::new(),
+        past_pointers: 0,
+        too_deep: 0,
     };
+    let mut bounded = BTreeMap::new();
     let mut class = None;
     for (outcome, _) in outcomes {
         let c = match outcome {
             Outcome::Error(c) => *c,
+            Outcome::TooLarge(limit) => {
+                bounded.insert(
+                    "result-bytes".to_string(),
+                    format!("an answer larger than {limit} bytes was not read"),
+                );
+                Class::Other
+            }
             Outcome::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => {
                 let text = payload(r);
                 let msg = match text.as_ref() {
@@ -441,7 +479,7 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
                 Class::of_error(None, None, &msg)
             }
             Outcome::Result(r) => {
-                walk.visit(&mut String::new(), &payload(r));
+                walk.visit(&mut String::new(), &payload(r), 0);
                 Class::Ok
             }
         };
@@ -466,6 +504,24 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
             Some((p, PRIORITY[first].as_str().to_string()))
         })
         .collect();
+    if walk.past_pointers > 0 {
+        bounded.insert(
+            "members".to_string(),
+            format!(
+                "{} at pointers past the first {MAX_POINTERS} not kept",
+                count_values(walk.past_pointers)
+            ),
+        );
+    }
+    if walk.too_deep > 0 {
+        bounded.insert(
+            "depth".to_string(),
+            format!(
+                "{} deeper than {MAX_DEPTH} levels not kept (with all they hold)",
+                count_values(walk.too_deep)
+            ),
+        );
+    }
     let latencies: Vec<f64> = outcomes.iter().map(|(_, ms)| *ms).collect();
     Observation {
         class,
@@ -475,7 +531,13 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
         formats,
         order: walk.order,
         latency: Some(Latency::of(&latencies)),
+        bounded,
     }
+}
+
+/// "1 value", "2 values".
+fn count_values(n: u64) -> String {
+    format!("{n} value{}", if n == 1 { "" } else { "s" })
 }
 
 /// The behaviour snapshot: one observation per call, keyed
@@ -636,18 +698,31 @@ fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
         now.class.unwrap_or(Class::Ok),
     );
     if was != is {
+        // An answer not read for its size says why it is `other`.
+        let why = |o: &Observation| {
+            o.bounded
+                .get("result-bytes")
+                .map(|b| format!(" ({b})"))
+                .unwrap_or_default()
+        };
         diff(
             "error-class-changed",
             None,
             format!(
-                "the call answered {} when recorded, {} now",
+                "the call answered {}{} when recorded, {}{} now",
                 was.as_str(),
-                is.as_str()
+                why(recorded),
+                is.as_str(),
+                why(now)
             ),
         );
     } else if is == Class::Ok {
+        // Past the pointer bound, which pointers are kept depends on the
+        // others: one not kept now is not known to be gone.
+        let unknown_when_absent = now.bounded.contains_key("members");
         for (pointer, t) in &recorded.shape {
             match now.shape.get(pointer) {
+                None if unknown_when_absent => {}
                 None => diff(
                     "result-field-missing",
                     Some(pointer),
