@@ -16,9 +16,15 @@ The tool `report` (readOnlyHint true, no arguments) answers
   string of that many bytes (a large result with few members).
 
 plus one short text block naming the member count.
+
+usage: wide.py             (stdio)
+       wide.py PORT        (Streamable HTTP at http://127.0.0.1:PORT/mcp,
+                            answers as event streams; with
+                            TOOLPIN_TEST_JSON=1 as JSON bodies)
 """
 
 import os
+import sys
 
 import anyio
 import mcp.types as types
@@ -69,4 +75,11 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    if len(sys.argv) > 1:
+        import uvicorn
+
+        server = Server("wide", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+        app = server.streamable_http_app(json_response=os.environ.get("TOOLPIN_TEST_JSON") == "1")
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    else:
+        anyio.run(main)
