@@ -1555,10 +1555,10 @@ fn a_wide_and_deep_result_is_kept_within_the_bounds_with_a_note() {
     assert_eq!(call["shape"].as_object().unwrap().len(), 1000, "{call}");
     // The deep member: kept down to level 32, no further.
     assert!(call["shape"]
-        .get(format!("{}", "/deep".to_string() + &"/d".repeat(31)).as_str())
+        .get(("/deep".to_string() + &"/d".repeat(31)).as_str())
         .is_some());
     assert!(call["shape"]
-        .get(format!("{}", "/deep".to_string() + &"/d".repeat(32)).as_str())
+        .get(("/deep".to_string() + &"/d".repeat(32)).as_str())
         .is_none());
     let members = call["bounded"]["members"].as_str().unwrap();
     assert!(
