@@ -970,7 +970,7 @@ fn list(values: &[&String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Map};
 
     fn result(v: Value) -> Outcome {
         Outcome::Result(json!({"content": [{"type": "text", "text": v.to_string()}]}))
@@ -981,6 +981,77 @@ mod tests {
             .map(|i| json!({"id": format!("{i}"), "status": statuses[i % statuses.len()], "at": "2026-12-02T10:00:00Z"}))
             .collect();
         json!({"rows": items})
+    }
+
+    #[test]
+    fn an_observation_keeps_at_most_the_bounded_pointers_and_depth_and_says_so() {
+        let wide: Map<String, Value> = (0..MAX_POINTERS + 500)
+            .map(|i| (format!("k{i:05}"), json!(format!("v{}", i % 3))))
+            .collect();
+        let mut deep = json!("leaf");
+        for _ in 0..MAX_DEPTH + 3 {
+            deep = json!({ "d": deep });
+        }
+        let mut payload = wide.clone();
+        payload.insert("a".into(), deep);
+        let o = observe(
+            &[(result(Value::Object(payload)), 1.0)],
+            &Volatile::default(),
+        );
+        assert_eq!(o.shape.len(), MAX_POINTERS);
+        assert!(o.values.len() < MAX_POINTERS && o.formats.len() < MAX_POINTERS);
+        // "a" sorts first: its chain is kept down to MAX_DEPTH levels.
+        let chain = |n: usize| format!("/a{}", "/d".repeat(n - 1));
+        assert!(o.shape.contains_key(&chain(MAX_DEPTH)));
+        assert!(!o.shape.contains_key(&chain(MAX_DEPTH + 1)));
+        assert_eq!(
+            o.bounded["depth"],
+            "1 value deeper than 32 levels not kept (with all they hold)"
+        );
+        // 1 + 33 pointers of the chain, then members up to the bound.
+        let kept = MAX_POINTERS - 1 - MAX_DEPTH;
+        assert_eq!(
+            o.bounded["members"],
+            format!(
+                "{} values at pointers past the first 1000 not kept",
+                MAX_POINTERS + 500 - kept
+            )
+        );
+        // Over the bound, a pointer that is not kept now is not reported
+        // as gone; one with another type still is.
+        let mut fewer = wide.clone();
+        fewer.insert("0first".into(), json!(1));
+        fewer.insert("k00000".into(), json!(5));
+        let now = observe(&[(result(Value::Object(fewer)), 1.0)], &Volatile::default());
+        let differences = compare("s/t#c", &o, &now);
+        let rules: Vec<(&str, Option<&str>)> = differences
+            .iter()
+            .map(|d| (d.rule, d.pointer.as_deref()))
+            .collect();
+        assert_eq!(rules, [("result-field-missing", Some("/k00000"))]);
+        // Within the bounds nothing is noted, and the snapshot of before
+        // reads the same.
+        let small = observe(&[(result(rows(3, &["a"])), 1.0)], &Volatile::default());
+        assert!(small.bounded.is_empty());
+        assert!(!serde_json::to_string(&small).unwrap().contains("bounded"));
+    }
+
+    #[test]
+    fn an_answer_too_large_to_read_is_class_other_with_its_bound() {
+        let o = observe(&[(Outcome::TooLarge(16 << 20), 3.0)], &Volatile::default());
+        assert_eq!(o.class, Some(Class::Other));
+        assert!(o.shape.is_empty());
+        assert_eq!(
+            o.bounded["result-bytes"],
+            "an answer larger than 16777216 bytes was not read"
+        );
+        let ok = observe(&[(result(rows(3, &["a"])), 1.0)], &Volatile::default());
+        let d = compare("s/t#c", &o, &ok);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            d[0].message,
+            "the call answered other (an answer larger than 16777216 bytes was not read) when recorded, ok now"
+        );
     }
 
     #[test]

@@ -1148,6 +1148,41 @@ default = 50
     }
 
     #[test]
+    fn read_only_means_read_only_and_not_destructive() {
+        use serde_json::json;
+        let tool = |a: Value| json!({"name": "t", "annotations": a});
+        assert!(read_only(&tool(json!({"readOnlyHint": true}))));
+        assert!(read_only(&tool(
+            json!({"readOnlyHint": true, "destructiveHint": false})
+        )));
+        for (t, why) in [
+            (
+                tool(json!({"readOnlyHint": true, "destructiveHint": true})),
+                "its annotations say both readOnlyHint: true and destructiveHint: true",
+            ),
+            (
+                tool(json!({"readOnlyHint": false})),
+                "its annotations say readOnlyHint: false",
+            ),
+            (
+                tool(json!({"readOnlyHint": "true"})),
+                "its annotations say readOnlyHint: \"true\"",
+            ),
+            (
+                tool(json!({"destructiveHint": false})),
+                "its annotations do not say readOnlyHint: true",
+            ),
+            (
+                json!({"name": "t"}),
+                "it has no annotations, so it is not read-only",
+            ),
+        ] {
+            assert!(!read_only(&t), "{t}");
+            assert_eq!(not_read_only(&t).as_deref(), Some(why), "{t}");
+        }
+    }
+
+    #[test]
     fn safety_and_lockfile_errors() {
         // Not pinned.
         let e = invalid("version = 1\n[tools.\"orders/cancel_order\"]\n");

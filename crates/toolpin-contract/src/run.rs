@@ -518,6 +518,102 @@ default = 50
             .collect()
     }
 
+    /// `tool` pinned as the lockfile pins it.
+    fn pin(tool: Value) -> PinnedTool {
+        PinnedTool::new(&tool, &mut Vec::new())
+    }
+
+    #[test]
+    fn the_gate_calls_the_pinned_tool_or_a_still_read_only_one_only() {
+        let contracts = Contracts::parse(FILE, "c.toml").expect("parse");
+        let catalog = catalog();
+        let gate = Gate::new(&contracts, &catalog);
+        let pinned = catalog.servers["orders"].tools["search"].value();
+        let with = |annotations: Value, description: &str| {
+            let mut t = pinned.clone();
+            t["annotations"] = annotations;
+            t["description"] = json!(description);
+            pin(t)
+        };
+        // The pinned definition, and a reworded one still read-only.
+        assert_eq!(
+            gate.admit("orders", "search", Some(&pin(pinned.clone()))),
+            Ok(())
+        );
+        let reworded = with(json!({"readOnlyHint": true}), "Finds orders.");
+        assert_eq!(gate.admit("orders", "search", Some(&reworded)), Ok(()));
+        // Not listed: unavailable.
+        let r = gate.admit("orders", "search", None).expect_err("unlisted");
+        assert!(r.unlisted);
+        assert_eq!(r.label(), "unavailable");
+        assert_eq!(
+            r.reason,
+            "the server no longer lists it (tools/list on this session)"
+        );
+        // Drifted and no longer read-only, however it says so.
+        for (annotations, why) in [
+            (
+                json!({"readOnlyHint": false, "destructiveHint": true}),
+                "its annotations say readOnlyHint: false and destructiveHint: true",
+            ),
+            (
+                json!({"readOnlyHint": false}),
+                "its annotations say readOnlyHint: false",
+            ),
+            (
+                json!({"title": "Search"}),
+                "its annotations do not say readOnlyHint: true",
+            ),
+            (Value::Null, "it has no annotations, so it is not read-only"),
+            (
+                json!({"readOnlyHint": true, "destructiveHint": true}),
+                "its annotations say both readOnlyHint: true and destructiveHint: true",
+            ),
+        ] {
+            let live = with(annotations.clone(), "Deletes every order.");
+            let r = gate
+                .admit("orders", "search", Some(&live))
+                .expect_err("refused");
+            assert_eq!(
+                (r.label(), r.tool_key.as_str()),
+                ("drifted", "orders/search")
+            );
+            assert_eq!(
+                r.reason,
+                format!(
+                    "its live definition is no longer the pinned one and is not read-only: {why}"
+                )
+            );
+            assert_eq!(r.before, Some(json!({"readOnlyHint": true})));
+            assert_eq!(r.after, Some(annotations));
+        }
+        // One difference per refused tool, counting the calls not made.
+        let refusal = gate.admit("orders", "search", None).expect_err("unlisted");
+        let d = refused(&plan(&contracts), &[refusal]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (d[0].rule, d[0].call.as_str()),
+            (REFUSED_RULE, "orders/search")
+        );
+        assert_eq!(
+            d[0].message,
+            "3 calls not made: the server no longer lists it (tools/list on this session); `toolpin check` shows the drift"
+        );
+        // side_effects = "allowed": the user's call, while it is listed.
+        let allowed = Contracts::parse(
+            &FILE.replace(
+                "arguments = { page_size = 50 }",
+                "side_effects = \"allowed\"\narguments = { page_size = 50 }",
+            ),
+            "c.toml",
+        )
+        .expect("parse");
+        let gate = Gate::new(&allowed, &catalog);
+        let destructive = with(json!({"destructiveHint": true}), "Deletes every order.");
+        assert_eq!(gate.admit("orders", "search", Some(&destructive)), Ok(()));
+        assert!(gate.admit("orders", "search", None).is_err());
+    }
+
     #[test]
     fn a_probe_is_two_calls_without_and_with_the_default() {
         let contracts = Contracts::parse(FILE, "c.toml").expect("parse");

@@ -476,3 +476,84 @@ async fn read_stderr(err: tokio::process::ChildStderr, keep: Arc<Mutex<VecDeque<
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn the_id_of_a_skipped_answer_is_read_from_its_start_or_its_end() {
+        // At the top level of its start, as the Python SDK writes it.
+        let head = br#"{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"id":"ord-1""#;
+        assert_eq!(leading_id(head), Some(Value::from(7)));
+        // A nested "id" first, the answer's own after it.
+        let head = br#"{"result":{"structuredContent":{"id":"ord-1","n":[{"id":2}]}},"id":"a\"b","#;
+        assert_eq!(leading_id(head), Some(Value::from("a\"b")));
+        // Nothing at the top level yet: from its end, as a TypeScript
+        // server writes it.
+        let head = br#"{"result":{"content":[{"type":"text","text":"{\"id\":3"#;
+        assert_eq!(leading_id(head), None);
+        assert_eq!(
+            trailing_id(br#"x"}]},"jsonrpc":"2.0","id":12}"#),
+            Some(Value::from(12))
+        );
+        assert_eq!(
+            trailing_id(b"\"n\":1},\"id\" : 4 }\r\n"),
+            Some(Value::from(4))
+        );
+        // A nested object that ends with an id is not the answer's.
+        assert_eq!(trailing_id(br#"{"id":5}}"#), None);
+        assert_eq!(trailing_id(br#"...,"jsonrpc":"2.0"}"#), None);
+        assert_eq!(answer_id(b"{\"result\":", b"}"), Value::Null);
+    }
+
+    /// Lines through [`next_line`] with the limit `limit` in force.
+    async fn lines(input: &[u8], limit: usize) -> Vec<String> {
+        let limit = Limit::new(AtomicUsize::new(limit));
+        let mut reader = BufReader::with_capacity(16, input);
+        let mut line = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match next_line(&mut reader, &mut line, &limit)
+                .await
+                .expect("read")
+            {
+                Line::End => return out,
+                Line::Read => out.push(String::from_utf8_lossy(&line).into_owned()),
+                Line::TooLong => out.push("too long".into()),
+                Line::Skipped { cap, id } => out.push(format!("skipped over {cap}: {id}")),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_skipped_and_the_next_one_read() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{\"pad\":\"{}\"}}}}\n",
+            "x".repeat(1000)
+        );
+        let tail_id = format!("{{\"result\":\"{}\",\"id\":4}}\n", "y".repeat(1000));
+        let input = format!("{{\"id\":1}}\n{big}{tail_id}{{\"id\":5}}\nlast");
+        assert_eq!(
+            lines(input.as_bytes(), 100).await,
+            [
+                "{\"id\":1}\n",
+                "skipped over 100: 3",
+                "skipped over 100: 4",
+                "{\"id\":5}\n",
+                "last"
+            ]
+        );
+        // A line of exactly the limit, newline aside, is read.
+        assert_eq!(lines(b"0123456789\n", 10).await, ["0123456789\n"]);
+        assert_eq!(lines(b"0123456789A\n", 10).await, ["skipped over 10: null"]);
+        // A line cut off by the end of the stream while skipped.
+        assert_eq!(
+            lines(format!("{{\"id\":9,{}", "z".repeat(300)).as_bytes(), 100).await,
+            ["skipped over 100: 9"]
+        );
+        // Without a limit of its own, the transport's cap stands.
+        assert_eq!(lines(big.as_bytes(), usize::MAX).await, [big.clone()]);
+    }
+}
