@@ -554,6 +554,6 @@ mod tests {
             ["skipped over 100: 9"]
         );
         // Without a limit of its own, the transport's cap stands.
-        assert_eq!(lines(big.as_bytes(), usize::MAX).await, [big.clone()]);
+        assert_eq!(lines(big.as_bytes(), usize::MAX).await, [big]);
     }
 }
