@@ -297,7 +297,7 @@ impl Client {
             Ok(Ok(())) => {}
         }
         loop {
-            let msg = match tokio::time::timeout_at(deadline, self.next_message()).await {
+            let mut msg = match tokio::time::timeout_at(deadline, self.next_message()).await {
                 Err(_) => return Err(RequestError::Timeout(timeout)),
                 Ok(Err(reason)) => return Err(RequestError::Transport(reason)),
                 Ok(Ok(msg)) => msg,
@@ -322,8 +322,10 @@ impl Client {
             if let Some(limit) = skipped {
                 return Err(RequestError::TooLarge(limit));
             }
-            if let Some(result) = msg.get("result") {
-                return Ok(result.clone());
+            // Moved out, not copied: a large answer (a tools/list page, a
+            // tool's result) is held once.
+            if let Some(result) = msg.get_mut("result").map(Value::take) {
+                return Ok(result);
             }
             if let Some(error) = msg.get("error") {
                 return Err(RequestError::Rpc {

@@ -326,6 +326,10 @@ async fn next_line<R: tokio::io::AsyncRead + Unpin>(
     limit: &Limit,
 ) -> std::io::Result<Line> {
     line.clear();
+    // A large line's buffer is not kept for the next, small ones.
+    if line.capacity() > 1 << 20 {
+        line.shrink_to(64 << 10);
+    }
     // Start and end of a line being skipped.
     let mut skipping: Option<(Vec<u8>, Vec<u8>, usize)> = None;
     loop {

@@ -141,11 +141,15 @@ type OnSeen<'a> = dyn Fn(&Planned, &Seen) -> Option<CallJudgement> + Sync + 'a;
 
 /// Each session lists its tools first; `gate` decides from that list which
 /// tools are called (docs/contracts.md, "Safety rules").
+/// `keep_payloads`: whether each call's first result is kept for a
+/// judgement `on_seen` did not make (`run`'s, when its snapshot was not
+/// read yet); `record` judges nothing.
 fn observe_all(
     cfg: &crate::config::Config,
     planned: &[Planned],
     concurrency: u64,
     gate: &Gate,
+    keep_payloads: bool,
     on_seen: &OnSeen,
 ) -> Observed {
     let servers: Vec<&crate::config::Server> = cfg
@@ -169,7 +173,7 @@ fn observe_all(
         for _ in 0..workers {
             scope.spawn(|| {
                 while let Some(server) = servers.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    match observe_server(server, planned, gate, &refused, on_seen) {
+                    match observe_server(server, planned, gate, &refused, keep_payloads, on_seen) {
                         Ok(mine) => {
                             let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
                             for (i, s, j) in mine {
@@ -206,6 +210,7 @@ fn observe_server(
     planned: &[Planned],
     gate: &Gate,
     refused: &Mutex<Vec<Refusal>>,
+    keep_payloads: bool,
     on_seen: &OnSeen,
 ) -> Result<Vec<(usize, Seen, Option<CallJudgement>)>, String> {
     let mine: Vec<(usize, &Planned)> = planned
@@ -252,9 +257,11 @@ fn observe_server(
                     .collect();
                 let mut seen = toolpin_contract::run::seen(p, outcomes);
                 let judged = on_seen(p, &seen);
-                if judged.is_some() {
-                    // Judged: the result is no longer needed, and freeing
-                    // it here overlaps with the session, not the exit.
+                if judged.is_some() || !keep_payloads {
+                    // Judged, or never to be: the result is no longer
+                    // needed, and freeing it here overlaps with the
+                    // session, not the exit (nor do the results of many
+                    // calls pile up until it).
                     seen.payload = None;
                 }
                 out.push((i, seen, judged));
@@ -338,6 +345,7 @@ fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
         &planned,
         contracts.defaults.concurrency,
         &gate,
+        false,
         &|_, _| None,
     );
     // A tool that was not called has no behaviour to record: the snapshot
@@ -423,6 +431,7 @@ fn run_calls(
             &planned,
             contracts.defaults.concurrency,
             &gate,
+            true,
             &|p, s| judge.get().and_then(|j| j.call(p, s)),
         )
     });
