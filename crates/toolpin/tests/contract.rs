@@ -1649,3 +1649,41 @@ fn an_answer_over_the_byte_bound_is_not_read_over_http() {
         assert_eq!(run.code, 0, "json={json}: {run:#?}");
     }
 }
+
+#[test]
+fn a_session_whose_listing_breaks_a_capture_guard_is_unavailable_and_nothing_is_judged() {
+    let script = repo()
+        .join("tests/servers/py/misbehave.py")
+        .canonicalize()
+        .unwrap();
+    let sb = Sandbox::new();
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.m]\ncommand = [\"sh\", \"-c\", {:?}]\nenv = {{ MISBEHAVE_MODE = \"${{MISBEHAVE_MODE:-ok}}\" }}\n",
+            format!("exec {} {} \"$MISBEHAVE_MODE\"", python(), script.display())
+        ),
+    );
+    sb.run(&["lock"]).ok();
+    sb.write(
+        FILE,
+        "version = 1\n[tools.\"m/ok_tool\"]\nside_effects = \"allowed\"\n[[tools.\"m/ok_tool\".calls]]\nname = \"golden\"\n",
+    );
+    sb.run(&["contract", "record"]).ok();
+    let snapshot = sb.read("toolpin.behaviour.json");
+    // The listing follows capture's guards: a cursor that never advances
+    // ends the session before any call.
+    for command in ["record", "run"] {
+        let r = sb.run_env(
+            &["contract", command],
+            &[("MISBEHAVE_MODE", "endless-cursor")],
+        );
+        assert_eq!(r.code, 2, "{command}: {r:#?}");
+        assert!(
+            r.stderr.contains("unavailable: server \"m\": tools/list page 2: pagination guard: cursor \"same\" was already followed"),
+            "{command}: {r:#?}"
+        );
+        assert!(!r.stdout.contains("ok: "), "{command}: {r:#?}");
+    }
+    assert_eq!(sb.read("toolpin.behaviour.json"), snapshot);
+}
