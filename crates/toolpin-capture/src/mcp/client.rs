@@ -245,8 +245,8 @@ impl Client {
     /// From now on, a message from the server larger than `bytes` is not
     /// read: it is skipped as it arrives, and the request it answers fails
     /// with [`RequestError::TooLarge`]. Over legacy HTTP+SSE, whose one
-    /// stream carries every answer, such a message ends the session
-    /// instead. Until then a message may be as large as the transport's
+    /// stream carries every answer, such a message ends the stream
+    /// instead (the request, and any after it, fail as transport errors). Until then a message may be as large as the transport's
     /// own cap (256 MiB: a whole `tools/list` page is one message).
     pub fn limit_messages(&self, bytes: usize) {
         self.limit.store(bytes, Ordering::Relaxed);
