@@ -1218,7 +1218,7 @@ fn turned_sandbox() -> Sandbox {
     sb.write(
         "toolpin.toml",
         format!(
-            "[servers.orders]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_TURN = \"${{TOOLPIN_TEST_TURN:-none}}\", TOOLPIN_TEST_CALLS = {:?} }}\n",
+            "[servers.orders]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_TURN = \"${{TOOLPIN_TEST_TURN:-none}}\", TOOLPIN_TEST_CALLS = {:?} }}\n{NO_LATENCY}",
             python(),
             script.display().to_string(),
             sb.join(CALLS).display().to_string()
@@ -1400,11 +1400,12 @@ fn a_tool_turned_destructive_upstream_is_never_called_and_fails_every_report_for
     // watch list without the tool.
     let toml = sb.read_string("toolpin.toml");
     for policy in [
-        "[policy.rules]\ncontract-call-refused = \"off\"\n",
+        // Under the [policy.rules] table the sandbox ends with.
+        "contract-call-refused = \"off\"\n",
         "[[policy.ignore]]\nrule = \"contract-call-refused\"\ntool = \"orders/search_orders\"\nreason = \"we know\"\n",
         "[policy]\nwatch = [\"orders/count_orders\"]\nfail-on = \"critical\"\n",
     ] {
-        sb.write("toolpin.toml", format!("{toml}\n{policy}"));
+        sb.write("toolpin.toml", format!("{toml}{policy}"));
         let run = sb.run_env(&["contract", "run"], &turn);
         assert_eq!(run.code, 1, "{policy}: {run:#?}");
         assert!(
@@ -1517,6 +1518,10 @@ fn a_tool_claiming_read_only_and_destructive_gets_no_contract_and_is_refused() {
 // The bounds of an observation (issue 32, fault 13): a result with many
 // members, a deep one and a large one keep a bounded snapshot, with a note.
 
+/// What the bounds tests judge is what was kept, not how long a large
+/// answer took on a loaded machine.
+const NO_LATENCY: &str = "\n[policy.rules]\nlatency-regressed = \"off\"\n";
+
 /// tests/servers/py/wide.py pinned over stdio, its members, depth and pad
 /// from the environment, with init's contract.
 fn wide_sandbox() -> Sandbox {
@@ -1525,7 +1530,7 @@ fn wide_sandbox() -> Sandbox {
         .canonicalize()
         .unwrap();
     pinned(&format!(
-        "[servers.wide]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_MEMBERS = \"${{TOOLPIN_TEST_MEMBERS:-10}}\", TOOLPIN_TEST_DEPTH = \"${{TOOLPIN_TEST_DEPTH:-0}}\", TOOLPIN_TEST_PAD = \"${{TOOLPIN_TEST_PAD:-0}}\" }}\n",
+        "[servers.wide]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_MEMBERS = \"${{TOOLPIN_TEST_MEMBERS:-10}}\", TOOLPIN_TEST_DEPTH = \"${{TOOLPIN_TEST_DEPTH:-0}}\", TOOLPIN_TEST_PAD = \"${{TOOLPIN_TEST_PAD:-0}}\" }}\n{NO_LATENCY}",
         python(),
         script.display().to_string()
     ))
@@ -1636,7 +1641,7 @@ fn an_answer_over_the_byte_bound_is_not_read_over_http() {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
         let sb = pinned(&format!(
-            "[servers.wide]\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+            "[servers.wide]\nurl = \"http://127.0.0.1:{port}/mcp\"\n{NO_LATENCY}"
         ));
         sb.run(&["contract", "record"]).ok();
         let call = golden(&sb);
