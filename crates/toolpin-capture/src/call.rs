@@ -1,13 +1,18 @@
 //! Calling a live server's tools (`toolpin contract record` and `run`):
-//! one session per server, reached exactly as a capture reaches it, then
-//! `tools/call` per request in order, each with its own deadline and its
-//! wall-clock latency measured.
+//! one session per server, reached exactly as a capture reaches it; the
+//! session's tools listed first, as a capture lists them, and pinned as the
+//! lockfile pins them, so that the caller's [`Gate`] decides from what the
+//! server serves now, not from the pin, whether a tool may be called; then
+//! `tools/call` per request in order, each with its own deadline, its
+//! answer read up to [`MAX_RESULT_BYTES`], and its wall-clock latency
+//! measured.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use toolpin_manifest::Redactor;
+use toolpin_manifest::{PinBuilder, PinnedTool, Redactor, ServerPin};
 
 use crate::mcp::{self, Client, HttpMode, HttpSpec, McpError, RequestError, SessionOptions};
 use crate::servers::Server;
@@ -33,7 +38,24 @@ pub enum Failure {
     Timeout,
     /// The transport failed or the server went away.
     Transport(String),
+    /// The answer was larger than [`MAX_RESULT_BYTES`]: skipped unread.
+    TooLarge(usize),
+    /// Not sent: the [`Gate`] refused the tool, for this reason.
+    NotCalled(String),
 }
+
+/// The largest `tools/call` answer read: a larger one is skipped as it
+/// arrives, never held, and its call answered [`Failure::TooLarge`].
+pub const MAX_RESULT_BYTES: usize = 16 << 20;
+
+/// Decides whether a tool may be called, from its live definition on the
+/// session: listed by `tools/list` and pinned exactly as the lockfile pins
+/// it (the server's transform, normalization and fingerprint), or `None`
+/// when the session does not list it. Called once per tool, with its name
+/// as pinned (the server's prefix included), before any request to it;
+/// `Err(why)` refuses it: none of its requests is sent, each is answered
+/// [`Failure::NotCalled`] with `why`.
+pub type Gate<'a> = dyn Fn(&str, Option<&PinnedTool>) -> Result<(), String> + 'a;
 
 /// One call's answer.
 #[derive(Clone, Debug)]
@@ -43,12 +65,17 @@ pub struct Answer {
     pub latency: Duration,
 }
 
-/// Calls `requests` on `server`, in order, over one session. `Err` when the
-/// server cannot be reached or the session cannot be opened: the server is
+/// Calls `requests` on `server`, in order, over one session, those to the
+/// tools `gate` admits. `Err` when the server cannot be reached, the
+/// session cannot be opened or its tools cannot be listed: the server is
 /// unavailable, which is not drift.
-pub fn call_server(server: &Server, requests: &[Request]) -> Result<Vec<Answer>, String> {
+pub fn call_server(
+    server: &Server,
+    requests: &[Request],
+    gate: &Gate<'_>,
+) -> Result<Vec<Answer>, String> {
     let mut answers = Vec::with_capacity(requests.len());
-    call_server_each(server, requests, &mut |a| answers.push(a))?;
+    call_server_each(server, requests, gate, &mut |a| answers.push(a))?;
     Ok(answers)
 }
 
@@ -58,6 +85,7 @@ pub fn call_server(server: &Server, requests: &[Request]) -> Result<Vec<Answer>,
 pub fn call_server_each(
     server: &Server,
     requests: &[Request],
+    gate: &Gate<'_>,
     on_answer: &mut dyn FnMut(Answer),
 ) -> Result<(), String> {
     let Source::Mcp { endpoint, session } = &server.source else {
@@ -76,8 +104,13 @@ pub fn call_server_each(
         answer.redact(&credentials);
         on_answer(answer)
     };
+    let session = Session {
+        endpoint,
+        opts: session,
+        server,
+    };
     runtime
-        .block_on(call_all(endpoint, session, requests, &mut redacted))
+        .block_on(call_all(&session, requests, gate, &mut redacted))
         .map_err(|e| redactor.redact(&e.to_string()))
 }
 
@@ -93,6 +126,12 @@ impl Answer {
             Err(Failure::Timeout) => {}
         }
     }
+}
+
+struct Session<'a> {
+    endpoint: &'a Endpoint,
+    opts: &'a SessionOptions,
+    server: &'a Server,
 }
 
 async fn connect(endpoint: &Endpoint, opts: &SessionOptions) -> Result<Client, McpError> {
@@ -116,13 +155,19 @@ async fn connect(endpoint: &Endpoint, opts: &SessionOptions) -> Result<Client, M
 }
 
 async fn call_all(
-    endpoint: &Endpoint,
-    opts: &SessionOptions,
+    session: &Session<'_>,
     requests: &[Request],
+    gate: &Gate<'_>,
     on_answer: &mut dyn FnMut(Answer),
 ) -> Result<(), McpError> {
-    let mut client = connect(endpoint, opts).await?;
-    let opened = match mcp::open(&mut client, opts).await {
+    let opts = session.opts;
+    let mut client = connect(session.endpoint, opts).await?;
+    let listed = async {
+        let opened = mcp::open(&mut client, opts).await?;
+        let live = list(&mut client, session, &opened).await?;
+        Ok::<_, McpError>((opened, live))
+    };
+    let (opened, live) = match listed.await {
         Ok(o) => o,
         Err(e) => {
             client.close(Duration::from_secs(2)).await;
@@ -132,7 +177,25 @@ async fn call_all(
     if !opened.stateless {
         client.set_protocol_version(&opened.protocol_version);
     }
+    // Listing pages may be as large as a capture allows; an answer to a
+    // call is read up to its own limit.
+    client.limit_messages(MAX_RESULT_BYTES);
+    let prefix = &session.server.transform.prefix;
+    let mut admitted: BTreeMap<&str, Result<(), String>> = BTreeMap::new();
     for request in requests {
+        let admission = admitted.entry(&request.tool).or_insert_with(|| {
+            // The name the lockfile pins it under (the transform's prefix
+            // before the served name).
+            let pinned = format!("{prefix}{}", request.tool);
+            gate(&pinned, live.tools.get(&pinned))
+        });
+        if let Err(why) = admission {
+            on_answer(Answer {
+                result: Err(Failure::NotCalled(why.clone())),
+                latency: Duration::ZERO,
+            });
+            continue;
+        }
         let mut params = json!({"name": request.tool, "arguments": request.arguments});
         if opened.stateless {
             params["_meta"] = mcp::stateless_meta(opts);
@@ -147,9 +210,25 @@ async fn call_all(
             RequestError::Http { status, message } => Failure::Http { status, message },
             RequestError::Timeout(_) => Failure::Timeout,
             RequestError::Transport(m) | RequestError::Unreachable(m) => Failure::Transport(m),
+            RequestError::TooLarge(limit) => Failure::TooLarge(limit),
         });
         on_answer(Answer { result, latency });
     }
     client.close(Duration::from_secs(2)).await;
     Ok(())
+}
+
+/// The session's tools, listed with a capture's guards and pinned with the
+/// server's transform and its credentials redacted, as `toolpin lock` pins
+/// them.
+async fn list(
+    client: &mut Client,
+    session: &Session<'_>,
+    opened: &mcp::Opened,
+) -> Result<ServerPin, McpError> {
+    let mut builder = PinBuilder::new(session.server.transform.clone());
+    mcp::list(client, session.opts, opened, &mut builder).await?;
+    let mut pin = builder.finish(Value::Null, "mcp", None);
+    pin.redact(&Redactor::new(&session.server.credentials));
+    Ok(pin)
 }

@@ -41,6 +41,13 @@ pub const LATENCY_FLOOR_MS: f64 = 100.0;
 pub const MIN_ORDER_ITEMS: usize = 3;
 /// At most this many order keys are kept per array.
 pub const MAX_ORDER_KEYS: usize = 8;
+/// At most this many distinct pointers are kept per call (its shape, and
+/// with it its counts, value sets, formats and order keys): a result whose
+/// members spread over more (an object keyed by ids) keeps the first ones
+/// met, in key order, and the observation says so ([`Observation::bounded`]).
+pub const MAX_POINTERS: usize = 1000;
+/// Nothing deeper than this many levels into the payload is kept.
+pub const MAX_DEPTH: usize = 32;
 
 /// Where the behaviour snapshot for `lockfile` lives.
 pub fn path_for(lockfile: &Path) -> PathBuf {
@@ -155,6 +162,12 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub order: BTreeMap<String, BTreeMap<String, String>>,
     pub latency: Option<Latency>,
+    /// The bounds the call's answers hit, each with what was left out:
+    /// `members` ([`MAX_POINTERS`]), `depth` ([`MAX_DEPTH`]) and
+    /// `result-bytes` (an answer over the caller's limit, not read).
+    /// Written only when one was hit.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bounded: BTreeMap<String, String>,
 }
 
 /// What is left out of the value sets: the contract's `volatile` pointers
@@ -194,6 +207,9 @@ pub enum Outcome {
     Result(Value),
     /// A JSON-RPC or transport error, already classified.
     Error(Class),
+    /// An answer larger than this many bytes, skipped unread: class
+    /// `other`, and the bound noted.
+    TooLarge(usize),
 }
 
 /// The JSON a result stands for: `structuredContent` if present, else the
@@ -278,6 +294,10 @@ struct Walk<'v> {
     /// (a bit each).
     formats: BTreeMap<String, u16>,
     order: BTreeMap<String, BTreeMap<String, String>>,
+    /// Values not kept: at a new pointer past [`MAX_POINTERS`], and deeper
+    /// than [`MAX_DEPTH`].
+    past_pointers: u64,
+    too_deep: u64,
 }
 
 /// Which of [`PRIORITY`] `s` satisfies, of those in `mask`.
@@ -351,9 +371,17 @@ fn slot<'m, T: Default>(map: &'m mut BTreeMap<String, T>, pointer: &str) -> &'m 
 }
 
 impl Walk<'_> {
-    /// Visits `v` at `pointer`, a buffer the walk extends for each child
-    /// and restores after it.
-    fn visit(&mut self, pointer: &mut String, v: &Value) {
+    /// Visits `v` at `pointer`, `depth` levels into the payload, a buffer
+    /// the walk extends for each child and restores after it.
+    fn visit(&mut self, pointer: &mut String, v: &Value, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.too_deep += 1;
+            return;
+        }
+        if self.shape.len() >= MAX_POINTERS && !self.shape.contains_key(pointer.as_str()) {
+            self.past_pointers += 1;
+            return;
+        }
         let t = type_name(v);
         // The same pointer with two types (integer and number): keep the wider.
         let entry = slot(&mut self.shape, pointer);
@@ -380,7 +408,7 @@ impl Walk<'_> {
                 }
                 pointer.push_str("/*");
                 for item in items {
-                    self.visit(pointer, item);
+                    self.visit(pointer, item, depth + 1);
                 }
                 pointer.truncate(len);
             }
@@ -392,7 +420,7 @@ impl Walk<'_> {
                     } else {
                         pointer.push_str(k);
                     }
-                    self.visit(pointer, item);
+                    self.visit(pointer, item, depth + 1);
                     pointer.truncate(len);
                 }
             }
@@ -427,11 +455,21 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
         strings: BTreeMap::new(),
         formats: BTreeMap::new(),
         order: BTreeMap::new(),
+        past_pointers: 0,
+        too_deep: 0,
     };
+    let mut bounded = BTreeMap::new();
     let mut class = None;
     for (outcome, _) in outcomes {
         let c = match outcome {
             Outcome::Error(c) => *c,
+            Outcome::TooLarge(limit) => {
+                bounded.insert(
+                    "result-bytes".to_string(),
+                    format!("an answer larger than {limit} bytes was not read"),
+                );
+                Class::Other
+            }
             Outcome::Result(r) if r.get("isError") == Some(&Value::Bool(true)) => {
                 let text = payload(r);
                 let msg = match text.as_ref() {
@@ -441,7 +479,7 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
                 Class::of_error(None, None, &msg)
             }
             Outcome::Result(r) => {
-                walk.visit(&mut String::new(), &payload(r));
+                walk.visit(&mut String::new(), &payload(r), 0);
                 Class::Ok
             }
         };
@@ -466,6 +504,24 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
             Some((p, PRIORITY[first].as_str().to_string()))
         })
         .collect();
+    if walk.past_pointers > 0 {
+        bounded.insert(
+            "members".to_string(),
+            format!(
+                "{} at pointers past the first {MAX_POINTERS} not kept",
+                count_values(walk.past_pointers)
+            ),
+        );
+    }
+    if walk.too_deep > 0 {
+        bounded.insert(
+            "depth".to_string(),
+            format!(
+                "{} deeper than {MAX_DEPTH} levels not kept (with all they hold)",
+                count_values(walk.too_deep)
+            ),
+        );
+    }
     let latencies: Vec<f64> = outcomes.iter().map(|(_, ms)| *ms).collect();
     Observation {
         class,
@@ -475,7 +531,13 @@ pub fn observe(outcomes: &[(Outcome, f64)], volatile: &Volatile) -> Observation 
         formats,
         order: walk.order,
         latency: Some(Latency::of(&latencies)),
+        bounded,
     }
+}
+
+/// "1 value", "2 values".
+fn count_values(n: u64) -> String {
+    format!("{n} value{}", if n == 1 { "" } else { "s" })
 }
 
 /// The behaviour snapshot: one observation per call, keyed
@@ -636,18 +698,31 @@ fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
         now.class.unwrap_or(Class::Ok),
     );
     if was != is {
+        // An answer not read for its size says why it is `other`.
+        let why = |o: &Observation| {
+            o.bounded
+                .get("result-bytes")
+                .map(|b| format!(" ({b})"))
+                .unwrap_or_default()
+        };
         diff(
             "error-class-changed",
             None,
             format!(
-                "the call answered {} when recorded, {} now",
+                "the call answered {}{} when recorded, {}{} now",
                 was.as_str(),
-                is.as_str()
+                why(recorded),
+                is.as_str(),
+                why(now)
             ),
         );
     } else if is == Class::Ok {
+        // Past the pointer bound, which pointers are kept depends on the
+        // others: one not kept now is not known to be gone.
+        let unknown_when_absent = now.bounded.contains_key("members");
         for (pointer, t) in &recorded.shape {
             match now.shape.get(pointer) {
+                None if unknown_when_absent => {}
                 None => diff(
                     "result-field-missing",
                     Some(pointer),
@@ -895,7 +970,7 @@ fn list(values: &[&String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Map};
 
     fn result(v: Value) -> Outcome {
         Outcome::Result(json!({"content": [{"type": "text", "text": v.to_string()}]}))
@@ -906,6 +981,77 @@ mod tests {
             .map(|i| json!({"id": format!("{i}"), "status": statuses[i % statuses.len()], "at": "2026-12-02T10:00:00Z"}))
             .collect();
         json!({"rows": items})
+    }
+
+    #[test]
+    fn an_observation_keeps_at_most_the_bounded_pointers_and_depth_and_says_so() {
+        let wide: Map<String, Value> = (0..MAX_POINTERS + 500)
+            .map(|i| (format!("k{i:05}"), json!(format!("v{}", i % 3))))
+            .collect();
+        let mut deep = json!("leaf");
+        for _ in 0..MAX_DEPTH + 3 {
+            deep = json!({ "d": deep });
+        }
+        let mut payload = wide.clone();
+        payload.insert("a".into(), deep);
+        let o = observe(
+            &[(result(Value::Object(payload)), 1.0)],
+            &Volatile::default(),
+        );
+        assert_eq!(o.shape.len(), MAX_POINTERS);
+        assert!(o.values.len() < MAX_POINTERS && o.formats.len() < MAX_POINTERS);
+        // "a" sorts first: its chain is kept down to MAX_DEPTH levels.
+        let chain = |n: usize| format!("/a{}", "/d".repeat(n - 1));
+        assert!(o.shape.contains_key(&chain(MAX_DEPTH)));
+        assert!(!o.shape.contains_key(&chain(MAX_DEPTH + 1)));
+        assert_eq!(
+            o.bounded["depth"],
+            "1 value deeper than 32 levels not kept (with all they hold)"
+        );
+        // 1 + 33 pointers of the chain, then members up to the bound.
+        let kept = MAX_POINTERS - 1 - MAX_DEPTH;
+        assert_eq!(
+            o.bounded["members"],
+            format!(
+                "{} values at pointers past the first 1000 not kept",
+                MAX_POINTERS + 500 - kept
+            )
+        );
+        // Over the bound, a pointer that is not kept now is not reported
+        // as gone; one with another type still is.
+        let mut fewer = wide.clone();
+        fewer.insert("0first".into(), json!(1));
+        fewer.insert("k00000".into(), json!(5));
+        let now = observe(&[(result(Value::Object(fewer)), 1.0)], &Volatile::default());
+        let differences = compare("s/t#c", &o, &now);
+        let rules: Vec<(&str, Option<&str>)> = differences
+            .iter()
+            .map(|d| (d.rule, d.pointer.as_deref()))
+            .collect();
+        assert_eq!(rules, [("result-field-missing", Some("/k00000"))]);
+        // Within the bounds nothing is noted, and the snapshot of before
+        // reads the same.
+        let small = observe(&[(result(rows(3, &["a"])), 1.0)], &Volatile::default());
+        assert!(small.bounded.is_empty());
+        assert!(!serde_json::to_string(&small).unwrap().contains("bounded"));
+    }
+
+    #[test]
+    fn an_answer_too_large_to_read_is_class_other_with_its_bound() {
+        let o = observe(&[(Outcome::TooLarge(16 << 20), 3.0)], &Volatile::default());
+        assert_eq!(o.class, Some(Class::Other));
+        assert!(o.shape.is_empty());
+        assert_eq!(
+            o.bounded["result-bytes"],
+            "an answer larger than 16777216 bytes was not read"
+        );
+        let ok = observe(&[(result(rows(3, &["a"])), 1.0)], &Volatile::default());
+        let d = compare("s/t#c", &o, &ok);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            d[0].message,
+            "the call answered other (an answer larger than 16777216 bytes was not read) when recorded, ok now"
+        );
     }
 
     #[test]

@@ -56,7 +56,8 @@ impl std::error::Error for Error {}
 /// Whether a contract may call a tool its pin does not call read-only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SideEffects {
-    /// The default: only read-only tools (`readOnlyHint: true`).
+    /// The default: only read-only tools ([`read_only`]: `readOnlyHint:
+    /// true`, and not also `destructiveHint: true`).
     None,
     /// `side_effects = "allowed"`: the tool is called with the arguments
     /// the contract gives, read-only or not.
@@ -766,11 +767,11 @@ impl Contracts {
                 ));
             };
             let tool = pinned.value();
-            if !read_only(&tool) && contract.side_effects != SideEffects::Allowed {
+            if let (Some(why), SideEffects::None) = (not_read_only(&tool), contract.side_effects) {
                 return Err(at.error(
                     &contract.key_span,
                     format!(
-                        "{name}: the pinned tool is not read-only (its annotations do not say readOnlyHint: true); set side_effects = \"allowed\" to call it with the arguments given, or remove the contract"
+                        "{name}: the pinned tool is not read-only ({why}); set side_effects = \"allowed\" to call it with the arguments given, or remove the contract"
                     ),
                 ));
             }
@@ -877,9 +878,38 @@ fn holds_placeholder(value: &Value) -> bool {
     }
 }
 
-/// Whether a pinned tool's annotations say `readOnlyHint: true`.
+/// Whether a tool is safe to call without `side_effects = "allowed"`: its
+/// annotations say `readOnlyHint: true` and do not also say
+/// `destructiveHint: true` (a tool claiming both is taken at its worst).
+/// The one test of safety: `init` writes active contracts for these tools
+/// only, [`Contracts::validate`] refuses a contract for any other, and
+/// `record` and `run` call a tool whose live definition moved from its pin
+/// only while it still passes it (`crate::run::Gate`).
 pub fn read_only(tool: &Value) -> bool {
-    tool.pointer("/annotations/readOnlyHint") == Some(&Value::Bool(true))
+    not_read_only(tool).is_none()
+}
+
+/// Why a tool is not [`read_only`], in words for a message; `None` when it
+/// is.
+pub fn not_read_only(tool: &Value) -> Option<String> {
+    let Some(annotations) = tool.get("annotations").and_then(Value::as_object) else {
+        return Some("it has no annotations, so it is not read-only".into());
+    };
+    let hint = |key: &str| annotations.get(key).map(Value::to_string);
+    match (
+        hint("readOnlyHint").as_deref(),
+        hint("destructiveHint").as_deref(),
+    ) {
+        (Some("true"), Some("true")) => {
+            Some("its annotations say both readOnlyHint: true and destructiveHint: true".into())
+        }
+        (Some("true"), _) => None,
+        (None, _) => Some("its annotations do not say readOnlyHint: true".into()),
+        (Some(ro), Some("true")) => Some(format!(
+            "its annotations say readOnlyHint: {ro} and destructiveHint: true"
+        )),
+        (Some(ro), _) => Some(format!("its annotations say readOnlyHint: {ro}")),
+    }
 }
 
 /// The top-level parameter names of an inputSchema (following `$ref`s).
@@ -1114,6 +1144,41 @@ default = 50
         for (text, want) in cases {
             let got = parse(text).expect_err(text);
             assert!(got.contains(want), "{text}\nwant {want:?}\n got {got:?}");
+        }
+    }
+
+    #[test]
+    fn read_only_means_read_only_and_not_destructive() {
+        use serde_json::json;
+        let tool = |a: Value| json!({"name": "t", "annotations": a});
+        assert!(read_only(&tool(json!({"readOnlyHint": true}))));
+        assert!(read_only(&tool(
+            json!({"readOnlyHint": true, "destructiveHint": false})
+        )));
+        for (t, why) in [
+            (
+                tool(json!({"readOnlyHint": true, "destructiveHint": true})),
+                "its annotations say both readOnlyHint: true and destructiveHint: true",
+            ),
+            (
+                tool(json!({"readOnlyHint": false})),
+                "its annotations say readOnlyHint: false",
+            ),
+            (
+                tool(json!({"readOnlyHint": "true"})),
+                "its annotations say readOnlyHint: \"true\"",
+            ),
+            (
+                tool(json!({"destructiveHint": false})),
+                "its annotations do not say readOnlyHint: true",
+            ),
+            (
+                json!({"name": "t"}),
+                "it has no annotations, so it is not read-only",
+            ),
+        ] {
+            assert!(!read_only(&t), "{t}");
+            assert_eq!(not_read_only(&t).as_deref(), Some(why), "{t}");
         }
     }
 

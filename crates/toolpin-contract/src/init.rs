@@ -215,10 +215,11 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
         "# the behaviour snapshot; `toolpin contract run` makes them again and\n",
         "# reports what moved, and every `expect` assertion that fails.\n",
         "#\n",
-        "# Safety: only tools whose pinned annotations say readOnlyHint: true get\n",
-        "# contracts below. Every other tool is left as a commented-out contract:\n",
-        "# calling it may change something, so it needs side_effects = \"allowed\"\n",
-        "# and arguments you chose (against a sandbox tenant, through --env).\n",
+        "# Safety: only tools whose pinned annotations say readOnlyHint: true, and\n",
+        "# not also destructiveHint: true, get contracts below. Every other tool is\n",
+        "# left as a commented-out contract: calling it may change something, so it\n",
+        "# needs side_effects = \"allowed\" and arguments you chose (against a\n",
+        "# sandbox tenant, through --env).\n",
         "#\n",
         "# Each contract's [arguments] are what every call starts from; a call's own\n",
         "# `arguments` are added on top. Replace each \"<FILL IN: …>\" with a real\n",
@@ -278,8 +279,9 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
             }
         } else {
             starter.commented += 1;
+            let why = file::not_read_only(&tool).unwrap_or_default();
+            let _ = writeln!(text, "# Not called: {}.", one_line(&why));
             text.push_str(concat!(
-                "# Not called: the pinned annotations do not say readOnlyHint: true.\n",
                 "# To call it anyway, uncomment this contract and give the arguments yourself.\n",
                 "#\n",
             ));

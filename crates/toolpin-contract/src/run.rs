@@ -1,5 +1,6 @@
 //! What `record` and `run` do around the calls: the plan of calls a
-//! contracts file asks for ([`plan`]), each call's repeats observed
+//! contracts file asks for ([`plan`]), which tools may be called on a
+//! session given what it lists ([`Gate`]), each call's repeats observed
 //! ([`seen`]), the snapshot `record` writes ([`snapshot`]) and the
 //! judgement `run` makes ([`judge`]). The calls themselves are made by the
 //! caller (the CLI, through `toolpin_capture::call`), in plan order, and
@@ -8,10 +9,146 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-use toolpin_manifest::Catalog;
+use toolpin_manifest::{Catalog, PinnedTool};
 
 use crate::behaviour::{self, Difference, Observation, Outcome, Snapshot, Volatile};
+use crate::file::{self, SideEffects};
 use crate::Contracts;
+
+/// The rule of a contract call that was not made ([`Refusal`]).
+pub const REFUSED_RULE: &str = "contract-call-refused";
+
+/// Decides, on each session, which contracted tools may be called, from
+/// what the session lists (docs/contracts.md, "Safety rules"): a tool is
+/// called only while its live definition is the pinned one (the same
+/// fingerprint, pinned the way the lockfile pins it), or is still
+/// [`file::read_only`], or its contract says `side_effects = "allowed"`;
+/// never when the session does not list it. Everything else is a
+/// [`Refusal`].
+pub struct Gate<'a> {
+    /// By `server/tool`: the contract's side effects and the pin.
+    tools: BTreeMap<String, (SideEffects, &'a PinnedTool)>,
+}
+
+/// Why a tool's calls were not made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    /// `server/tool`.
+    pub tool_key: String,
+    /// The session does not list the tool (else: it lists another
+    /// definition, which is not read-only).
+    pub unlisted: bool,
+    /// In words, for messages: what the session served that stops the
+    /// calls.
+    pub reason: String,
+    /// The pinned and the live annotations, when the tool drifted.
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+impl Refusal {
+    /// `drifted` or `unavailable`, for a line on stderr.
+    pub fn label(&self) -> &'static str {
+        if self.unlisted {
+            "unavailable"
+        } else {
+            "drifted"
+        }
+    }
+}
+
+impl<'a> Gate<'a> {
+    pub fn new(contracts: &Contracts, catalog: &'a Catalog) -> Gate<'a> {
+        let tools = contracts
+            .tools
+            .iter()
+            .filter_map(|c| {
+                let (server, tool) = c.key.split_once('/')?;
+                let pinned = catalog.servers.get(server)?.tools.get(tool)?;
+                Some((c.key.clone(), (c.side_effects, pinned)))
+            })
+            .collect();
+        Gate { tools }
+    }
+
+    /// Whether `server`'s tool `tool` (its name as pinned) may be called,
+    /// given its definition `live` on the session, pinned as the lockfile
+    /// pins it (`None`: the session does not list it).
+    pub fn admit(
+        &self,
+        server: &str,
+        tool: &str,
+        live: Option<&PinnedTool>,
+    ) -> Result<(), Refusal> {
+        let tool_key = format!("{server}/{tool}");
+        let refusal = |unlisted, reason: String, before, after| Refusal {
+            tool_key: tool_key.clone(),
+            unlisted,
+            reason,
+            before,
+            after,
+        };
+        let Some((side_effects, pinned)) = self.tools.get(&tool_key) else {
+            return Err(refusal(
+                false,
+                "no contract of the file names it".into(),
+                None,
+                None,
+            ));
+        };
+        let Some(live) = live else {
+            return Err(refusal(
+                true,
+                "the server no longer lists it (tools/list on this session)".into(),
+                None,
+                None,
+            ));
+        };
+        if live.fingerprint == pinned.fingerprint || *side_effects == SideEffects::Allowed {
+            return Ok(());
+        }
+        let now = live.value();
+        let Some(why) = file::not_read_only(&now) else {
+            // Drifted, and still read-only: safe to call; `check` reports
+            // the declaration's drift.
+            return Ok(());
+        };
+        let annotations = |v: &Value| v.get("annotations").cloned().unwrap_or(Value::Null);
+        Err(refusal(
+            false,
+            format!("its live definition is no longer the pinned one and is not read-only: {why}"),
+            Some(annotations(&pinned.value())),
+            Some(annotations(&now)),
+        ))
+    }
+}
+
+/// The differences that report `refused` tools, one per tool, on the rule
+/// [`REFUSED_RULE`], counting the calls of `plan` not made.
+pub fn refused(plan: &[Planned], refused: &[Refusal]) -> Vec<Difference> {
+    refused
+        .iter()
+        .map(|r| {
+            let calls = plan.iter().filter(|p| p.tool_key == r.tool_key).count();
+            Difference {
+                rule: REFUSED_RULE,
+                call: r.tool_key.clone(),
+                pointer: r.before.as_ref().map(|_| "/annotations".to_string()),
+                message: format!(
+                    "{} not made: {}; `toolpin check` shows the drift",
+                    if calls == 1 {
+                        "1 call".to_string()
+                    } else {
+                        format!("{calls} calls")
+                    },
+                    r.reason
+                ),
+                before: r.before.clone(),
+                after: r.after.clone(),
+            }
+        })
+        .collect()
+}
 
 /// What a planned call is for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -276,15 +413,19 @@ impl<'a> Judge<'a> {
 
     /// The run: each call's judgement (`judged[i]` for `plan[i]`, made by
     /// [`Judge::call`], or `None` to have it made here), the default
-    /// probes, and the fingerprint of what was observed. A call not seen
-    /// (its server was unavailable) is not judged.
+    /// probes, the tools whose calls were `refused` (one difference each,
+    /// [`refused`]), and the fingerprint of what was observed. A call not
+    /// seen (its server was unavailable, or its tool refused) is not
+    /// judged.
     pub fn finish(
         &self,
         plan: &[Planned],
         seen: &[Option<Seen>],
         judged: Vec<Option<CallJudgement>>,
+        refusals: &[Refusal],
     ) -> Judged {
         let mut out = Judged::default();
+        out.differences.extend(refused(plan, refusals));
         let mut judged = judged.into_iter();
         for (p, s) in plan.iter().zip(seen) {
             let early = judged.next().flatten();
@@ -335,7 +476,7 @@ pub fn judge(
     plan: &[Planned],
     seen: &[Option<Seen>],
 ) -> Judged {
-    Judge::new(contracts, catalog, snapshot).finish(plan, seen, Vec::new())
+    Judge::new(contracts, catalog, snapshot).finish(plan, seen, Vec::new(), &[])
 }
 
 #[cfg(test)]
@@ -375,6 +516,102 @@ default = 50
             .zip(rows_each)
             .map(|(p, n)| Some(seen(p, vec![(rows(*n), 1.0)])))
             .collect()
+    }
+
+    /// `tool` pinned as the lockfile pins it.
+    fn pin(tool: Value) -> PinnedTool {
+        PinnedTool::new(&tool, &mut Vec::new())
+    }
+
+    #[test]
+    fn the_gate_calls_the_pinned_tool_or_a_still_read_only_one_only() {
+        let contracts = Contracts::parse(FILE, "c.toml").expect("parse");
+        let catalog = catalog();
+        let gate = Gate::new(&contracts, &catalog);
+        let pinned = catalog.servers["orders"].tools["search"].value();
+        let with = |annotations: Value, description: &str| {
+            let mut t = pinned.clone();
+            t["annotations"] = annotations;
+            t["description"] = json!(description);
+            pin(t)
+        };
+        // The pinned definition, and a reworded one still read-only.
+        assert_eq!(
+            gate.admit("orders", "search", Some(&pin(pinned.clone()))),
+            Ok(())
+        );
+        let reworded = with(json!({"readOnlyHint": true}), "Finds orders.");
+        assert_eq!(gate.admit("orders", "search", Some(&reworded)), Ok(()));
+        // Not listed: unavailable.
+        let r = gate.admit("orders", "search", None).expect_err("unlisted");
+        assert!(r.unlisted);
+        assert_eq!(r.label(), "unavailable");
+        assert_eq!(
+            r.reason,
+            "the server no longer lists it (tools/list on this session)"
+        );
+        // Drifted and no longer read-only, however it says so.
+        for (annotations, why) in [
+            (
+                json!({"readOnlyHint": false, "destructiveHint": true}),
+                "its annotations say readOnlyHint: false and destructiveHint: true",
+            ),
+            (
+                json!({"readOnlyHint": false}),
+                "its annotations say readOnlyHint: false",
+            ),
+            (
+                json!({"title": "Search"}),
+                "its annotations do not say readOnlyHint: true",
+            ),
+            (Value::Null, "it has no annotations, so it is not read-only"),
+            (
+                json!({"readOnlyHint": true, "destructiveHint": true}),
+                "its annotations say both readOnlyHint: true and destructiveHint: true",
+            ),
+        ] {
+            let live = with(annotations.clone(), "Deletes every order.");
+            let r = gate
+                .admit("orders", "search", Some(&live))
+                .expect_err("refused");
+            assert_eq!(
+                (r.label(), r.tool_key.as_str()),
+                ("drifted", "orders/search")
+            );
+            assert_eq!(
+                r.reason,
+                format!(
+                    "its live definition is no longer the pinned one and is not read-only: {why}"
+                )
+            );
+            assert_eq!(r.before, Some(json!({"readOnlyHint": true})));
+            assert_eq!(r.after, Some(annotations));
+        }
+        // One difference per refused tool, counting the calls not made.
+        let refusal = gate.admit("orders", "search", None).expect_err("unlisted");
+        let d = refused(&plan(&contracts), &[refusal]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (d[0].rule, d[0].call.as_str()),
+            (REFUSED_RULE, "orders/search")
+        );
+        assert_eq!(
+            d[0].message,
+            "3 calls not made: the server no longer lists it (tools/list on this session); `toolpin check` shows the drift"
+        );
+        // side_effects = "allowed": the user's call, while it is listed.
+        let allowed = Contracts::parse(
+            &FILE.replace(
+                "arguments = { page_size = 50 }",
+                "side_effects = \"allowed\"\narguments = { page_size = 50 }",
+            ),
+            "c.toml",
+        )
+        .expect("parse");
+        let gate = Gate::new(&allowed, &catalog);
+        let destructive = with(json!({"destructiveHint": true}), "Deletes every order.");
+        assert_eq!(gate.admit("orders", "search", Some(&destructive)), Ok(()));
+        assert!(gate.admit("orders", "search", None).is_err());
     }
 
     #[test]

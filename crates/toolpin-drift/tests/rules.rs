@@ -426,6 +426,7 @@ const NOT_FROM_TOOL_PAIRS: &[&str] = &[
     "result-format-changed",
     "default-behaviour-changed",
     "result-order-changed",
+    "contract-call-refused",
 ];
 
 #[test]

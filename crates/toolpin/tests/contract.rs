@@ -1193,3 +1193,502 @@ fn a_contract_failure_is_one_ledger_event_until_behaviour_returns_or_is_re_recor
         "{seen:#?}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Safety on the session (issue 32, fault 4): each session lists its tools
+// before any call, and a tool is called only while its live definition is
+// the pinned one, or is still read-only (and not destructive). The server
+// (tests/servers/py/turned.py) writes down every call it gets, so that a
+// test can prove a tool was never called.
+
+/// Where turned.py writes down its calls, in the sandbox.
+const CALLS: &str = "calls.log";
+
+/// turned.py pinned as served unchanged (search_orders read-only, an enum
+/// of three statuses; count_orders read-only; purge_cache claiming both
+/// readOnlyHint and destructiveHint), init's contracts, recorded, and the
+/// calls of that recording checked and forgotten. TOOLPIN_TEST_TURN in a
+/// command's environment turns search_orders.
+fn turned_sandbox() -> Sandbox {
+    let script = repo()
+        .join("tests/servers/py/turned.py")
+        .canonicalize()
+        .unwrap();
+    let sb = Sandbox::new();
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.orders]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_TURN = \"${{TOOLPIN_TEST_TURN:-none}}\", TOOLPIN_TEST_CALLS = {:?} }}\n{NO_LATENCY}",
+            python(),
+            script.display().to_string(),
+            sb.join(CALLS).display().to_string()
+        ),
+    );
+    sb.run(&["lock"]).ok();
+    sb.run(&["contract", "init"]).ok();
+    sb.run(&["contract", "record"]).ok();
+    // The recording called both read-only tools: search_orders once per
+    // status, the golden call and its default probe's two sides.
+    let calls = calls_made(&sb);
+    let count = |tool: &str| calls.iter().filter(|c| *c == tool).count();
+    assert_eq!(
+        (count("count_orders"), count("search_orders")),
+        (1, 6),
+        "{calls:?}"
+    );
+    sb
+}
+
+/// The tools the server was called for since the last look, in order;
+/// forgets them.
+fn calls_made(sb: &Sandbox) -> Vec<String> {
+    let path = sb.join(CALLS);
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let _ = std::fs::remove_file(&path);
+    text.lines()
+        .map(|l| {
+            let call: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            call["tool"].as_str().expect("tool").to_string()
+        })
+        .collect()
+}
+
+/// `contract run` and `contract record` with search_orders turned by
+/// `mode`: exit 1, search_orders never called (count_orders still is),
+/// one `contract-call-refused` finding saying `reason`, the snapshot left
+/// as it was. Returns the sandbox.
+fn never_called_when(mode: &str, label: &str, reason: &str) -> Sandbox {
+    let sb = turned_sandbox();
+    let snapshot = sb.read("toolpin.behaviour.json");
+    let turn = [("TOOLPIN_TEST_TURN", mode)];
+
+    let run = sb.run_env(RUN, &turn);
+    assert_eq!(run.code, 1, "{mode}: {run:#?}");
+    assert_eq!(calls_made(&sb), ["count_orders"], "{mode}: {run:#?}");
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["verdict"]["fails"], true, "{doc}");
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{mode}: {doc}");
+    let f = &findings[0];
+    assert_eq!(
+        (&f["rule"], &f["server"], &f["tool"], &f["severity"]),
+        (
+            &serde_json::json!("contract-call-refused"),
+            &serde_json::json!("orders"),
+            &serde_json::json!("search_orders"),
+            &serde_json::json!("critical")
+        ),
+        "{mode}: {f}"
+    );
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("6 calls not made: {reason}")),
+        "{mode}: {message}"
+    );
+
+    let record = sb.run_env(&["contract", "record"], &turn);
+    assert_eq!(record.code, 1, "{mode}: {record:#?}");
+    assert!(
+        record.stderr.starts_with(&format!(
+            "{label}: orders/search_orders: 6 calls not made: {reason}"
+        )),
+        "{mode}: {record:#?}"
+    );
+    assert!(
+        record
+            .stderr
+            .contains("1 tool not called; toolpin.behaviour.json not written"),
+        "{mode}: {record:#?}"
+    );
+    assert_eq!(calls_made(&sb), ["count_orders"], "{mode}: {record:#?}");
+    assert_eq!(sb.read("toolpin.behaviour.json"), snapshot, "{mode}");
+    sb
+}
+
+#[test]
+fn a_tool_turned_destructive_upstream_is_never_called_and_fails_every_report_format() {
+    let sb = never_called_when(
+        "destructive",
+        "drifted",
+        "its live definition is no longer the pinned one and is not read-only: its annotations say readOnlyHint: false and destructiveHint: true",
+    );
+    let turn = [("TOOLPIN_TEST_TURN", "destructive")];
+    let run = sb.run_env(
+        &[
+            "contract",
+            "run",
+            "--format",
+            "text",
+            "--format",
+            "json=out/findings.json",
+            "--format",
+            "markdown=out/comment.md",
+            "--format",
+            "sarif=out/drift.sarif",
+            "--format",
+            "junit=out/junit.xml",
+            "--format",
+            "github=out/annotations.txt",
+        ],
+        &turn,
+    );
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_eq!(calls_made(&sb), ["count_orders"]);
+    assert!(!run.stdout.contains("ok: "), "{run:#?}");
+    assert!(
+        run.stdout.contains("\norders/search_orders\n  critical  contract-call-refused  /annotations  security\n    6 calls not made: its live definition is no longer the pinned one and is not read-only"),
+        "{run:#?}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&sb.read_string("out/findings.json")).unwrap();
+    assert_eq!(doc["findings"][0]["rule"], "contract-call-refused");
+    assert_eq!(
+        (&doc["findings"][0]["before"], &doc["findings"][0]["after"]),
+        (
+            &serde_json::json!({"readOnlyHint": true}),
+            &serde_json::json!({"destructiveHint": true, "readOnlyHint": false})
+        ),
+        "{doc}"
+    );
+    assert_eq!(doc["verdict"]["fails"], true);
+    let check = std::process::Command::new(python())
+        .args([
+            "-c",
+            "import json, sys, jsonschema\n\
+             jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))).validate(json.load(open(sys.argv[2])))",
+        ])
+        .arg(repo().join("docs/findings.schema.json"))
+        .arg(sb.join("out/findings.json"))
+        .output()
+        .expect("python");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let md = sb.read_string("out/comment.md");
+    assert!(md.starts_with("### ❌ toolpin:"), "{md}");
+    assert!(md.contains("contract-call-refused"), "{md}");
+    let sarif: serde_json::Value =
+        serde_json::from_str(&sb.read_string("out/drift.sarif")).unwrap();
+    let result = &sarif["runs"][0]["results"][0];
+    assert_eq!(result["ruleId"], "contract-call-refused");
+    assert_eq!(result["level"], "error", "{result}");
+    let junit = sb.read_string("out/junit.xml");
+    assert!(
+        junit.contains("contract-call-refused") && junit.contains("<failure"),
+        "{junit}"
+    );
+    let github = sb.read_string("out/annotations.txt");
+    assert!(
+        github.starts_with("::error file=toolpin.lock,line=")
+            && github.contains("contract-call-refused"),
+        "{github}"
+    );
+
+    // `check` says the same in the same minute: the declaration drifted.
+    let check = sb.run_env(&["check"], &turn);
+    assert_eq!(check.code, 1, "{check:#?}");
+    assert!(
+        check.stdout.contains("annotation-readonly-revoked"),
+        "{check:#?}"
+    );
+    calls_made(&sb);
+
+    // No policy turns the refusal off: a level of off, an ignore entry, a
+    // watch list without the tool.
+    let toml = sb.read_string("toolpin.toml");
+    for policy in [
+        // Under the [policy.rules] table the sandbox ends with.
+        "contract-call-refused = \"off\"\n",
+        "[[policy.ignore]]\nrule = \"contract-call-refused\"\ntool = \"orders/search_orders\"\nreason = \"we know\"\n",
+        "[policy]\nwatch = [\"orders/count_orders\"]\nfail-on = \"critical\"\n",
+    ] {
+        sb.write("toolpin.toml", format!("{toml}{policy}"));
+        let run = sb.run_env(&["contract", "run"], &turn);
+        assert_eq!(run.code, 1, "{policy}: {run:#?}");
+        assert!(
+            run.stdout.contains("critical  contract-call-refused"),
+            "{policy}: {run:#?}"
+        );
+        assert_eq!(calls_made(&sb), ["count_orders"], "{policy}");
+    }
+}
+
+#[test]
+fn a_tool_that_lost_its_annotations_upstream_is_never_called() {
+    never_called_when(
+        "bare",
+        "drifted",
+        "its live definition is no longer the pinned one and is not read-only: it has no annotations, so it is not read-only",
+    );
+}
+
+#[test]
+fn a_tool_the_server_no_longer_lists_is_never_called() {
+    never_called_when(
+        "gone",
+        "unavailable",
+        "the server no longer lists it (tools/list on this session)",
+    );
+}
+
+#[test]
+fn a_tool_that_now_claims_read_only_and_destructive_is_never_called() {
+    never_called_when(
+        "contradict",
+        "drifted",
+        "its live definition is no longer the pinned one and is not read-only: its annotations say both readOnlyHint: true and destructiveHint: true",
+    );
+}
+
+#[test]
+fn a_tool_that_drifted_but_is_still_read_only_is_called() {
+    let sb = turned_sandbox();
+    let run = sb.run_env(&["contract", "run"], &[("TOOLPIN_TEST_TURN", "reworded")]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout
+            .starts_with("ok: the live tools behave as recorded (2 tools, "),
+        "{run:#?}"
+    );
+    assert_eq!(calls_made(&sb).len(), 7);
+}
+
+#[test]
+fn a_tool_claiming_read_only_and_destructive_gets_no_contract_and_is_refused() {
+    let script = repo()
+        .join("tests/servers/py/turned.py")
+        .canonicalize()
+        .unwrap();
+    let sb = pinned(&format!(
+        "[servers.orders]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_CALLS = {:?} }}\n",
+        python(),
+        script.display().to_string(),
+        CALLS
+    ));
+    // init: commented out, with the reason.
+    let text = sb.read_string(FILE);
+    assert!(
+        text.contains(concat!(
+            "# Not called: its annotations say both readOnlyHint: true and destructiveHint: true.\n",
+            "# To call it anyway, uncomment this contract and give the arguments yourself.\n",
+            "#\n",
+            "# [tools.\"orders/purge_cache\"]\n",
+            "# side_effects = \"allowed\"\n",
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("\n[tools.\"orders/purge_cache\"]"), "{text}");
+    let run = sb.run(&["contract", "init", "--force"]);
+    assert_eq!(
+        run.stderr,
+        "Wrote toolpin.contracts.toml: 2 contracts for read-only tools (5 calls, 1 default probe); \
+1 tool not read-only left commented out\n"
+    );
+    // A contract written by hand: refused by check, record and run, before
+    // any call.
+    let hand = format!("{text}\n[tools.\"orders/purge_cache\"]\n[[tools.\"orders/purge_cache\".calls]]\nname = \"golden\"\n");
+    sb.write(FILE, &hand);
+    for command in ["check", "record", "run"] {
+        let message = sb.fails(
+            &["contract", command],
+            &["tools.\"orders/purge_cache\": the pinned tool is not read-only (its annotations say both readOnlyHint: true and destructiveHint: true); set side_effects = \"allowed\""],
+        );
+        assert_eq!(
+            located(&message, FILE),
+            (line_of(&hand, "[tools.\"orders/purge_cache\"]"), 8),
+            "{command}"
+        );
+    }
+    assert!(!sb.exists(CALLS), "nothing was called");
+    // With side_effects = "allowed" it is the user's call.
+    sb.write(
+        FILE,
+        hand.replace(
+            "\n[tools.\"orders/purge_cache\"]\n",
+            "\n[tools.\"orders/purge_cache\"]\nside_effects = \"allowed\"\n",
+        ),
+    );
+    sb.run(&["contract", "check"]).ok();
+}
+
+// ---------------------------------------------------------------------------
+// The bounds of an observation (issue 32, fault 13): a result with many
+// members, a deep one and a large one keep a bounded snapshot, with a note.
+
+/// What the bounds tests judge is what was kept, not how long a large
+/// answer took on a loaded machine.
+const NO_LATENCY: &str = "\n[policy.rules]\nlatency-regressed = \"off\"\n";
+
+/// tests/servers/py/wide.py pinned over stdio, its members, depth and pad
+/// from the environment, with init's contract.
+fn wide_sandbox() -> Sandbox {
+    let script = repo()
+        .join("tests/servers/py/wide.py")
+        .canonicalize()
+        .unwrap();
+    pinned(&format!(
+        "[servers.wide]\ncommand = [{:?}, {:?}]\nenv = {{ TOOLPIN_TEST_MEMBERS = \"${{TOOLPIN_TEST_MEMBERS:-10}}\", TOOLPIN_TEST_DEPTH = \"${{TOOLPIN_TEST_DEPTH:-0}}\", TOOLPIN_TEST_PAD = \"${{TOOLPIN_TEST_PAD:-0}}\" }}\n{NO_LATENCY}",
+        python(),
+        script.display().to_string()
+    ))
+}
+
+#[test]
+fn a_wide_and_deep_result_is_kept_within_the_bounds_with_a_note() {
+    let sb = wide_sandbox();
+    let wide = [
+        ("TOOLPIN_TEST_MEMBERS", "5000"),
+        ("TOOLPIN_TEST_DEPTH", "40"),
+    ];
+    let record = sb.run_env(&["contract", "record"], &wide);
+    record.ok();
+    assert!(
+        record.stderr.contains("note: wide/report#golden: the members bound was hit: ")
+            && record.stderr.contains("note: wide/report#golden: the depth bound was hit: 1 value deeper than 32 levels not kept (with all they hold)"),
+        "{record:#?}"
+    );
+    let snapshot = sb.read_json("toolpin.behaviour.json");
+    let call = &snapshot["calls"]["wide/report#golden"];
+    assert_eq!(call["shape"].as_object().unwrap().len(), 1000, "{call}");
+    // The deep member: kept down to level 32, no further.
+    assert!(call["shape"]
+        .get(("/deep".to_string() + &"/d".repeat(31)).as_str())
+        .is_some());
+    assert!(call["shape"]
+        .get(("/deep".to_string() + &"/d".repeat(32)).as_str())
+        .is_none());
+    let members = call["bounded"]["members"].as_str().unwrap();
+    assert!(
+        members.ends_with(" values at pointers past the first 1000 not kept"),
+        "{members}"
+    );
+    assert!(sb.read("toolpin.behaviour.json").len() < 150_000);
+    // The same answer again is the same behaviour: nothing moved.
+    let run = sb.run_env(&["contract", "run"], &wide);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stdout.starts_with("ok: "), "{run:#?}");
+}
+
+/// The one call of a snapshot written by `record`.
+fn golden(sb: &Sandbox) -> serde_json::Value {
+    sb.read_json("toolpin.behaviour.json")["calls"]["wide/report#golden"].clone()
+}
+
+const NOT_READ: &str = "an answer larger than 16777216 bytes was not read";
+
+#[test]
+fn an_answer_over_the_byte_bound_is_not_read_over_stdio() {
+    let sb = wide_sandbox();
+    let large = [("TOOLPIN_TEST_PAD", "17000000")];
+    let record = sb.run_env(&["contract", "record"], &large);
+    record.ok();
+    assert!(
+        record.stderr.contains(&format!(
+            "note: wide/report#golden: the result-bytes bound was hit: {NOT_READ}"
+        )),
+        "{record:#?}"
+    );
+    let call = golden(&sb);
+    assert_eq!(call["class"], "other", "{call}");
+    assert_eq!(call["bounded"]["result-bytes"], NOT_READ, "{call}");
+    assert!(call.get("shape").is_none(), "{call}");
+    // The session goes on after it: the same call again, then a small
+    // answer, which is a change of class that says why.
+    let run = sb.run_env(&["contract", "run"], &large);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let run = sb.run(RUN);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_eq!(
+        findings(&run.stdout),
+        [format!("error-class-changed: wide/report#golden: the call answered other ({NOT_READ}) when recorded, ok now")]
+    );
+}
+
+#[test]
+fn an_answer_over_the_byte_bound_is_not_read_over_http() {
+    let script = repo()
+        .join("tests/servers/py/wide.py")
+        .canonicalize()
+        .unwrap();
+    // Answers as event streams, then as JSON bodies.
+    for json in ["0", "1"] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let _daemon = Daemon(
+            std::process::Command::new(python())
+                .arg(&script)
+                .arg(port.to_string())
+                .env("TOOLPIN_TEST_PAD", "17000000")
+                .env("TOOLPIN_TEST_JSON", json)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start wide.py over HTTP"),
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "wide.py did not listen on {port}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let sb = pinned(&format!(
+            "[servers.wide]\nurl = \"http://127.0.0.1:{port}/mcp\"\n{NO_LATENCY}"
+        ));
+        sb.run(&["contract", "record"]).ok();
+        let call = golden(&sb);
+        assert_eq!(call["class"], "other", "json={json}: {call}");
+        assert_eq!(
+            call["bounded"]["result-bytes"], NOT_READ,
+            "json={json}: {call}"
+        );
+        let run = sb.run(&["contract", "run"]);
+        assert_eq!(run.code, 0, "json={json}: {run:#?}");
+    }
+}
+
+#[test]
+fn a_session_whose_listing_breaks_a_capture_guard_is_unavailable_and_nothing_is_judged() {
+    let script = repo()
+        .join("tests/servers/py/misbehave.py")
+        .canonicalize()
+        .unwrap();
+    let sb = Sandbox::new();
+    sb.write(
+        "toolpin.toml",
+        format!(
+            "[servers.m]\ncommand = [\"sh\", \"-c\", {:?}]\nenv = {{ MISBEHAVE_MODE = \"${{MISBEHAVE_MODE:-ok}}\" }}\n",
+            format!("exec {} {} \"$MISBEHAVE_MODE\"", python(), script.display())
+        ),
+    );
+    sb.run(&["lock"]).ok();
+    sb.write(
+        FILE,
+        "version = 1\n[tools.\"m/ok_tool\"]\nside_effects = \"allowed\"\n[[tools.\"m/ok_tool\".calls]]\nname = \"golden\"\n",
+    );
+    sb.run(&["contract", "record"]).ok();
+    let snapshot = sb.read("toolpin.behaviour.json");
+    // The listing follows capture's guards: a cursor that never advances
+    // ends the session before any call.
+    for command in ["record", "run"] {
+        let r = sb.run_env(
+            &["contract", command],
+            &[("MISBEHAVE_MODE", "endless-cursor")],
+        );
+        assert_eq!(r.code, 2, "{command}: {r:#?}");
+        assert!(
+            r.stderr.contains("unavailable: server \"m\": tools/list page 2: pagination guard: cursor \"same\" was already followed"),
+            "{command}: {r:#?}"
+        );
+        assert!(!r.stdout.contains("ok: "), "{command}: {r:#?}");
+    }
+    assert_eq!(sb.read("toolpin.behaviour.json"), snapshot);
+}

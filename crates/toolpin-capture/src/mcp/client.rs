@@ -2,6 +2,8 @@
 //! notifications kept for the caller, server-to-client requests answered.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -78,6 +80,44 @@ pub fn invalid_json(text: &[u8], e: &serde_json::Error) -> String {
     )
 }
 
+/// The `error.data.toolpin` marker of the answer a transport delivers in
+/// place of a message it did not read because it was larger than the
+/// client's limit ([`Client::limit_messages`]).
+const TOO_LARGE: &str = "too-large";
+
+/// What a transport delivers in place of a message over `limit` bytes that
+/// answers request `id` (`null` when the id could not be told from what was
+/// skipped: the request in flight takes it).
+pub(crate) fn too_large(id: Value, limit: usize) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32603,
+            "message": format!("the answer is larger than {limit} bytes; it was not read"),
+            "data": {"toolpin": TOO_LARGE, "limit": limit},
+        },
+    })
+}
+
+/// The limit of a [`too_large`] answer, when `msg` is one.
+fn too_large_limit(msg: &Value) -> Option<usize> {
+    let data = msg.pointer("/error/data")?;
+    if data.get("toolpin")?.as_str()? != TOO_LARGE {
+        return None;
+    }
+    usize::try_from(data.get("limit")?.as_u64()?).ok()
+}
+
+/// The limit shared by a client and its transport's reader: the largest
+/// message read, `usize::MAX` for the transport's own cap.
+pub(crate) type Limit = Arc<AtomicUsize>;
+
+/// The limit in force, at most `cap`.
+pub(crate) fn limit_of(limit: &Limit, cap: usize) -> usize {
+    limit.load(Ordering::Relaxed).min(cap)
+}
+
 enum Transport {
     Stdio(StdioTransport),
     Streamable(StreamableTransport),
@@ -91,6 +131,7 @@ pub struct Client {
     next_id: i64,
     notifications: VecDeque<Value>,
     closed: Option<String>,
+    limit: Limit,
 }
 
 /// How a request failed.
@@ -110,6 +151,9 @@ pub enum RequestError {
     Http { status: u16, message: String },
     /// The server could not be reached.
     Unreachable(String),
+    /// The answer was larger than the client's limit
+    /// ([`Client::limit_messages`]): skipped, not read.
+    TooLarge(usize),
 }
 
 impl RequestError {
@@ -123,6 +167,9 @@ impl RequestError {
             RequestError::Transport(m) => m.clone(),
             RequestError::Http { message, .. } => message.clone(),
             RequestError::Unreachable(m) => m.clone(),
+            RequestError::TooLarge(limit) => {
+                format!("the answer is larger than {limit} bytes; it was not read")
+            }
         }
     }
 
@@ -161,8 +208,9 @@ impl Client {
     /// Starts a stdio server.
     pub async fn connect_stdio(spec: &StdioSpec) -> Result<Self, McpError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let transport = StdioTransport::spawn(spec, tx).await?;
-        Ok(Self::new(Transport::Stdio(transport), rx))
+        let limit = Limit::new(AtomicUsize::new(usize::MAX));
+        let transport = StdioTransport::spawn(spec, tx, Arc::clone(&limit)).await?;
+        Ok(Self::new(Transport::Stdio(transport), rx, limit))
     }
 
     /// Connects to an HTTP server: Streamable HTTP, or the legacy SSE
@@ -173,13 +221,14 @@ impl Client {
         connect_timeout: Duration,
     ) -> Result<Self, McpError> {
         let (tx, rx) = mpsc::unbounded_channel();
+        let limit = Limit::new(AtomicUsize::new(usize::MAX));
         let transport = match spec.mode {
             HttpMode::Auto | HttpMode::Streamable => Transport::Streamable(
-                StreamableTransport::new(spec, connect_timeout, tx)
+                StreamableTransport::new(spec, connect_timeout, tx, Arc::clone(&limit))
                     .map_err(|m| McpError::new(Phase::Connect, m))?,
             ),
             HttpMode::Sse => Transport::Sse(
-                SseTransport::connect(spec, connect_timeout, tx)
+                SseTransport::connect(spec, connect_timeout, tx, Arc::clone(&limit))
                     .await
                     .map_err(|e| McpError {
                         phase: Phase::Connect,
@@ -190,7 +239,17 @@ impl Client {
                     })?,
             ),
         };
-        Ok(Self::new(transport, rx))
+        Ok(Self::new(transport, rx, limit))
+    }
+
+    /// From now on, a message from the server larger than `bytes` is not
+    /// read: it is skipped as it arrives, and the request it answers fails
+    /// with [`RequestError::TooLarge`]. Over legacy HTTP+SSE, whose one
+    /// stream carries every answer, such a message ends the stream
+    /// instead (the request, and any after it, fail as transport errors). Until then a message may be as large as the transport's
+    /// own cap (256 MiB: a whole `tools/list` page is one message).
+    pub fn limit_messages(&self, bytes: usize) {
+        self.limit.store(bytes, Ordering::Relaxed);
     }
 
     /// Tells the transport the negotiated revision (HTTP sends it as a
@@ -201,13 +260,18 @@ impl Client {
         }
     }
 
-    fn new(transport: Transport, incoming: mpsc::UnboundedReceiver<Incoming>) -> Self {
+    fn new(
+        transport: Transport,
+        incoming: mpsc::UnboundedReceiver<Incoming>,
+        limit: Limit,
+    ) -> Self {
         Self {
             transport,
             incoming,
             next_id: 0,
             notifications: VecDeque::new(),
             closed: None,
+            limit,
         }
     }
 
@@ -233,7 +297,7 @@ impl Client {
             Ok(Ok(())) => {}
         }
         loop {
-            let msg = match tokio::time::timeout_at(deadline, self.next_message()).await {
+            let mut msg = match tokio::time::timeout_at(deadline, self.next_message()).await {
                 Err(_) => return Err(RequestError::Timeout(timeout)),
                 Ok(Err(reason)) => return Err(RequestError::Transport(reason)),
                 Ok(Ok(msg)) => msg,
@@ -246,12 +310,22 @@ impl Client {
                 }
                 continue;
             }
-            if msg.get("id") != Some(&json!(id)) {
+            let skipped = too_large_limit(&msg);
+            let ours = msg.get("id") == Some(&json!(id))
+                // A message skipped unread whose id could not be told: the
+                // request in flight is the one waiting for an answer.
+                || (skipped.is_some() && msg.get("id").is_none_or(Value::is_null));
+            if !ours {
                 // A response to something else (a request that timed out).
                 continue;
             }
-            if let Some(result) = msg.get("result") {
-                return Ok(result.clone());
+            if let Some(limit) = skipped {
+                return Err(RequestError::TooLarge(limit));
+            }
+            // Moved out, not copied: a large answer (a tools/list page, a
+            // tool's result) is held once.
+            if let Some(result) = msg.get_mut("result").map(Value::take) {
+                return Ok(result);
             }
             if let Some(error) = msg.get("error") {
                 return Err(RequestError::Rpc {

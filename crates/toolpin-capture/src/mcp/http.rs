@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::client::{Incoming, SendError};
+use super::client::{limit_of, too_large, Incoming, Limit, SendError};
 use super::excerpt;
 use super::sse::Parser;
 
@@ -219,6 +219,8 @@ pub struct StreamableTransport {
     session_id: Option<HeaderValue>,
     protocol_version: Option<HeaderValue>,
     tx: mpsc::UnboundedSender<Incoming>,
+    /// The largest answer read ([`super::Client::limit_messages`]).
+    limit: Limit,
 }
 
 impl StreamableTransport {
@@ -226,6 +228,7 @@ impl StreamableTransport {
         spec: &HttpSpec,
         connect_timeout: Duration,
         tx: mpsc::UnboundedSender<Incoming>,
+        limit: Limit,
     ) -> Result<Self, String> {
         Ok(Self {
             http: build_client(connect_timeout)?,
@@ -234,6 +237,7 @@ impl StreamableTransport {
             session_id: None,
             protocol_version: None,
             tx,
+            limit,
         })
     }
 
@@ -292,12 +296,20 @@ impl StreamableTransport {
             .get("id")
             .filter(|_| message.get("method").is_some())
             .cloned();
+        let cap = limit_of(&self.limit, MAX_BODY);
         if content_type.starts_with("text/event-stream") {
-            self.read_event_stream(resp, request_id).await
+            self.read_event_stream(resp, request_id, cap).await
         } else {
-            let body = read_limited(resp, MAX_BODY)
-                .await
-                .map_err(SendError::plain)?;
+            let body = match read_limited(resp, cap).await {
+                Ok(body) => body,
+                // Over the client's limit: the request is answered so,
+                // and the rest of the body is never read.
+                Err(_) if cap < MAX_BODY => {
+                    self.deliver(too_large(request_id.unwrap_or(Value::Null), cap));
+                    return Ok(());
+                }
+                Err(e) => return Err(SendError::plain(e)),
+            };
             if body.iter().all(u8::is_ascii_whitespace) {
                 return Ok(());
             }
@@ -318,14 +330,24 @@ impl StreamableTransport {
         &mut self,
         mut resp: reqwest::Response,
         request_id: Option<Value>,
+        cap: usize,
     ) -> Result<(), SendError> {
-        let mut parser = Parser::new(MAX_BODY);
+        let mut parser = Parser::new(cap);
         while let Some(chunk) = resp
             .chunk()
             .await
             .map_err(|e| transport_error("reading the event stream", e))?
         {
-            for event in parser.feed(&chunk).map_err(SendError::plain)? {
+            let events = match parser.feed(&chunk) {
+                Ok(events) => events,
+                // Over the client's limit: as for a JSON body.
+                Err(_) if cap < MAX_BODY => {
+                    self.deliver(too_large(request_id.unwrap_or(Value::Null), cap));
+                    return Ok(());
+                }
+                Err(e) => return Err(SendError::plain(e)),
+            };
+            for event in events {
                 if event.event != "message" || event.data.trim().is_empty() {
                     continue;
                 }
@@ -386,6 +408,7 @@ impl SseTransport {
         spec: &HttpSpec,
         connect_timeout: Duration,
         tx: mpsc::UnboundedSender<Incoming>,
+        limit: Limit,
     ) -> Result<Self, SendError> {
         let http = build_client(connect_timeout).map_err(SendError::plain)?;
         let url = parse_url(&spec.url).map_err(SendError::plain)?;
@@ -401,7 +424,7 @@ impl SseTransport {
             return Err(status_error(resp).await);
         }
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
-        let reader = tokio::spawn(read_legacy_stream(resp, tx, endpoint_tx));
+        let reader = tokio::spawn(read_legacy_stream(resp, tx, endpoint_tx, limit));
         let endpoint = match tokio::time::timeout(connect_timeout, endpoint_rx).await {
             Ok(Ok(path)) => url.join(&path).map_err(|e| {
                 SendError::plain(format!("the endpoint event holds an invalid URL: {e}"))
@@ -460,10 +483,14 @@ async fn read_legacy_stream(
     mut resp: reqwest::Response,
     tx: mpsc::UnboundedSender<Incoming>,
     endpoint: oneshot::Sender<String>,
+    limit: Limit,
 ) {
     let mut endpoint = Some(endpoint);
     let mut parser = Parser::new(MAX_BODY);
     loop {
+        // The one stream carries every answer: an event over the client's
+        // limit ends it (the parser refuses the line).
+        parser.max_line = limit_of(&limit, MAX_BODY);
         let chunk = match resp.chunk().await {
             Ok(Some(c)) => c,
             Ok(None) => {

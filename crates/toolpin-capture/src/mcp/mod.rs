@@ -16,7 +16,7 @@ mod stdio;
 pub use client::{invalid_json, Client, Frame, Incoming, Relay, RequestError, SendError};
 pub use http::{HttpMode, HttpSpec};
 pub use session::{
-    capture, open, stateless_meta, Capture, Opened, SessionOptions, Timeouts, VersionChoice,
+    capture, list, open, stateless_meta, Capture, Opened, SessionOptions, Timeouts, VersionChoice,
     DEFAULT_MAX_PAGES,
 };
 pub use stdio::StdioSpec;

@@ -134,27 +134,46 @@ pub async fn capture(
     opts: &SessionOptions,
     sink: &mut (dyn ToolSink + Send),
 ) -> Result<Capture, McpError> {
-    let (mode, protocol_version, server_info, capabilities, result) =
-        open_session(client, opts).await?;
-    let instructions = result
+    let opened = open(client, opts).await?;
+    let instructions = opened
+        .result
         .get("instructions")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let offers_tools = capabilities
-        .as_ref()
-        .is_none_or(|c| c.get("tools").is_some());
-    let (tools, pages) = if offers_tools {
-        list_tools(client, opts, &mode, sink).await?
-    } else {
-        (0, 0)
-    };
+    let (tools, pages) = list(client, opts, &opened, sink).await?;
     Ok(Capture {
         tools,
-        protocol_version,
-        server_info,
+        protocol_version: opened.protocol_version,
+        server_info: opened.server_info,
         instructions,
         pages,
     })
+}
+
+/// Lists every tool on a session [`open`] set up, `tools/list` page by
+/// page to the end with the guards of a capture (a cursor followed twice,
+/// more than `max_pages` pages, a tool name on two pages), handing each
+/// tool to `sink` as served: (tools, pages). A server whose capabilities
+/// do not offer tools lists none.
+pub async fn list(
+    client: &mut Client,
+    opts: &SessionOptions,
+    opened: &Opened,
+    sink: &mut (dyn ToolSink + Send),
+) -> Result<(usize, usize), McpError> {
+    let offers_tools = opened
+        .capabilities
+        .as_ref()
+        .is_none_or(|c| c.get("tools").is_some());
+    if !offers_tools {
+        return Ok((0, 0));
+    }
+    let mode = if opened.stateless {
+        Mode::Stateless
+    } else {
+        Mode::Handshake
+    };
+    list_tools(client, opts, &mode, sink).await
 }
 
 type Session = (Mode, String, Value, Option<Value>, Value);

@@ -54,7 +54,8 @@ impl Parser {
             i += 1;
         }
         self.buf.drain(..start);
-        if self.buf.len() > self.max_line {
+        // An event's data lines add up: bounded as one line is.
+        if self.buf.len() > self.max_line || self.data.len() > self.max_line {
             return Err(format!(
                 "an event-stream line exceeds {} bytes",
                 self.max_line

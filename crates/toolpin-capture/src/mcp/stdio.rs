@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
-use super::client::{invalid_json, Frame, Incoming};
+use super::client::{invalid_json, limit_of, too_large, Frame, Incoming, Limit};
 use super::{excerpt, McpError, Phase};
 
 /// Longest line accepted from a server (a whole tools/list page is one line).
@@ -44,9 +44,12 @@ pub struct StdioTransport {
 }
 
 impl StdioTransport {
+    /// Starts the server; its stdout is read into `tx`, each line at most
+    /// `limit` bytes (and never more than [`MAX_LINE`]).
     pub async fn spawn(
         spec: &StdioSpec,
         tx: mpsc::UnboundedSender<Incoming>,
+        limit: Limit,
     ) -> Result<Self, McpError> {
         let Some((program, args)) = spec.command.split_first() else {
             return Err(McpError::new(Phase::Connect, "the command is empty"));
@@ -84,10 +87,10 @@ impl StdioTransport {
                             format!("cannot read `{program}`'s stdout: {e}"),
                         )
                     })?;
-                    runtime.spawn(read_stdout(pipe, tx, flag));
+                    runtime.spawn(read_stdout(pipe, tx, flag, limit));
                 }
                 None => {
-                    tokio::spawn(read_stdout(out, tx, flag));
+                    tokio::spawn(read_stdout(out, tx, flag, limit));
                 }
             }
         }
@@ -233,27 +236,31 @@ async fn read_stdout(
     out: impl tokio::io::AsyncRead + Unpin,
     tx: mpsc::UnboundedSender<Incoming>,
     as_text: Arc<AtomicBool>,
+    limit: Limit,
 ) {
     let mut reader = BufReader::with_capacity(64 << 10, out);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        let read = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await;
-        match read {
-            Ok(0) => {
+        match next_line(&mut reader, &mut line, &limit).await {
+            Ok(Line::End) => {
                 let _ = tx.send(Incoming::Closed("the server closed its stdout".into()));
                 return;
             }
-            Ok(_) if line.len() > MAX_LINE => {
+            Ok(Line::TooLong) => {
                 let _ = tx.send(Incoming::Closed(format!(
                     "the server sent a line longer than {MAX_LINE} bytes"
                 )));
                 return;
             }
-            Ok(_) => {
+            // Over the client's limit: skipped unread (the memory it took
+            // is the limit, whatever the server sent), and the request it
+            // answers told so.
+            Ok(Line::Skipped { cap, id }) => {
+                if tx.send(Incoming::Message(too_large(id, cap))).is_err() {
+                    return;
+                }
+            }
+            Ok(Line::Read) => {
                 let text = trim_line(&line);
                 if text.is_empty() {
                     continue;
@@ -287,6 +294,151 @@ async fn read_stdout(
             }
         }
     }
+}
+
+/// What [`next_line`] read.
+enum Line {
+    /// A line (its newline included, when it had one).
+    Read,
+    /// The end of the stream, nothing before it.
+    End,
+    /// A line longer than [`MAX_LINE`].
+    TooLong,
+    /// A line longer than the client's limit `cap`, read and dropped as it
+    /// arrived; `id` is that of the answer it held, or `null`.
+    Skipped { cap: usize, id: Value },
+}
+
+/// How much of a skipped line's start and end is kept to find its id.
+const ID_WINDOW: usize = 512;
+
+/// Reads the next line into `line`, chunk by chunk as the buffer fills,
+/// checking it against the client's limit as it grows: the limit in force
+/// when the line arrives counts, not the one when the read began (the
+/// reader waits for a call's answer before the call is made). A line over
+/// it is dropped as it arrives, keeping only its start and end to find the
+/// id of the answer it held: at the top level of its start
+/// (`{"jsonrpc":"2.0","id":7,"result":…`, as most servers write), or of its
+/// end (`…,"jsonrpc":"2.0","id":7}`).
+async fn next_line<R: tokio::io::AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+    limit: &Limit,
+) -> std::io::Result<Line> {
+    line.clear();
+    // A large line's buffer is not kept for the next, small ones.
+    if line.capacity() > 1 << 20 {
+        line.shrink_to(64 << 10);
+    }
+    // Start and end of a line being skipped.
+    let mut skipping: Option<(Vec<u8>, Vec<u8>, usize)> = None;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(match skipping {
+                Some((head, tail, cap)) => Line::Skipped {
+                    cap,
+                    id: answer_id(&head, &tail),
+                },
+                None if line.is_empty() => Line::End,
+                None => Line::Read,
+            });
+        }
+        let (taken, ended) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        match &mut skipping {
+            Some((_, tail, _)) => {
+                tail.extend_from_slice(&buf[taken.saturating_sub(ID_WINDOW)..taken]);
+                tail.drain(..tail.len().saturating_sub(ID_WINDOW));
+            }
+            None => line.extend_from_slice(&buf[..taken]),
+        }
+        reader.consume(taken);
+        if skipping.is_none() {
+            let cap = limit_of(limit, MAX_LINE);
+            if line.len() - usize::from(line.ends_with(b"\n")) > cap {
+                if cap >= MAX_LINE {
+                    return Ok(Line::TooLong);
+                }
+                let head = line[..line.len().min(ID_WINDOW)].to_vec();
+                let tail = line[line.len().saturating_sub(ID_WINDOW)..].to_vec();
+                line.clear();
+                line.shrink_to(64 << 10);
+                skipping = Some((head, tail, cap));
+            }
+        }
+        if ended {
+            return Ok(match skipping {
+                Some((head, tail, cap)) => Line::Skipped {
+                    cap,
+                    id: answer_id(&head, &tail),
+                },
+                None => Line::Read,
+            });
+        }
+    }
+}
+
+/// The id of the answer a skipped line held, from its start and end.
+fn answer_id(head: &[u8], tail: &[u8]) -> Value {
+    leading_id(head)
+        .or_else(|| trailing_id(tail))
+        .unwrap_or(Value::Null)
+}
+
+/// The id member at the top level of the start of a JSON object.
+fn leading_id(text: &[u8]) -> Option<Value> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < text.len() && text[i] != b'"' {
+                    i += if text[i] == b'\\' { 2 } else { 1 };
+                }
+                let key = text.get(start..i)?;
+                i += 1;
+                if depth == 1 && key == b"id" {
+                    let rest = text.get(i..)?.trim_ascii_start();
+                    if let Some(value) = rest.strip_prefix(b":") {
+                        return scalar(value).map(|(v, _)| v);
+                    }
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The id member that ends a JSON object (`…,"id":7}`).
+fn trailing_id(text: &[u8]) -> Option<Value> {
+    let text = text.trim_ascii_end().strip_suffix(b"}")?;
+    let at = text.windows(4).rposition(|w| w == b"\"id\"")?;
+    let before = text[..at].trim_ascii_end();
+    if !(before.ends_with(b",") || before.ends_with(b"{")) {
+        return None;
+    }
+    let rest = text[at + 4..].trim_ascii_start().strip_prefix(b":")?;
+    let (id, used) = scalar(rest)?;
+    rest[used..].trim_ascii().is_empty().then_some(id)
+}
+
+/// A number or string at the start of `text`, and the bytes it took.
+fn scalar(text: &[u8]) -> Option<(Value, usize)> {
+    let text_start = text.len() - text.trim_ascii_start().len();
+    let mut values = serde_json::Deserializer::from_slice(&text[text_start..]).into_iter::<Value>();
+    let value = values.next()?.ok()?;
+    let used = text_start + values.byte_offset();
+    matches!(value, Value::Number(_) | Value::String(_)).then_some((value, used))
 }
 
 fn trim_line(line: &[u8]) -> &[u8] {
@@ -326,5 +478,86 @@ async fn read_stderr(err: tokio::process::ChildStderr, keep: Arc<Mutex<VecDeque<
             }
             keep.push_back(line);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn the_id_of_a_skipped_answer_is_read_from_its_start_or_its_end() {
+        // At the top level of its start, as the Python SDK writes it.
+        let head = br#"{"jsonrpc":"2.0","id":7,"result":{"structuredContent":{"id":"ord-1""#;
+        assert_eq!(leading_id(head), Some(Value::from(7)));
+        // A nested "id" first, the answer's own after it.
+        let head = br#"{"result":{"structuredContent":{"id":"ord-1","n":[{"id":2}]}},"id":"a\"b","#;
+        assert_eq!(leading_id(head), Some(Value::from("a\"b")));
+        // Nothing at the top level yet: from its end, as a TypeScript
+        // server writes it.
+        let head = br#"{"result":{"content":[{"type":"text","text":"{\"id\":3"#;
+        assert_eq!(leading_id(head), None);
+        assert_eq!(
+            trailing_id(br#"x"}]},"jsonrpc":"2.0","id":12}"#),
+            Some(Value::from(12))
+        );
+        assert_eq!(
+            trailing_id(b"\"n\":1},\"id\" : 4 }\r\n"),
+            Some(Value::from(4))
+        );
+        // A nested object that ends with an id is not the answer's.
+        assert_eq!(trailing_id(br#"{"id":5}}"#), None);
+        assert_eq!(trailing_id(br#"...,"jsonrpc":"2.0"}"#), None);
+        assert_eq!(answer_id(b"{\"result\":", b"}"), Value::Null);
+    }
+
+    /// Lines through [`next_line`] with the limit `limit` in force.
+    async fn lines(input: &[u8], limit: usize) -> Vec<String> {
+        let limit = Limit::new(AtomicUsize::new(limit));
+        let mut reader = BufReader::with_capacity(16, input);
+        let mut line = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match next_line(&mut reader, &mut line, &limit)
+                .await
+                .expect("read")
+            {
+                Line::End => return out,
+                Line::Read => out.push(String::from_utf8_lossy(&line).into_owned()),
+                Line::TooLong => out.push("too long".into()),
+                Line::Skipped { cap, id } => out.push(format!("skipped over {cap}: {id}")),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_skipped_and_the_next_one_read() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{\"pad\":\"{}\"}}}}\n",
+            "x".repeat(1000)
+        );
+        let tail_id = format!("{{\"result\":\"{}\",\"id\":4}}\n", "y".repeat(1000));
+        let input = format!("{{\"id\":1}}\n{big}{tail_id}{{\"id\":5}}\nlast");
+        assert_eq!(
+            lines(input.as_bytes(), 100).await,
+            [
+                "{\"id\":1}\n",
+                "skipped over 100: 3",
+                "skipped over 100: 4",
+                "{\"id\":5}\n",
+                "last"
+            ]
+        );
+        // A line of exactly the limit, newline aside, is read.
+        assert_eq!(lines(b"0123456789\n", 10).await, ["0123456789\n"]);
+        assert_eq!(lines(b"0123456789A\n", 10).await, ["skipped over 10: null"]);
+        // A line cut off by the end of the stream while skipped.
+        assert_eq!(
+            lines(format!("{{\"id\":9,{}", "z".repeat(300)).as_bytes(), 100).await,
+            ["skipped over 100: 9"]
+        );
+        // Without a limit of its own, the transport's cap stands.
+        assert_eq!(lines(big.as_bytes(), usize::MAX).await, [big]);
     }
 }

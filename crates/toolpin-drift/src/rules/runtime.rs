@@ -127,6 +127,15 @@ crate::rules! {
         rerun: ["tool-cases"],
         example: "`/orders` was sorted by `created` descending, is ascending now",
     }
+    CONTRACT_CALL_REFUSED {
+        id: "contract-call-refused",
+        since: "0.2.0",
+        summary: "a contract's calls were not made: the session no longer lists the tool, or lists a definition that is not the pinned one and not read-only (contract record and run)",
+        breaks: "The tool the contract was written for is gone or may now change or destroy data; calling it to see how it behaves could do exactly that. Fails the run whatever the policy.",
+        kind: Behavioural, severity: Critical, security: true, runtime: true,
+        rerun: ["authz", "tool-cases"],
+        example: "`search_orders` now says `readOnlyHint: false`, `destructiveHint: true`, \"Deletes every order.\"",
+    }
 }
 
 // The check: the only code that emits this family's rules.

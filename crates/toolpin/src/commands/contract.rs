@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use toolpin_capture::call;
 use toolpin_contract::behaviour::{self, Class, Outcome as CallOutcome, Snapshot};
-use toolpin_contract::run::{CallJudgement, Judge, Planned, Seen};
+use toolpin_contract::run::{CallJudgement, Gate, Judge, Planned, Refusal, Seen};
 use toolpin_contract::Contracts;
 use toolpin_report::text::Sides;
 use toolpin_report::Style;
@@ -99,13 +99,16 @@ fn check(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
 }
 
 /// What the live servers did, aligned with the plan (`None`: the call's
-/// server could not be reached), and the servers that could not be.
+/// server could not be reached, or its tool was refused), the servers that
+/// could not be reached and the tools that were not called.
 struct Observed {
     seen: Vec<Option<Seen>>,
     /// Calls judged as they arrived (`None`: not yet; judged at the end).
     judged: Vec<Option<CallJudgement>>,
     /// `server "x": why`, one per server that could not be reached.
     unavailable: Vec<String>,
+    /// The tools the [`Gate`] refused on their session, by `server/tool`.
+    refused: Vec<Refusal>,
 }
 
 type Loaded = (
@@ -136,10 +139,17 @@ fn load(config: &ConfigArgs) -> Result<Loaded, CliError> {
 /// to leave it for later.
 type OnSeen<'a> = dyn Fn(&Planned, &Seen) -> Option<CallJudgement> + Sync + 'a;
 
+/// Each session lists its tools first; `gate` decides from that list which
+/// tools are called (docs/contracts.md, "Safety rules").
+/// `keep_payloads`: whether each call's first result is kept for a
+/// judgement `on_seen` did not make (`run`'s, when its snapshot was not
+/// read yet); `record` judges nothing.
 fn observe_all(
     cfg: &crate::config::Config,
     planned: &[Planned],
     concurrency: u64,
+    gate: &Gate,
+    keep_payloads: bool,
     on_seen: &OnSeen,
 ) -> Observed {
     let servers: Vec<&crate::config::Server> = cfg
@@ -156,13 +166,14 @@ fn observe_all(
             .collect::<Vec<Option<CallJudgement>>>(),
     ));
     let unavailable = Mutex::new(Vec::new());
+    let refused = Mutex::new(Vec::new());
     let next = AtomicUsize::new(0);
     let workers = (concurrency.max(1) as usize).min(servers.len());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
                 while let Some(server) = servers.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    match observe_server(server, planned, on_seen) {
+                    match observe_server(server, planned, gate, &refused, keep_payloads, on_seen) {
                         Ok(mine) => {
                             let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
                             for (i, s, j) in mine {
@@ -181,11 +192,14 @@ fn observe_all(
     });
     let mut unavailable = unavailable.into_inner().unwrap_or_else(|e| e.into_inner());
     unavailable.sort();
+    let mut refused: Vec<Refusal> = refused.into_inner().unwrap_or_else(|e| e.into_inner());
+    refused.sort_by(|a, b| a.tool_key.cmp(&b.tool_key));
     let (seen, judged) = seen.into_inner().unwrap_or_else(|e| e.into_inner());
     Observed {
         seen,
         judged,
         unavailable,
+        refused,
     }
 }
 
@@ -194,6 +208,9 @@ fn observe_all(
 fn observe_server(
     server: &crate::config::Server,
     planned: &[Planned],
+    gate: &Gate,
+    refused: &Mutex<Vec<Refusal>>,
+    keep_payloads: bool,
     on_seen: &OnSeen,
 ) -> Result<Vec<(usize, Seen, Option<CallJudgement>)>, String> {
     let mine: Vec<(usize, &Planned)> = planned
@@ -221,27 +238,50 @@ fn observe_server(
             let mut answers = rx.into_iter();
             let mut out = Vec::with_capacity(mine.len());
             for (i, p) in mine {
-                let outcomes: Vec<(CallOutcome, f64)> = answers
-                    .by_ref()
-                    .take(p.repeats as usize)
-                    .map(|a| (outcome(a.result), a.latency.as_secs_f64() * 1000.0))
-                    .collect();
-                if outcomes.len() < p.repeats as usize {
+                let answers: Vec<call::Answer> =
+                    answers.by_ref().take(p.repeats as usize).collect();
+                if answers.len() < p.repeats as usize {
                     // The session ended early: the server is unavailable.
                     break;
                 }
+                if answers
+                    .iter()
+                    .any(|a| matches!(a.result, Err(call::Failure::NotCalled(_))))
+                {
+                    // Refused by the gate: nothing was seen.
+                    continue;
+                }
+                let outcomes: Vec<(CallOutcome, f64)> = answers
+                    .into_iter()
+                    .map(|a| (outcome(a.result), a.latency.as_secs_f64() * 1000.0))
+                    .collect();
                 let mut seen = toolpin_contract::run::seen(p, outcomes);
                 let judged = on_seen(p, &seen);
-                if judged.is_some() {
-                    // Judged: the result is no longer needed, and freeing
-                    // it here overlaps with the session, not the exit.
+                if judged.is_some() || !keep_payloads {
+                    // Judged, or never to be: the result is no longer
+                    // needed, and freeing it here overlaps with the
+                    // session, not the exit (nor do the results of many
+                    // calls pile up until it).
                     seen.payload = None;
                 }
                 out.push((i, seen, judged));
             }
             out
         });
-        let called = call::call_server_each(server, &requests, &mut |a| {
+        // What the session lists decides what is called: a refusal is
+        // kept with its reason, and the call module answers the tool's
+        // requests with it, unsent.
+        let admit = |tool: &str, live: Option<&toolpin_manifest::PinnedTool>| {
+            gate.admit(&server.name, tool, live).map_err(|refusal| {
+                let reason = refusal.reason.clone();
+                refused
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(refusal);
+                reason
+            })
+        };
+        let called = call::call_server_each(server, &requests, &admit, &mut |a| {
             let _ = tx.send(a);
         });
         drop(tx);
@@ -263,6 +303,20 @@ fn outcome(result: Result<serde_json::Value, call::Failure>) -> CallOutcome {
         }
         Err(call::Failure::Timeout) => CallOutcome::Error(Class::Timeout),
         Err(call::Failure::Transport(m)) => CallOutcome::Error(Class::of_error(None, None, &m)),
+        Err(call::Failure::TooLarge(limit)) => CallOutcome::TooLarge(limit),
+        // Never observed: `observe_server` leaves refused calls unseen.
+        Err(call::Failure::NotCalled(_)) => CallOutcome::Error(Class::Other),
+    }
+}
+
+/// Says on stderr which tools were not called and why, one line each
+/// (`drifted: server/tool: …` or `unavailable: server/tool: …`).
+fn report_refused(planned: &[Planned], refused: &[Refusal]) {
+    for (r, d) in refused
+        .iter()
+        .zip(toolpin_contract::run::refused(planned, refused))
+    {
+        eprintln!("{}: {}: {}", r.label(), r.tool_key, d.message);
     }
 }
 
@@ -281,10 +335,33 @@ fn report_unavailable(unavailable: &[String]) -> Result<(), CliError> {
 }
 
 fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
-    let (lockfile, cfg, _, contracts) = load(config)?;
+    let (lockfile, cfg, catalog, contracts) = load(config)?;
     let planned = toolpin_contract::run::plan(&contracts);
-    let observed = observe_all(&cfg, &planned, contracts.defaults.concurrency, &|_, _| None);
+    let gate = Gate::new(&contracts, &catalog);
+    // Nothing judges what record sees: each result is dropped once
+    // observed, never held until the snapshot is written.
+    let observed = observe_all(
+        &cfg,
+        &planned,
+        contracts.defaults.concurrency,
+        &gate,
+        false,
+        &|_, _| None,
+    );
+    // A tool that was not called has no behaviour to record: the snapshot
+    // is left as it was, and the run fails.
+    report_refused(&planned, &observed.refused);
     report_unavailable(&observed.unavailable)?;
+    if !observed.refused.is_empty() {
+        if !quiet {
+            eprintln!(
+                "{} not called; {} not written: accept or re-pin the change (`toolpin check` shows it), review the contract, then record again",
+                plural(observed.refused.len(), "tool"),
+                behaviour::path_for(&lockfile).display()
+            );
+        }
+        return Ok(Outcome::Drift);
+    }
     let path = behaviour::path_for(&lockfile);
     let (snapshot, notes) = toolpin_contract::run::snapshot(&planned, &observed.seen);
     let mut recorder = Recorder::open(&cfg, quiet)?;
@@ -304,6 +381,11 @@ fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     if !quiet {
         for note in &notes {
             eprintln!("note: default probe {note}; recorded as not holding");
+        }
+        for (key, observation) in &snapshot.calls {
+            for (bound, what) in &observation.bounded {
+                eprintln!("note: {key}: the {bound} bound was hit: {what} (docs/contracts.md, \"Bounds\")");
+            }
         }
         let mut line = format!(
             "Wrote {}: {}",
@@ -337,15 +419,21 @@ fn run_calls(
     // wall time to the calls themselves (docs/performance.md).
     let snapshot: OnceLock<Result<Snapshot, toolpin_contract::Error>> = OnceLock::new();
     let judge: OnceLock<Judge> = OnceLock::new();
+    let gate = Gate::new(&contracts, &catalog);
     let observed = std::thread::scope(|scope| {
         scope.spawn(|| {
             if let Ok(s) = snapshot.get_or_init(|| Snapshot::read(&path)) {
                 let _ = judge.set(Judge::new(&contracts, &catalog, s));
             }
         });
-        observe_all(&cfg, &planned, contracts.defaults.concurrency, &|p, s| {
-            judge.get().and_then(|j| j.call(p, s))
-        })
+        observe_all(
+            &cfg,
+            &planned,
+            contracts.defaults.concurrency,
+            &gate,
+            true,
+            &|p, s| judge.get().and_then(|j| j.call(p, s)),
+        )
     });
     let Some(judge) = judge.get() else {
         return match snapshot.get() {
@@ -354,7 +442,7 @@ fn run_calls(
         };
     };
     let snapshot_fingerprint = judge.snapshot_fingerprint().to_string();
-    let judged = judge.finish(&planned, &observed.seen, observed.judged);
+    let judged = judge.finish(&planned, &observed.seen, observed.judged, &observed.refused);
     if !quiet {
         for key in &judged.unrecorded {
             eprintln!(
@@ -374,11 +462,24 @@ fn run_calls(
         std::fs::read_to_string(&lockfile).ok(),
     );
     // A contract run asks whether behaviour moved: its behavioural
-    // findings count, whatever the preset.
-    let policy = toolpin_drift::policy::Policy {
+    // findings count, whatever the preset. A call not made is a safety
+    // stop, not drift to weigh: no level, ignore or watch list turns it
+    // off, and it fails the run.
+    let mut policy = toolpin_drift::policy::Policy {
         every_kind: true,
         ..cfg.policy.clone()
     };
+    policy.levels.remove(toolpin_contract::run::REFUSED_RULE);
+    policy
+        .ignore
+        .retain(|e| e.rule != toolpin_contract::run::REFUSED_RULE);
+    if !policy.watch.is_empty() {
+        for r in &observed.refused {
+            // Every character literal: the tool's own name, not a glob.
+            let literal: String = r.tool_key.chars().flat_map(|c| ['\\', c]).collect();
+            policy.watch.extend(toolpin_manifest::Glob::new(&literal));
+        }
+    }
     let outcome = if !observed.unavailable.is_empty()
         && observed.unavailable.len() == planned_servers(&planned)
     {
@@ -415,7 +516,11 @@ fn run_calls(
                 at,
             )
         })?;
-        reported.outcome
+        if observed.refused.is_empty() {
+            reported.outcome
+        } else {
+            Outcome::Drift
+        }
     };
     report_unavailable(&observed.unavailable)?;
     Ok(outcome)
