@@ -121,9 +121,13 @@ impl Answer {
             Ok(value) => {
                 redactor.redact_value(value);
             }
-            Err(Failure::Rpc { message, .. } | Failure::Http { message, .. })
-            | Err(Failure::Transport(message)) => *message = redactor.redact(message),
-            Err(Failure::Timeout) => {}
+            Err(
+                Failure::Rpc { message, .. }
+                | Failure::Http { message, .. }
+                | Failure::Transport(message)
+                | Failure::NotCalled(message),
+            ) => *message = redactor.redact(message),
+            Err(Failure::Timeout | Failure::TooLarge(_)) => {}
         }
     }
 }
