@@ -208,14 +208,16 @@ mod tests {
     #[test]
     fn credentials_are_told_by_name_and_by_place_in_a_url() {
         let lookup = |k: &str| {
-            Some(match k {
-                "API_TOKEN" => "t0ken-value",
-                "REGION" => "us-east-1",
-                "USER_PASS" => "p4ss",
-                "TENANT" => "acme",
-                _ => "other-value",
-            })
-            .map(str::to_string)
+            Some(
+                match k {
+                    "API_TOKEN" => "t0ken-value",
+                    "REGION" => "us-east-1",
+                    "USER_PASS" => "p4ss",
+                    "TENANT" => "acme",
+                    _ => "other-value",
+                }
+                .to_string(),
+            )
         };
         let names = |e: &Expanded| -> Vec<String> {
             e.credentials.iter().map(|(n, _)| n.clone()).collect()
