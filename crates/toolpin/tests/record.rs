@@ -610,8 +610,9 @@ fn a_request_toolpin_cannot_read_is_named_by_path_without_its_content() {
     }
 }
 
-/// Kills, when dropped, the processes whose command line is `NAME 30`:
-/// the daemons a test's commands left behind on purpose.
+/// Kills, when dropped, the processes whose command line is `NAME 90`:
+/// the daemons a test's commands left behind on purpose (90 s: long
+/// enough to outlive the test's three commands on a loaded machine).
 struct Daemons(String);
 
 impl Daemons {
@@ -619,7 +620,7 @@ impl Daemons {
     fn running(&self, count: usize) -> Vec<i32> {
         let start = std::time::Instant::now();
         loop {
-            let pids = common::processes_with_cmdline(&[&self.0, "30"]);
+            let pids = common::processes_with_cmdline(&[&self.0, "90"]);
             if pids.len() >= count || start.elapsed() > Duration::from_secs(5) {
                 return pids;
             }
@@ -630,7 +631,7 @@ impl Daemons {
 
 impl Drop for Daemons {
     fn drop(&mut self) {
-        for pid in common::processes_with_cmdline(&[&self.0, "30"]) {
+        for pid in common::processes_with_cmdline(&[&self.0, "90"]) {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
         }
     }
@@ -646,18 +647,18 @@ fn a_detached_grandchild_holding_the_pipes_is_not_waited_for() {
     let marker = &daemons.0;
     let python = python();
     let sb = Sandbox::new();
-    // The daemon: `sleep 30` renamed, in a new session, holding the pipes.
+    // The daemon: `sleep 90` renamed, in a new session, holding the pipes.
     sb.write(
         "daemon.py",
         format!(
             "import subprocess\n\
-subprocess.Popen(['bash', '-c', 'exec -a {marker} sleep 30'], start_new_session=True)\n"
+subprocess.Popen(['bash', '-c', 'exec -a {marker} sleep 90'], start_new_session=True)\n"
         ),
     );
     // An agent that hangs after starting one (with `setsid`: a shell
     // starts in milliseconds, so the daemon is up long before the timeout
     // even on a loaded machine): the timeout ends it.
-    let hangs = format!("setsid -f bash -c 'exec -a {marker} sleep 30'; sleep 60");
+    let hangs = format!("setsid -f bash -c 'exec -a {marker} sleep 90'; sleep 60");
     let run = toolpin(
         &sb,
         &["record", "--timeout", "2s", "--", "bash", "-c", &hangs],
@@ -683,7 +684,7 @@ subprocess.Popen(['bash', '-c', 'exec -a {marker} sleep 30'], start_new_session=
     sb.write(
         "prints.sh",
         format!(
-            "setsid -f bash -c 'exec -a {marker} sleep 30'\necho '{{\"tools\": [{{\"name\": \"a\"}}]}}'\n"
+            "setsid -f bash -c 'exec -a {marker} sleep 90'\necho '{{\"tools\": [{{\"name\": \"a\"}}]}}'\n"
         ),
     );
     sb.write(
