@@ -567,19 +567,6 @@ fn silent_connection_flood_under_a_lowered_descriptor_limit() {
     sc.finish();
 }
 
-/// CPU time (user + system) a process has used so far, from /proc.
-fn cpu_of(pid: u32) -> Duration {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
-    let after = text.rsplit(')').next().unwrap_or("");
-    let fields: Vec<u64> = after
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    // SAFETY: sysconf has no preconditions.
-    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Duration::from_millis((fields[11] + fields[12]) * 1000 / tick)
-}
-
 /// Under a 64-descriptor limit, 100 connections that send nothing and the
 /// default timeouts (a minute idle): the proxy neither spins on EMFILE nor
 /// locks a client out until the silent ones idle out, because it closes
@@ -595,9 +582,9 @@ fn silent_connections_under_a_descriptor_limit_neither_spin_nor_lock_out() {
         .collect();
     sc.wait_event(|e| e["event"] == "accept-failed");
     thread::sleep(Duration::from_millis(500));
-    let before = cpu_of(pid);
+    let before = process_cpu(pid);
     thread::sleep(Duration::from_secs(2));
-    let burned = cpu_of(pid) - before;
+    let burned = process_cpu(pid) - before;
     assert!(
         burned < Duration::from_millis(500),
         "{burned:?} of CPU in 2 s"
