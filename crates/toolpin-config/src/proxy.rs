@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use toolpin_proxy::http::Limits;
 use toolpin_proxy::{DriftAction, FacadeEntry, Validation};
 
 use crate::{parse_timeout, TimeoutValue};
@@ -22,7 +23,9 @@ pub struct ProxyFileConfig {
     otlp_endpoint: Option<String>,
     session_idle: Option<TimeoutValue>,
     max_sessions: Option<usize>,
+    max_connections: Option<usize>,
     header_read_timeout: Option<TimeoutValue>,
+    body_timeout: Option<TimeoutValue>,
     connection_idle: Option<TimeoutValue>,
     #[serde(default)]
     on_drift: BTreeMap<String, String>,
@@ -56,10 +59,11 @@ pub struct ProxyConfig {
     pub session_idle: Duration,
     /// Most HTTP sessions open at once.
     pub max_sessions: usize,
-    /// How long an HTTP client may take to send a request's headers.
-    pub header_read_timeout: Duration,
-    /// How long an HTTP connection with no request in flight stays open.
-    pub connection_idle: Duration,
+    /// What an HTTP connection may hold and for how long: the connection
+    /// cap, how long a client may take to send a request's headers and
+    /// its body, how long a connection with no request in flight stays
+    /// open.
+    pub connections: Limits,
     pub facade: BTreeMap<String, FacadeEntry>,
 }
 
@@ -102,6 +106,7 @@ impl ProxyConfig {
             Some(n) => n,
             None => DEFAULT_PAGE_SIZE,
         };
+        let connections = connection_limits(&file)?;
         let mut entries = BTreeMap::new();
         for (address, f) in facade {
             if !address.contains('/') {
@@ -154,17 +159,44 @@ impl ProxyConfig {
                 Some(n) => n,
                 None => toolpin_proxy::http::DEFAULT_MAX_SESSIONS,
             },
-            header_read_timeout: match &file.header_read_timeout {
-                Some(t) => parse_timeout("proxy.header_read_timeout", t)?,
-                None => toolpin_proxy::http::DEFAULT_HEADER_READ_TIMEOUT,
-            },
-            connection_idle: match &file.connection_idle {
-                Some(t) => parse_timeout("proxy.connection_idle", t)?,
-                None => toolpin_proxy::http::DEFAULT_CONNECTION_IDLE,
-            },
+            connections,
             facade: entries,
         })
     }
+}
+
+/// `max_connections` and the three timeouts of `[proxy]`, over the
+/// proxy's defaults.
+fn connection_limits(file: &ProxyFileConfig) -> Result<Limits, String> {
+    let mut limits = toolpin_proxy::http::Options::default().connections;
+    match file.max_connections {
+        Some(0) => return Err("proxy.max_connections must be at least 1".into()),
+        Some(n) => limits.max_connections = n,
+        None => {}
+    }
+    let timeouts = [
+        (
+            "proxy.header_read_timeout",
+            &file.header_read_timeout,
+            &mut limits.header_read_timeout,
+        ),
+        (
+            "proxy.body_timeout",
+            &file.body_timeout,
+            &mut limits.body_timeout,
+        ),
+        (
+            "proxy.connection_idle",
+            &file.connection_idle,
+            &mut limits.connection_idle,
+        ),
+    ];
+    for (key, value, slot) in timeouts {
+        if let Some(t) = value {
+            *slot = parse_timeout(key, t)?;
+        }
+    }
+    Ok(limits)
 }
 
 impl Default for ProxyConfig {
@@ -178,8 +210,7 @@ impl Default for ProxyConfig {
             otlp_endpoint: None,
             session_idle: toolpin_proxy::http::DEFAULT_SESSION_IDLE,
             max_sessions: toolpin_proxy::http::DEFAULT_MAX_SESSIONS,
-            header_read_timeout: toolpin_proxy::http::DEFAULT_HEADER_READ_TIMEOUT,
-            connection_idle: toolpin_proxy::http::DEFAULT_CONNECTION_IDLE,
+            connections: toolpin_proxy::http::Options::default().connections,
             facade: BTreeMap::new(),
         }
     }

@@ -21,8 +21,9 @@
 //! time, only tool calls are kept, and a request's calls and aggregates
 //! may take no more than the body limit) and by how many run at once, the
 //! buffer by its bytes and its distinct names, connections by number and
-//! by timeouts (`conn.rs`, as the proxy's front does). No TLS and no
-//! authentication: bind it to loopback, or put it behind a Collector.
+//! by timeouts (`toolpin-front`'s [`Gate`], as the proxy's front has them).
+//! No TLS and no authentication: bind it to loopback, or put it behind a
+//! Collector.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -30,17 +31,17 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, CONNECTION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
+pub use toolpin_front::{
+    Closed, DEFAULT_BODY_TIMEOUT, DEFAULT_CONNECTION_IDLE, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+};
+use toolpin_front::{Counts, Gate, Limits, Tally};
 use toolpin_usage::{read_body, Aggregates, BodyError, Encoding, IngestReport, Options};
-
-mod conn;
-
-pub use conn::Closed;
-use conn::{Backoff, Connections, InFlight, Tracked, Watch, Watched};
 
 /// The path the SDKs post traces to (`OTEL_EXPORTER_OTLP_ENDPOINT` + this).
 pub const TRACES_PATH: &str = "/v1/traces";
@@ -59,14 +60,6 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;
 pub const DEFAULT_MAX_BUFFER_BYTES: usize = 256 << 20;
 /// Default for [`Settings::max_names`].
 pub const DEFAULT_MAX_NAMES: usize = 10_000;
-/// Default for [`Settings::max_connections`].
-pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
-/// Default for [`Settings::header_read_timeout`] (as the proxy's).
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default for [`Settings::body_timeout`].
-pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default for [`Settings::connection_idle`] (as the proxy's).
-pub const DEFAULT_CONNECTION_IDLE: Duration = Duration::from_secs(60);
 
 /// What the receiver holds at most, and for how long. Every bound is on
 /// what a request or a connection can make the receiver hold, whatever it
@@ -147,7 +140,7 @@ pub struct Notices {
     pub too_large: u64,
     /// Bodies that did not arrive within the body timeout (408).
     pub body_timeouts: u64,
-    /// Connections the receiver closed, by reason.
+    /// Connections the receiver closed for another reason, by reason.
     pub closed: BTreeMap<Closed, u64>,
     /// Failed accepts (out of descriptors), and the last error.
     pub accept_failures: u64,
@@ -165,8 +158,11 @@ pub struct Receiver {
     settings: Settings,
     buffer: Mutex<Buffer>,
     decodes: tokio::sync::Semaphore,
-    connections: Arc<Connections>,
-    notices: Mutex<Notices>,
+    /// Its connections' guard.
+    gate: Arc<Gate>,
+    /// Exports refused since the last take (`busy`, `too_large`), and the
+    /// gate's counts at the last take.
+    notices: Mutex<(Notices, Counts)>,
 }
 
 /// What [`Receiver::take`] hands over: its bytes stay counted as held
@@ -206,7 +202,16 @@ impl Receiver {
         settings.options.limits.names = settings.max_names.max(1);
         settings.options.max_decoded_bytes = settings.max_body_bytes;
         settings.max_decodes = settings.max_decodes.max(1);
-        settings.max_connections = settings.max_connections.max(1);
+        let gate = Gate::new(
+            Limits {
+                max_connections: settings.max_connections,
+                header_read_timeout: settings.header_read_timeout,
+                connection_idle: settings.connection_idle,
+                body_timeout: settings.body_timeout,
+            },
+            Arc::new(Tally::default()),
+        );
+        settings.max_connections = gate.limits().max_connections;
         Arc::new(Self {
             buffer: Mutex::new(Buffer {
                 aggregates: Aggregates::new(settings.options.limits),
@@ -214,8 +219,8 @@ impl Receiver {
                 flushing: 0,
             }),
             decodes: tokio::sync::Semaphore::new(settings.max_decodes),
-            connections: Arc::new(Connections::default()),
-            notices: Mutex::new(Notices::default()),
+            gate,
+            notices: Mutex::new(Default::default()),
             settings,
         })
     }
@@ -226,7 +231,7 @@ impl Receiver {
         self.buffer.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn notices(&self) -> MutexGuard<'_, Notices> {
+    fn notices(&self) -> MutexGuard<'_, (Notices, Counts)> {
         self.notices.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -262,7 +267,17 @@ impl Receiver {
 
     /// What was refused or closed since the last call.
     pub fn take_notices(&self) -> Notices {
-        std::mem::take(&mut *self.notices())
+        let mut held = self.notices();
+        let (notices, seen) = &mut *held;
+        let now = self.gate.tally().counts();
+        let mut gate = now.since(seen);
+        *seen = now;
+        let mut n = std::mem::take(notices);
+        n.body_timeouts = gate.closed.remove(&Closed::BodyTimeout).unwrap_or(0);
+        n.closed = gate.closed;
+        n.accept_failures = gate.accept_failures;
+        n.accept_error = gate.accept_error;
+        n
     }
 
     fn full(&self) -> bool {
@@ -475,7 +490,7 @@ enum Outcome {
 /// 503 with `Retry-After`: the exporter keeps the batch and sends it
 /// again later (OTLP/HTTP's answer for a receiver that cannot take it now).
 fn busy(receiver: &Receiver) -> Response<Body> {
-    receiver.notices().busy += 1;
+    receiver.notices().0.busy += 1;
     let mut r = plain(
         StatusCode::SERVICE_UNAVAILABLE,
         &format!(
@@ -491,7 +506,7 @@ fn busy(receiver: &Receiver) -> Response<Body> {
 }
 
 fn too_large(receiver: &Receiver, why: &str) -> Response<Body> {
-    receiver.notices().too_large += 1;
+    receiver.notices().0.too_large += 1;
     plain(StatusCode::PAYLOAD_TOO_LARGE, why)
 }
 
@@ -551,31 +566,18 @@ async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Bod
         return busy(&receiver);
     }
     let limit = receiver.settings.max_body_bytes;
-    let collect = Limited::new(req.into_body(), limit).collect();
-    let body = match tokio::time::timeout(receiver.settings.body_timeout, collect).await {
-        Ok(Ok(b)) => b.to_bytes(),
-        Ok(Err(e)) => {
-            return if e
-                .downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                too_large(&receiver, &format!("a body over {limit} bytes"))
-            } else {
-                plain(StatusCode::BAD_REQUEST, "the body could not be read")
-            };
+    let body = match receiver.gate.body(req.into_body(), limit).await {
+        Ok(b) => b,
+        Err(e @ toolpin_front::BodyError::TooLarge(_)) => {
+            return too_large(&receiver, &e.to_string())
         }
-        Err(_) => {
-            receiver.notices().body_timeouts += 1;
-            let mut r = plain(
-                StatusCode::REQUEST_TIMEOUT,
-                &format!(
-                    "the body did not arrive within {:?}",
-                    receiver.settings.body_timeout
-                ),
-            );
-            r.headers_mut()
-                .insert(CONNECTION, HeaderValue::from_static("close"));
+        Err(e @ toolpin_front::BodyError::TimedOut(_)) => {
+            let mut r = plain(StatusCode::REQUEST_TIMEOUT, &e.to_string());
+            toolpin_front::close_after(&mut r);
             return r;
+        }
+        Err(toolpin_front::BodyError::Unreadable(_)) => {
+            return plain(StatusCode::BAD_REQUEST, "the body could not be read")
         }
     };
     // Decompressing and decoding are CPU work and take memory: a few at
@@ -600,136 +602,16 @@ async fn handle(receiver: Arc<Receiver>, req: Request<Incoming>) -> Response<Bod
 /// Serves `listener` until `shutdown` completes, then stops accepting,
 /// lets open connections finish the request they are in (at most
 /// `grace`), and returns. Connections are bounded as [`Settings`] says
-/// (see `conn.rs`).
+/// (by `toolpin-front`'s [`Gate`]).
 pub async fn serve(
     listener: TcpListener,
     receiver: Arc<Receiver>,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()> + Send,
     grace: Duration,
 ) -> std::io::Result<()> {
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let connections = Arc::clone(&receiver.connections);
-    let cap = receiver.settings.max_connections;
-    let mut backoff = Backoff::default();
-    tokio::pin!(shutdown);
-    'serving: loop {
-        // At the cap: the connection idle longest makes room; when every
-        // one has a request in flight, wait for one to end.
-        while connections.len() >= cap {
-            let ended = connections.one_ended();
-            tokio::pin!(ended);
-            ended.as_mut().enable();
-            if connections.evict_idle() {
-                receiver.count_closed(Closed::Evicted);
-            }
-            tokio::select! {
-                () = &mut shutdown => break 'serving,
-                () = ended => {}
-                () = tokio::time::sleep(Duration::from_millis(100)) => {}
-            }
-        }
-        let accepted = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => accepted,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // Out of descriptors (EMFILE) and the like: close the
-                // connection idle longest, so that the one waiting gets
-                // its descriptor, and try again after a pause rather than
-                // spin or stop serving.
-                {
-                    let mut n = receiver.notices();
-                    n.accept_failures += 1;
-                    n.accept_error = Some(e.to_string());
-                }
-                if out_of_resources(&e) && connections.evict_idle() {
-                    receiver.count_closed(Closed::Evicted);
-                }
-                let pause = backoff.failed();
-                tokio::select! {
-                    () = &mut shutdown => break,
-                    () = tokio::time::sleep(pause) => {}
-                }
-                continue;
-            }
-        };
-        backoff = Backoff::default();
-        let watch = Arc::new(Watch::new());
-        let slot = connections.add(Arc::clone(&watch));
-        let receiver = Arc::clone(&receiver);
-        let stop = stop_rx.clone();
-        tokio::spawn(async move {
-            serve_connection(receiver, stream, watch, stop).await;
-            drop(slot);
-        });
-    }
-    let _ = stop_tx.send(true);
-    let deadline = tokio::time::Instant::now() + grace;
-    while connections.len() > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    Ok(())
-}
-
-/// An accept that failed for want of descriptors or memory, which closing
-/// a connection gives back.
-fn out_of_resources(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-    )
-}
-
-impl Receiver {
-    fn count_closed(&self, why: Closed) {
-        *self.notices().closed.entry(why).or_insert(0) += 1;
-    }
-}
-
-/// One HTTP/1.1 connection, closed by the receiver when it outlives a
-/// timeout or is evicted (only ever with no request in flight), or
-/// gracefully at shutdown.
-async fn serve_connection(
-    receiver: Arc<Receiver>,
-    stream: tokio::net::TcpStream,
-    watch: Arc<Watch>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
-    let io = hyper_util::rt::TokioIo::new(Watched {
-        inner: stream,
-        watch: Arc::clone(&watch),
-    });
-    let serving = Arc::clone(&receiver);
-    let watching = Arc::clone(&watch);
-    let service = hyper::service::service_fn(move |req| {
-        let r = Arc::clone(&serving);
-        let guard = InFlight::start(Arc::clone(&watching));
-        async move {
-            let reply = handle(r, req).await;
-            Ok::<_, std::convert::Infallible>(reply.map(|body| Tracked {
-                inner: body,
-                _guard: guard,
-            }))
-        }
-    });
-    let conn = hyper::server::conn::http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(io, service);
-    tokio::pin!(conn);
-    let settings = &receiver.settings;
-    let (header, idle) = (settings.header_read_timeout, settings.connection_idle);
-    tokio::select! {
-        _ = conn.as_mut() => {}
-        why = watch.expired(header, idle) => {
-            if why != Closed::Evicted {
-                receiver.count_closed(why);
-            }
-        }
-        _ = stop.changed() => {
-            conn.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(Duration::from_secs(30), conn).await;
-        }
-    }
+    let gate = Arc::clone(&receiver.gate);
+    // Every failed accept is counted by the gate, for the log.
+    let handler = move |req| handle(Arc::clone(&receiver), req);
+    gate.serve(listener, handler, |_, _| {}, shutdown, grace)
+        .await
 }

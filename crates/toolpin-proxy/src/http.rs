@@ -16,10 +16,14 @@
 //!   shared session, a server's message goes only to the POST it belongs
 //!   with, and a cancellation names no other client's request.
 //! - Limits: at most `max_sessions` sessions (then `initialize` gets 503
-//!   with `Retry-After`); a connection that does not finish a request's
-//!   headers within `header_read_timeout`, or has no request in flight for
-//!   `connection_idle`, is closed; a failing accept (out of descriptors)
-//!   backs off instead of spinning.
+//!   with `Retry-After`); connections are guarded by `toolpin-front`'s
+//!   [`Gate`] (`Options::connections`): at most `max_connections`, the one
+//!   idle longest closed to make room (and when out of descriptors); a
+//!   connection that does not finish a request's headers within
+//!   `header_read_timeout`, or has no request in flight for
+//!   `connection_idle`, is closed; a body that does not arrive within
+//!   `body_timeout` is answered 408 and its connection closed; a failing
+//!   accept backs off instead of spinning.
 //! - Host and Origin are checked on every request (DNS-rebinding
 //!   protection): loopback names, plus what `--allow-host` /
 //!   `--allow-origin` add. Anything else gets 403.
@@ -29,16 +33,19 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::{Body, Bytes, Frame, Incoming};
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
+use toolpin_front::{BodyError, Gate};
+pub use toolpin_front::{
+    Limits, DEFAULT_BODY_TIMEOUT, DEFAULT_CONNECTION_IDLE, DEFAULT_HEADER_READ_TIMEOUT,
+};
 
 use crate::session::{error_response, Session};
 use crate::wire::Outgoing;
@@ -62,22 +69,19 @@ pub struct Options {
     /// Most sessions open at once: each starts its own upstream sessions
     /// (a process per stdio server), so past this `initialize` gets 503.
     pub max_sessions: usize,
-    /// A connection that has started a request but not finished its
-    /// headers within this is closed (slowloris).
-    pub header_read_timeout: Duration,
-    /// A connection with no request in flight for this long is closed, so
-    /// that silent connections cannot hold every descriptor.
-    pub connection_idle: Duration,
+    /// What a connection may hold and for how long: the cap, the
+    /// header-read, idle and body timeouts.
+    pub connections: Limits,
 }
 
 /// Default for [`Options::session_idle`].
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// Default for [`Options::max_sessions`].
 pub const DEFAULT_MAX_SESSIONS: usize = 32;
-/// Default for [`Options::header_read_timeout`].
-pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default for [`Options::connection_idle`].
-pub const DEFAULT_CONNECTION_IDLE: Duration = Duration::from_secs(60);
+/// Default for [`Limits::max_connections`] in [`Options::connections`]:
+/// room for a few hundred agents, each with its keep-alive connection and
+/// an open event stream, well under the usual 1,024 descriptors.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// `Retry-After` of the refusal at the session cap, in seconds.
 const RETRY_AFTER_SECONDS: u64 = 10;
 
@@ -88,8 +92,10 @@ impl Default for Options {
             allow_origins: Vec::new(),
             session_idle: DEFAULT_SESSION_IDLE,
             max_sessions: DEFAULT_MAX_SESSIONS,
-            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
-            connection_idle: DEFAULT_CONNECTION_IDLE,
+            connections: Limits {
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+                ..Limits::default()
+            },
         }
     }
 }
@@ -478,6 +484,21 @@ struct Front {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     stateless: tokio::sync::OnceCell<Arc<HttpSession>>,
     options: Options,
+    /// Its connections' guard, counting into the proxy's metrics.
+    gate: Arc<Gate>,
+}
+
+impl Front {
+    fn new(proxy: Arc<Proxy>, options: Options) -> Arc<Self> {
+        let gate = Gate::new(options.connections, Arc::clone(&proxy.metrics.connections));
+        Arc::new(Front {
+            proxy,
+            sessions: Mutex::new(HashMap::new()),
+            stateless: tokio::sync::OnceCell::new(),
+            options,
+            gate,
+        })
+    }
 }
 
 /// Serves Streamable HTTP on `addr` until the process ends.
@@ -488,12 +509,7 @@ pub async fn serve(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::
         "listening",
         json!({"address": local.to_string(), "endpoint": format!("http://{local}/mcp")}),
     );
-    let front = Arc::new(Front {
-        proxy,
-        sessions: Mutex::new(HashMap::new()),
-        stateless: tokio::sync::OnceCell::new(),
-        options,
-    });
+    let front = Front::new(proxy, options);
     // Idle sessions go, with their upstream sessions.
     let janitor = Arc::downgrade(&front);
     tokio::spawn(async move {
@@ -529,290 +545,45 @@ pub async fn serve(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::
             }
         }
     });
-    accept_loop(listener, front).await
+    accept_loop(listener, front, false).await
 }
 
 /// Serves only `/metrics` on `addr`, in the background (stdio mode); of
-/// `options`, the connection timeouts apply.
+/// `options`, the connection limits apply.
 pub async fn serve_metrics(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
-    let front = Arc::new(Front {
-        proxy,
-        sessions: Mutex::new(HashMap::new()),
-        stateless: tokio::sync::OnceCell::new(),
-        options,
-    });
+    let front = Front::new(proxy, options);
     tokio::spawn(async move {
-        let _ = accept_loop_with(listener, front, true).await;
+        let _ = accept_loop(listener, front, true).await;
     });
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, front: Arc<Front>) -> std::io::Result<()> {
-    accept_loop_with(listener, front, false).await
-}
-
-async fn accept_loop_with(
+/// Serves connections until the process ends, guarded by the front's
+/// gate. The first failed accept of a run (out of descriptors) is an
+/// `accept-failed` event.
+async fn accept_loop(
     listener: TcpListener,
     front: Arc<Front>,
     metrics_only: bool,
 ) -> std::io::Result<()> {
-    let mut backoff = Backoff::default();
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(s) => s,
-            // Out of descriptors (EMFILE) and the like: the connections
-            // held now are closed by their timeouts, so wait and try again
-            // rather than spin or stop serving.
-            Err(e) => {
-                if let Some(pause) = backoff.failed() {
-                    front.proxy.events.emit(
-                        "accept-failed",
-                        json!({"message": e.to_string(), "retry_ms": pause.as_millis() as u64}),
-                    );
-                }
-                tokio::time::sleep(backoff.pause()).await;
-                continue;
-            }
-        };
-        backoff = Backoff::default();
-        let _ = stream.set_nodelay(true);
-        let front = Arc::clone(&front);
-        tokio::spawn(serve_connection(front, stream, metrics_only));
-    }
-}
-
-/// How long the accept loop waits after a failed accept: 10 ms, doubling
-/// to 1 s while accepts keep failing.
-#[derive(Default)]
-struct Backoff {
-    failures: u32,
-}
-
-impl Backoff {
-    /// Records a failure; returns the pause when this is the first of a
-    /// run (the one worth an event).
-    fn failed(&mut self) -> Option<Duration> {
-        self.failures = self.failures.saturating_add(1);
-        (self.failures == 1).then(|| self.pause())
-    }
-
-    fn pause(&self) -> Duration {
-        let shift = self.failures.saturating_sub(1).min(7);
-        Duration::from_millis(10u64 << shift).min(Duration::from_secs(1))
-    }
-}
-
-/// One HTTP/1.1 connection, closed by the proxy when it has no request in
-/// flight for `connection_idle`, or has started a request whose headers
-/// are not complete within `header_read_timeout`.
-async fn serve_connection(front: Arc<Front>, stream: tokio::net::TcpStream, metrics_only: bool) {
-    let watch = Arc::new(Watch::new());
-    let io = hyper_util::rt::TokioIo::new(Watched {
-        inner: stream,
-        watch: Arc::clone(&watch),
-    });
-    let serving = Arc::clone(&front);
-    let watching = Arc::clone(&watch);
-    let service = hyper::service::service_fn(move |req| {
-        let front = Arc::clone(&serving);
-        let guard = InFlight::start(Arc::clone(&watching));
-        async move {
-            let reply = handle(front, req, metrics_only).await;
-            Ok::<_, Infallible>(reply.map(|body| Tracked {
-                inner: body,
-                _guard: guard,
-            }))
-        }
-    });
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.keep_alive(true);
-    let connection = builder.serve_connection(io, service);
-    let (header, idle) = (
-        front.options.header_read_timeout,
-        front.options.connection_idle,
-    );
-    tokio::select! {
-        _ = connection => {}
-        reason = watch.expired(header, idle) => front.proxy.metrics.connection_closed(reason),
-    }
-}
-
-/// What a connection is doing, for its timeouts.
-struct Watch {
-    state: Mutex<WatchState>,
-    /// Woken when a request ends or a new one starts arriving.
-    changed: Notify,
-}
-
-struct WatchState {
-    /// Requests whose answer is not yet fully written.
-    in_flight: usize,
-    /// Since when nothing has been in flight.
-    quiet_since: Instant,
-    /// When the first byte of the next request came, if it did.
-    head_started: Option<Instant>,
-}
-
-impl Watch {
-    fn new() -> Self {
-        Self {
-            state: Mutex::new(WatchState {
-                in_flight: 0,
-                quiet_since: Instant::now(),
-                head_started: None,
-            }),
-            changed: Notify::new(),
-        }
-    }
-
-    /// Bytes arrived: with nothing in flight, a request is starting.
-    fn read(&self) {
-        let Ok(mut s) = self.state.lock() else { return };
-        if s.in_flight == 0 && s.head_started.is_none() {
-            s.head_started = Some(Instant::now());
-            drop(s);
-            self.changed.notify_one();
-        }
-    }
-
-    /// When the connection is to be closed, and why; `None` while a
-    /// request is in flight.
-    fn deadline(&self, header: Duration, idle: Duration) -> Option<(Instant, &'static str)> {
-        let s = self.state.lock().ok()?;
-        if s.in_flight > 0 {
-            return None;
-        }
-        let quiet = (s.quiet_since + idle, "idle");
-        Some(match s.head_started {
-            Some(t) if t + header < quiet.0 => (t + header, "header_timeout"),
-            _ => quiet,
-        })
-    }
-
-    /// Resolves when the connection has outlived a timeout, with the reason.
-    async fn expired(&self, header: Duration, idle: Duration) -> &'static str {
-        loop {
-            let changed = self.changed.notified();
-            match self.deadline(header, idle) {
-                None => changed.await,
-                Some((at, reason)) => {
-                    if Instant::now() >= at {
-                        return reason;
-                    }
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(at.into()) => {}
-                        _ = changed => {}
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Counts one request as in flight from its headers until its answer's
-/// body is dropped (written in full, or the connection gone).
-struct InFlight(Arc<Watch>);
-
-impl InFlight {
-    fn start(watch: Arc<Watch>) -> Self {
-        if let Ok(mut s) = watch.state.lock() {
-            s.in_flight += 1;
-            s.head_started = None;
-        }
-        watch.changed.notify_one();
-        Self(watch)
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        if let Ok(mut s) = self.0.state.lock() {
-            s.in_flight = s.in_flight.saturating_sub(1);
-            if s.in_flight == 0 {
-                s.quiet_since = Instant::now();
-                s.head_started = None;
-            }
-        }
-        self.0.changed.notify_one();
-    }
-}
-
-/// An answer's body, holding its request in flight.
-struct Tracked<B> {
-    inner: B,
-    _guard: InFlight,
-}
-
-impl<B: Body + Unpin> Body for Tracked<B> {
-    type Data = B::Data;
-    type Error = B::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// A connection's stream, telling its [`Watch`] when bytes arrive.
-struct Watched<T> {
-    inner: T,
-    watch: Arc<Watch>,
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.watch.read();
-        }
-        polled
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
+    let gate = Arc::clone(&front.gate);
+    let proxy = Arc::clone(&front.proxy);
+    let accept_failed = move |e: &std::io::Error, pause: Duration| {
+        proxy.events.emit(
+            "accept-failed",
+            json!({"message": e.to_string(), "retry_ms": pause.as_millis() as u64}),
+        );
+    };
+    let handler = move |req| handle(Arc::clone(&front), req, metrics_only);
+    gate.serve(
+        listener,
+        handler,
+        accept_failed,
+        std::future::pending(),
+        Duration::ZERO,
+    )
+    .await
 }
 
 /// The name in a Host value (`name`, `name:port`, `[v6]`, `[v6]:port`);
@@ -1124,11 +895,23 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         .is_some_and(|a| a.contains("text/event-stream"));
     let existing = front.session(&req);
     let has_session_header = req.headers().contains_key(SESSION_HEADER);
-    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
+    let body = match front.gate.body(req.into_body(), MAX_BODY).await {
+        Ok(b) => b,
+        Err(e @ BodyError::TimedOut(_)) => {
+            // Counted in toolpin_connections_closed_total{reason="body_timeout"}.
+            let mut r = plain(StatusCode::REQUEST_TIMEOUT, &e.to_string());
+            toolpin_front::close_after(&mut r);
+            return r;
+        }
+        Err(e @ BodyError::TooLarge(_)) => {
             return plain(
                 StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("cannot read the body: {e}"),
+            )
+        }
+        Err(e @ BodyError::Unreadable(_)) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
                 &format!("cannot read the body: {e}"),
             )
         }

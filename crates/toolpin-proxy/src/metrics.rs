@@ -254,16 +254,14 @@ impl ToolStats {
     }
 }
 
-/// Series that change on rare events (drift, refusals, findings, closed
-/// connections): one lock between them is never taken on a relayed call.
+/// Series that change on rare events (drift, refusals, findings): one
+/// lock between them is never taken on a relayed call.
 #[derive(Default)]
 struct Rare {
     /// (server, rule, severity) → events.
     drift: BTreeMap<(String, String, String), u64>,
     /// (rule) → refusals and result findings.
     findings: BTreeMap<String, u64>,
-    /// HTTP connections closed by the proxy, by reason.
-    connections_closed: BTreeMap<&'static str, u64>,
     /// (server, tool, parameter) → arguments with a value the pinned enum
     /// does not allow.
     unknown_enum_values: BTreeMap<(String, String, String), u64>,
@@ -287,6 +285,9 @@ pub struct Metrics {
     sessions_refused: AtomicU64,
     /// The OTLP exporter's failures.
     export: std::sync::Arc<crate::telemetry::Health>,
+    /// Why the HTTP front's gate closed connections, and its failed
+    /// accepts (`toolpin_connections_closed_total`).
+    pub(crate) connections: std::sync::Arc<toolpin_front::Tally>,
 }
 
 impl Metrics {
@@ -452,13 +453,6 @@ impl Metrics {
         self.sessions_refused.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// An HTTP connection closed by the proxy (`header_timeout`, `idle`).
-    pub fn connection_closed(&self, reason: &'static str) {
-        if let Ok(mut r) = self.rare.lock() {
-            *r.connections_closed.entry(reason).or_default() += 1;
-        }
-    }
-
     /// The exposition text for `/metrics`.
     pub fn render(&self, catalog_fingerprint: &str) -> String {
         let (Ok(tools), Ok(arguments), Ok(r)) =
@@ -590,10 +584,11 @@ impl Metrics {
             self.sessions_refused.load(Ordering::Relaxed)
         );
         let _ = writeln!(out, "# HELP toolpin_connections_closed_total HTTP connections the proxy closed, by reason.\n# TYPE toolpin_connections_closed_total counter");
-        for (reason, n) in &r.connections_closed {
+        for (reason, n) in &self.connections.counts().closed {
             let _ = writeln!(
                 out,
-                "toolpin_connections_closed_total{{reason=\"{reason}\"}} {n}"
+                "toolpin_connections_closed_total{{reason=\"{}\"}} {n}",
+                reason.name()
             );
         }
         let _ = writeln!(out, "# HELP toolpin_otlp_export_failures_total OTLP trace exports that failed (spans dropped).\n# TYPE toolpin_otlp_export_failures_total counter");

@@ -426,6 +426,12 @@ pub struct ProxyArgs {
     /// With --listen, the most HTTP sessions open at once; past it initialize gets 503 [default: [proxy] max_sessions, else 32]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: Option<u64>,
+    /// With --listen (and --metrics-listen), the most connections held at once; past it the one idle longest is closed [default: [proxy] max_connections, else 512]
+    #[arg(long, value_name = "N", value_parser = parse_at_least_one)]
+    pub max_connections: Option<usize>,
+    /// With --listen, the time for a request's body to arrive in full after its headers (past it, 408 and the connection is closed) [default: [proxy] body_timeout, else 30s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_body_timeout)]
+    pub body_timeout: Option<std::time::Duration>,
     /// Skip the capture at start that compares upstream with the pin
     #[arg(long)]
     pub no_start_check: bool,

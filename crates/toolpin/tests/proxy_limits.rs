@@ -567,6 +567,162 @@ fn silent_connection_flood_under_a_lowered_descriptor_limit() {
     sc.finish();
 }
 
+/// Under a 64-descriptor limit, 100 connections that send nothing and the
+/// default timeouts (a minute idle): the proxy neither spins on EMFILE nor
+/// locks a client out until the silent ones idle out, because it closes
+/// the connection idle longest to make room (before: the client waited
+/// the whole `connection_idle`).
+#[test]
+fn silent_connections_under_a_descriptor_limit_neither_spin_nor_lock_out() {
+    let mut sc = Scenario::new("");
+    let addr = sc.listen(&["prlimit", "--nofile=64:64", "--"], &[]);
+    let pid = sc.daemons[0].id();
+    let silent: Vec<TcpStream> = (0..100)
+        .map(|i| TcpStream::connect(&addr).unwrap_or_else(|e| panic!("connection {i}: {e}")))
+        .collect();
+    sc.wait_event(|e| e["event"] == "accept-failed");
+    thread::sleep(Duration::from_millis(500));
+    let before = process_cpu(pid);
+    thread::sleep(Duration::from_secs(2));
+    let burned = process_cpu(pid) - before;
+    assert!(
+        burned < Duration::from_millis(500),
+        "{burned:?} of CPU in 2 s"
+    );
+
+    let started = Instant::now();
+    let answer = Conn::open(&addr, Duration::from_secs(8)).send("GET", "/metrics", None, "");
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(5), "served after {waited:?}");
+    let evicted = sample(
+        &answer.body,
+        "toolpin_connections_closed_total{reason=\"evicted\"}",
+    );
+    assert!(evicted.is_some_and(|n| n > 0), "{}", answer.body);
+    // One event for the episode, not one per retry or per eviction.
+    let failed = sc.events_named("accept-failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    drop(silent);
+    sc.assert_running();
+    sc.finish();
+}
+
+/// Bodies that stop short are answered 408 and their connections closed
+/// after `body_timeout` (before: held, with their megabytes, for as long
+/// as the sender liked); past `--max-connections`, the connection idle
+/// longest makes room for a client.
+#[test]
+fn bodies_that_never_end_time_out_and_the_connection_cap_makes_room() {
+    const MIB: usize = 1 << 20;
+    let mut sc = Scenario::new("[proxy]\nbody_timeout = \"1s\"\n");
+    let addr = sc.listen(&[], &["--max-connections", "8"]);
+    let mut stalled: Vec<Conn> = (0..5)
+        .map(|_| {
+            let mut c = Conn::open(&addr, Duration::from_secs(10));
+            let head = format!(
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                4 * MIB
+            );
+            let stream = c.reader.get_mut();
+            stream.write_all(head.as_bytes()).expect("head");
+            stream.write_all(&vec![b' '; MIB]).expect("a quarter of the body");
+            c
+        })
+        .collect();
+    let started = Instant::now();
+    for c in &mut stalled {
+        let answer = c.read_answer();
+        assert_eq!(answer.status, 408, "{answer:?}");
+        assert_eq!(
+            answer.headers.get("connection").map(String::as_str),
+            Some("close"),
+            "{answer:?}"
+        );
+        c.time_to_close();
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let silent: Vec<TcpStream> = (0..12)
+        .map(|_| TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let (answer, id) = initialize(&addr);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get","arguments":{"id":"5"}}}"#;
+    let answer = request(&addr, "POST", "/mcp", id.as_deref(), call);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(answer.body.contains(r#"\"id\": \"5\""#), "{answer:?}");
+    drop(silent);
+
+    let text = metrics(&addr);
+    assert_eq!(
+        sample(
+            &text,
+            "toolpin_connections_closed_total{reason=\"body_timeout\"}"
+        ),
+        Some(5),
+        "{text}"
+    );
+    assert!(
+        sample(
+            &text,
+            "toolpin_connections_closed_total{reason=\"evicted\"}"
+        )
+        .is_some_and(|n| n >= 4),
+        "{text}"
+    );
+    sc.finish();
+}
+
+/// `max_connections` and `body_timeout` are checked when toolpin.toml is
+/// read, and so are the flags, before anything starts.
+#[test]
+fn connection_limits_are_checked_before_anything_starts() {
+    let sb = Sandbox::new();
+    sb.write(
+        "toolpin.toml",
+        "[servers.shop]\ncommand = [\"true\"]\n\n[proxy]\nmax_connections = 0\n",
+    );
+    sb.run(&["proxy", "--listen", "127.0.0.1:0"])
+        .error(&["proxy.max_connections must be at least 1"]);
+    sb.write(
+        "toolpin.toml",
+        "[servers.shop]\ncommand = [\"true\"]\n\n[proxy]\nbody_timeout = \"forever\"\n",
+    );
+    sb.run(&["proxy", "--listen", "127.0.0.1:0"])
+        .error(&["proxy.body_timeout"]);
+    sb.write("toolpin.toml", "[servers.shop]\ncommand = [\"true\"]\n");
+    for (flag, value, needle) in [
+        ("--max-connections", "0", "must be at least 1"),
+        (
+            "--max-connections",
+            "many",
+            "\"many\" is not a whole number",
+        ),
+        ("--body-timeout", "forever", "\"forever\" is not a duration"),
+    ] {
+        let run = sb.run(&["proxy", "--listen", "127.0.0.1:0", flag, value]);
+        assert_eq!(run.code, 2, "{flag} {value}: {run:#?}");
+        let first = run.stderr.lines().next().unwrap_or("");
+        assert!(
+            first.contains(flag) && first.contains(needle),
+            "{flag} {value}: {}",
+            run.stderr
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // metric labels
 

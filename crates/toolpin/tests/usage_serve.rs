@@ -125,16 +125,7 @@ impl Serve {
 
     /// CPU time used so far (user + system).
     fn cpu(&self) -> Duration {
-        let text =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).expect("/proc stat");
-        let after = text.rsplit(')').next().unwrap_or("");
-        let fields: Vec<u64> = after
-            .split_whitespace()
-            .map(|f| f.parse().unwrap_or(0))
-            .collect();
-        // SAFETY: sysconf has no preconditions.
-        let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        Duration::from_millis((fields[11] + fields[12]) * 1000 / tick)
+        common::process_cpu(self.child.id())
     }
 
     fn log(&self) -> String {

@@ -39,6 +39,8 @@ pub fn run(args: &ProxyArgs) -> Result<Outcome, CliError> {
         max_sessions: args
             .max_sessions
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        max_connections: args.max_connections,
+        body_timeout: args.body_timeout,
         start_check: !args.no_start_check,
         // Progress spinners would draw on the agent's terminal.
         capture: args.config.capture_options(true),
@@ -58,6 +60,10 @@ struct ProxyRun<'a> {
     pub events: Option<String>,
     /// `--max-sessions`, over `[proxy] max_sessions`.
     pub max_sessions: Option<usize>,
+    /// `--max-connections`, over `[proxy] max_connections`.
+    pub max_connections: Option<usize>,
+    /// `--body-timeout`, over `[proxy] body_timeout`.
+    pub body_timeout: Option<std::time::Duration>,
     pub start_check: bool,
     pub capture: toolpin_capture::servers::Options,
 }
@@ -164,6 +170,10 @@ fn serve(args: ProxyRun) -> Result<(), CliError> {
             .clone()
             .map(|r| r as Arc<dyn toolpin_proxy::record::Record>),
     };
+    // The flags given override `[proxy]`.
+    let mut connections = proxy_cfg.connections;
+    connections.max_connections = args.max_connections.unwrap_or(connections.max_connections);
+    connections.body_timeout = args.body_timeout.unwrap_or(connections.body_timeout);
     let front = match &args.listen {
         Some(addr) => Front::Http {
             addr: addr.clone(),
@@ -172,15 +182,13 @@ fn serve(args: ProxyRun) -> Result<(), CliError> {
                 allow_origins: args.allow_origins.to_vec(),
                 session_idle: proxy_cfg.session_idle,
                 max_sessions: args.max_sessions.unwrap_or(proxy_cfg.max_sessions),
-                header_read_timeout: proxy_cfg.header_read_timeout,
-                connection_idle: proxy_cfg.connection_idle,
+                connections,
             },
         },
         None => Front::Stdio {
             metrics: args.metrics_listen.clone().map(|addr| {
                 let options = toolpin_proxy::http::Options {
-                    header_read_timeout: proxy_cfg.header_read_timeout,
-                    connection_idle: proxy_cfg.connection_idle,
+                    connections,
                     ..Default::default()
                 };
                 (addr, options)

@@ -568,3 +568,16 @@ pub fn otlp_collector() -> (String, mpsc::Receiver<(String, Value)>) {
     });
     (format!("http://{addr}"), rx)
 }
+
+/// CPU time (user + system) process `pid` has used so far, from /proc.
+pub fn process_cpu(pid: u32) -> Duration {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
+    let after = text.rsplit(')').next().unwrap_or("");
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_millis((fields[11] + fields[12]) * 1000 / tick)
+}
