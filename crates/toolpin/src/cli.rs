@@ -105,7 +105,7 @@ pub struct WatchArgs {
     #[arg(long)]
     pub once: bool,
     /// Run every INTERVAL (90s, 15m, 1h, 1d), moved by up to ±10 % each time, until SIGTERM or SIGINT
-    #[arg(long, value_name = "INTERVAL", value_parser = toolpin_watch::schedule::parse_interval)]
+    #[arg(long, value_name = "INTERVAL", value_parser = toolpin_ops::schedule::parse_interval)]
     pub every: Option<std::time::Duration>,
     /// The configuration file
     #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]

@@ -41,8 +41,8 @@ pub fn run(
         report,
         style,
     )?;
-    let at = toolpin_watch::now();
-    let seen = toolpin_watch::record::sightings(
+    let at = toolpin_ops::now();
+    let seen = toolpin_ops::record::sightings(
         &cfg.environment,
         &pinned,
         &live,
@@ -53,14 +53,14 @@ pub fn run(
         at,
     );
     recorder.write(|ledger| {
-        toolpin_watch::record::record_check(
+        toolpin_ops::record::record_check(
             ledger,
             &cfg.environment,
             &pinned,
             &live,
             seen,
             // Enqueued, not sent: `toolpin watch` delivers the outbox.
-            toolpin_watch::deliver::route(&cfg.notify),
+            toolpin_ops::deliver::route(&cfg.notify),
             at,
         )
     })?;

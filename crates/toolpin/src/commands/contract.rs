@@ -371,11 +371,11 @@ fn record(config: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
     let recorded: std::collections::BTreeSet<String> =
         planned.iter().map(|p| p.tool_key.clone()).collect();
     recorder.write(|ledger| {
-        toolpin_watch::contract::record_rerecorded(
+        toolpin_ops::contract::record_rerecorded(
             ledger,
             &cfg.environment,
             &recorded,
-            toolpin_watch::now(),
+            toolpin_ops::now(),
         )
     })?;
     if !quiet {
@@ -497,8 +497,8 @@ fn run_calls(
             args,
             style,
         )?;
-        let at = toolpin_watch::now();
-        let failed = toolpin_watch::contract::contract_sightings(
+        let at = toolpin_ops::now();
+        let failed = toolpin_ops::contract::contract_sightings(
             &cfg.environment,
             &catalog,
             &reported.comparison,
@@ -507,12 +507,12 @@ fn run_calls(
             at,
         );
         recorder.write(|ledger| {
-            toolpin_watch::contract::record_contract_run(
+            toolpin_ops::contract::record_contract_run(
                 ledger,
                 &cfg.environment,
                 failed,
                 &judged.called,
-                toolpin_watch::deliver::route(&cfg.notify),
+                toolpin_ops::deliver::route(&cfg.notify),
                 at,
             )
         })?;

@@ -1,12 +1,12 @@
 //! `toolpin history`: the ledger's events counted per vendor, server or
 //! tool and per month or quarter. The query is the ledger's
-//! (`Ledger::history`), the formats `toolpin_watch::history`'s; this reads
+//! (`Ledger::history`), the formats `toolpin_ops::history`'s; this reads
 //! the arguments, opens the configured ledger and writes the result.
 
 use toolpin_config::ledger::LedgerLocation;
 use toolpin_ledger::history::days_from_civil;
 use toolpin_ledger::{HistoryGroup, HistoryPeriod, HistoryQuery};
-use toolpin_watch::history::{render, Format};
+use toolpin_ops::history::{render, Format};
 
 use super::{display, print, Outcome};
 use crate::cli::{HistoryArgs, HistoryBy, HistoryFormat, HistoryPeriodArg};
@@ -64,7 +64,7 @@ pub fn run(args: &HistoryArgs) -> Result<Outcome, CliError> {
         }
         Some(_) => {}
     }
-    let mut ledger = toolpin_watch::open::open(&cfg.ledger)
+    let mut ledger = toolpin_ops::open::open(&cfg.ledger)
         .map_err(|e| CliError::new(format!("ledger: {e}")))?
         .ok_or_else(|| CliError::new("the ledger is turned off ([ledger] enabled = false)"))?;
     let rows = ledger.history(&query).map_err(|e| {

@@ -40,7 +40,7 @@ impl Recorder {
             secrets: cfg.ledger.secrets.clone(),
             quiet,
         };
-        match toolpin_watch::open::open(&cfg.ledger) {
+        match toolpin_ops::open::open(&cfg.ledger) {
             Ok(ledger) => recorder.ledger = ledger,
             Err(e) => recorder.unavailable(&e)?,
         }
@@ -72,12 +72,12 @@ impl Recorder {
     /// (failures always, the counts unless quiet).
     pub fn deliver_due(
         &mut self,
-        sender: &toolpin_watch::deliver::NotifySender,
+        sender: &toolpin_ops::deliver::NotifySender,
     ) -> Result<(), CliError> {
         let names = sender.names();
         let quiet = self.quiet;
         let done = self.write(|ledger| {
-            toolpin_watch::deliver::deliver_due(ledger, sender, Some(&names), &toolpin_watch::now)
+            toolpin_ops::deliver::deliver_due(ledger, sender, Some(&names), &toolpin_ops::now)
         })?;
         if let Some(done) = done {
             for e in &done.errors {

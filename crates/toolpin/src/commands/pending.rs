@@ -53,10 +53,10 @@ impl Pending {
     ) -> Result<(), CliError> {
         let mut recorder = super::ledger::Recorder::open(&self.config, quiet)?;
         let env = self.config.environment.clone();
-        let at = toolpin_watch::now();
+        let at = toolpin_ops::now();
         recorder.write(|ledger| {
             for (change, accepted) in decisions {
-                let vendor = toolpin_watch::record::vendor_of(
+                let vendor = toolpin_ops::record::vendor_of(
                     &change.server,
                     &self.config.vendors,
                     &self.pinned,

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use toolpin_capture::Source;
 use toolpin_manifest::Catalog;
+use toolpin_ops::proxy::ProxyRecorder;
 use toolpin_proxy::flags;
 use toolpin_proxy::serve::{Front, Serve};
 use toolpin_proxy::{Settings, UpstreamSpec};
-use toolpin_watch::proxy::ProxyRecorder;
 
 use super::Outcome;
 use crate::cli::ProxyArgs;
@@ -244,7 +244,7 @@ fn ledger_recorder(cfg: &Config, pinned: &Catalog) -> Result<Option<Arc<ProxyRec
         // Standard error: standard output carries the protocol.
         eprintln!("warning: {why}");
     };
-    match toolpin_watch::open::open(&cfg.ledger) {
+    match toolpin_ops::open::open(&cfg.ledger) {
         Ok(None) => Ok(None),
         Ok(Some(ledger)) => Ok(Some(Arc::new(ProxyRecorder::start(
             ledger,

@@ -1,7 +1,7 @@
 //! `toolpin usage ingest | serve | report | compact`. Reading spans and
 //! the change-point tests are `toolpin-usage`'s, the receiver
 //! `toolpin-otlp`'s, the store `toolpin-ledger`'s, and the pinned catalogs,
-//! alarm recording and the flush loop `toolpin-watch`'s; this reads the
+//! alarm recording and the flush loop `toolpin-ops`'s; this reads the
 //! arguments and the configuration, and prints.
 
 use std::path::{Path, PathBuf};
@@ -204,7 +204,7 @@ fn ingest(args: &UsageIngestArgs, quiet: bool) -> Result<Outcome, CliError> {
 }
 
 fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
-    use toolpin_watch::usage::serve::{serve_until_stopped, ServeEvents, ServeSettings};
+    use toolpin_ops::usage::serve::{serve_until_stopped, ServeEvents, ServeSettings};
 
     struct Printer {
         quiet: bool,
@@ -255,7 +255,7 @@ fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
         fn bad_input(&self, report: &IngestReport) {
             eprint!("{report}");
         }
-        fn refused(&self, n: &toolpin_watch::usage::serve::Notices) {
+        fn refused(&self, n: &toolpin_ops::usage::serve::Notices) {
             let mut what = Vec::new();
             if n.busy > 0 {
                 what.push(format!(
@@ -342,7 +342,7 @@ fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
     };
     // The pins first: a missing lockfile is an error before any reading.
     let pinned =
-        toolpin_watch::usage::pinned::PinnedCatalogs::from_lockfiles(&lockfiles, args.history)
+        toolpin_ops::usage::pinned::PinnedCatalogs::from_lockfiles(&lockfiles, args.history)
             .map_err(CliError::new)?;
     for unreadable in &pinned.unreadable {
         if !quiet {
@@ -423,14 +423,14 @@ fn read_store(
 /// before is one more sighting, and enqueues nothing.
 fn record_alarms(
     cfg: &config::Config,
-    pinned: &toolpin_watch::usage::pinned::PinnedCatalogs,
+    pinned: &toolpin_ops::usage::pinned::PinnedCatalogs,
     report: &toolpin_usage::report::UsageReport,
     quiet: bool,
 ) -> Result<(), CliError> {
-    let at = toolpin_watch::now();
-    let sightings = toolpin_watch::usage::record::sightings(report, pinned, at);
+    let at = toolpin_ops::now();
+    let sightings = toolpin_ops::usage::record::sightings(report, pinned, at);
     let mut recorder = super::ledger::Recorder::open(cfg, quiet)?;
-    let route = toolpin_watch::deliver::route(&cfg.notify);
+    let route = toolpin_ops::deliver::route(&cfg.notify);
     let recorded = recorder.write(|ledger| ledger.record_batch(&sightings, &route))?;
     let Some(recorded) = recorded else {
         return Ok(());

@@ -1,12 +1,12 @@
 //! `toolpin watch --once | --every INTERVAL`: check each environment,
 //! record in the ledger, deliver the outbox. The recording and delivery
-//! are `toolpin-watch`'s; this is the loop and what it prints.
+//! are `toolpin-ops`'s; this is the loop and what it prints.
 
 use std::path::Path;
 
 use toolpin_ledger::RecordOutcome;
-use toolpin_watch::deliver::NotifySender;
-use toolpin_watch::schedule;
+use toolpin_ops::deliver::NotifySender;
+use toolpin_ops::schedule;
 
 use super::ledger::Recorder;
 use super::{plural, Outcome};
@@ -108,8 +108,8 @@ fn check_environment(
     let mut comparison = toolpin_drift::compare(&pinned, &live);
     let verdict = cfg.policy.apply(&mut comparison);
     let plan = crate::evals::Plan::new(&verdict, &cfg.evals);
-    let at = toolpin_watch::now();
-    let seen = toolpin_watch::record::sightings(
+    let at = toolpin_ops::now();
+    let seen = toolpin_ops::record::sightings(
         &cfg.environment,
         &pinned,
         &live,
@@ -126,13 +126,13 @@ fn check_environment(
     }
     let recorded = match recorder.as_mut() {
         Some(r) => r.write(|ledger| {
-            toolpin_watch::record::record_check(
+            toolpin_ops::record::record_check(
                 ledger,
                 &cfg.environment,
                 &pinned,
                 &live,
                 seen,
-                toolpin_watch::deliver::route(&cfg.notify),
+                toolpin_ops::deliver::route(&cfg.notify),
                 at,
             )
         })?,
@@ -152,7 +152,7 @@ fn summary(
     environment: &str,
     tools: usize,
     live: &toolpin_manifest::Catalog,
-    recorded: Option<&toolpin_watch::record::CheckRecorded>,
+    recorded: Option<&toolpin_ops::record::CheckRecorded>,
 ) -> String {
     let mut line = if tools == 0 {
         format!(

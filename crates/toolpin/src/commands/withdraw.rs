@@ -71,12 +71,12 @@ fn record(
         .and_then(|p| p.servers.get(server)?.tools.get(name))
         .map(|t| t.fingerprint.to_string());
     let mut sighting =
-        toolpin_ledger::Sighting::new(kind, &cfg.environment, server, name, toolpin_watch::now())
+        toolpin_ledger::Sighting::new(kind, &cfg.environment, server, name, toolpin_ops::now())
             .fingerprints(fingerprint.as_deref(), fingerprint.as_deref());
     let vendor = cfg.vendors.get(server).cloned().or_else(|| {
         pinned
             .as_ref()
-            .and_then(|p| toolpin_watch::record::server_info(p, server, "name"))
+            .and_then(|p| toolpin_ops::record::server_info(p, server, "name"))
     });
     if let Some(v) = &vendor {
         sighting = sighting.vendor(v);

@@ -20,7 +20,7 @@ use common::Db;
 use receiver::{Receiver, Reply};
 use toolpin_config::notify::NotifyConfig;
 use toolpin_ledger::{Delivery, DeliveryState, EventFilter, Ledger, Sighting};
-use toolpin_watch::deliver::{deliver_due, Sender, Sent};
+use toolpin_ops::deliver::{deliver_due, Sender, Sent};
 
 /// A sink that takes connections and never answers.
 struct Hang {
@@ -124,11 +124,11 @@ fn a_sink_that_never_answers_delays_no_other_sink(db: &Db) {
     let ok = Receiver::start(vec![Reply::new(200, "")]);
     let (sender, names) = two_sinks(&hang, &ok, Duration::from_secs(1));
     let mut ledger = db.open();
-    enqueue(&mut ledger, toolpin_watch::now());
+    enqueue(&mut ledger, toolpin_ops::now());
 
     let start = Instant::now();
     let done =
-        deliver_due(&mut ledger, &sender, Some(&names), &toolpin_watch::now).expect("delivered");
+        deliver_due(&mut ledger, &sender, Some(&names), &toolpin_ops::now).expect("delivered");
     let took = start.elapsed();
 
     assert_eq!(ok.requests().len(), EVENTS, "{done:?}");

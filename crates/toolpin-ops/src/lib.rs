@@ -1,5 +1,6 @@
-//! What toolpin writes down and who it tells (issue 18): the ledger's
-//! callers.
+//! The operations layer (issue 33): the one crate that turns configuration
+//! into capture, proxy, ledger and notify types, and what toolpin writes
+//! down and who it tells (issue 18).
 //!
 //! - [`record`]: a check's failing tools as ledger sightings (with the
 //!   word diff, vendor, server versions and eval re-runs), the servers it
