@@ -9,7 +9,7 @@ pub struct Expanded {
     pub value: String,
     pub secrets: Vec<(String, String)>,
     /// The secrets that are credentials by what they are (see
-    /// [`crate::Secrets`]): a variable with a secret-looking name, or a
+    /// `Secrets`): a variable with a secret-looking name, or a
     /// URL's userinfo, query or fragment.
     pub credentials: Vec<(String, String)>,
 }

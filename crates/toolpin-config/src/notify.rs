@@ -14,11 +14,10 @@ use std::fmt;
 use std::time::Duration;
 
 use serde::Deserialize;
-use toolpin_drift::policy::parse_severity;
-use toolpin_drift::rule::Severity;
-use toolpin_manifest::Glob;
+use toolpin_manifest::{Glob, Severity};
 
 use crate::expand::{expand, expand_url};
+use crate::is_http_url;
 
 /// One `[notify.NAME]` table as written: every key any kind takes; which
 /// belong to which kind is checked by [`NotifyConfig::resolve`].
@@ -328,13 +327,6 @@ impl Sink {
     }
 }
 
-fn is_http_url(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
-    ["http://", "https://"]
-        .iter()
-        .any(|p| lower.starts_with(p) && lower.len() > p.len())
-}
-
 /// Every `[notify.NAME]`, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NotifyConfig {
@@ -387,6 +379,60 @@ fn resolve_sink(
             "notify.{name:?}: a sink name may hold only letters, digits, '-' and '_'"
         ));
     }
+    let kind = sink_kind(name, &file)?;
+    let secret = |key: &str, text: &Option<String>, url: bool| -> Result<Option<Secret>, String> {
+        let Some(text) = text else {
+            return Ok(None);
+        };
+        if text.trim().is_empty() {
+            return Err(format!("notify.{name}.{key}: must not be empty"));
+        }
+        let s =
+            Secret::expand(text, url, lookup).map_err(|m| format!("notify.{name}.{key}: {m}"))?;
+        // A URL written as is is checked now; one from the environment
+        // when it is used (`Sink::ready`), so that loading never needs it.
+        if url && s.vars().is_empty() && !is_http_url(s.expose()) {
+            return Err(format!(
+                "notify.{name}.{key}: not an http:// or https:// URL"
+            ));
+        }
+        Ok(Some(s))
+    };
+    let url = secret("url", &file.url, true)?;
+    let missing = |key: &str| format!("notify.{name}: a {kind} sink needs `{key}`");
+    let kind = match kind {
+        "slack" => SinkKind::Slack,
+        "pagerduty" => SinkKind::PagerDuty {
+            routing_key: secret("routing_key", &file.routing_key, false)?
+                .ok_or_else(|| missing("routing_key"))?,
+        },
+        "webhook" => SinkKind::Webhook {
+            secret: secret("secret", &file.secret, false)?,
+        },
+        _ => {
+            let (owner, repo, labels) = github(name, file.repo.clone(), file.labels.clone())?;
+            SinkKind::GitHub {
+                owner,
+                repo,
+                token: secret("token", &file.token, false)?.ok_or_else(|| missing("token"))?,
+                labels,
+            }
+        }
+    };
+    let route = sink_route(name, &file)?;
+    let timeout = sink_timeout(name, &file.timeout)?;
+    Ok(Sink {
+        name: name.to_string(),
+        kind,
+        route,
+        url,
+        timeout,
+    })
+}
+
+/// The sink's `kind`, with only that kind's keys set and its required
+/// ones present.
+fn sink_kind<'a>(name: &str, file: &'a NotifyFileSink) -> Result<&'a str, String> {
     let Some(kind) = file.kind.as_deref() else {
         return Err(format!(
             "notify.{name}: `kind` is required ({})",
@@ -427,54 +473,31 @@ fn resolve_sink(
             return Err(format!("notify.{name}: a {kind} sink needs `{key}`"));
         }
     }
-    let secret = |key: &str, text: &Option<String>, url: bool| -> Result<Option<Secret>, String> {
-        let Some(text) = text else {
-            return Ok(None);
-        };
-        if text.trim().is_empty() {
-            return Err(format!("notify.{name}.{key}: must not be empty"));
-        }
-        let s =
-            Secret::expand(text, url, lookup).map_err(|m| format!("notify.{name}.{key}: {m}"))?;
-        // A URL written as is is checked now; one from the environment
-        // when it is used (`Sink::ready`), so that loading never needs it.
-        if url && s.vars().is_empty() && !is_http_url(s.expose()) {
-            return Err(format!(
-                "notify.{name}.{key}: not an http:// or https:// URL"
-            ));
-        }
-        Ok(Some(s))
-    };
-    let url = secret("url", &file.url, true)?;
-    let missing = |key: &str| format!("notify.{name}: a {kind} sink needs `{key}`");
-    let kind = match kind {
-        "slack" => SinkKind::Slack,
-        "pagerduty" => SinkKind::PagerDuty {
-            routing_key: secret("routing_key", &file.routing_key, false)?
-                .ok_or_else(|| missing("routing_key"))?,
-        },
-        "webhook" => SinkKind::Webhook {
-            secret: secret("secret", &file.secret, false)?,
-        },
-        _ => {
-            let written = file.repo.unwrap_or_default();
-            let (owner, repo) = parse_repo(&written).ok_or_else(|| {
-                format!("notify.{name}.repo: {written:?} is not a GitHub repository as owner/name")
-            })?;
-            let labels = file.labels.unwrap_or_default();
-            if let Some(bad) = labels.iter().find(|l| l.trim().is_empty()) {
-                return Err(format!("notify.{name}.labels: {bad:?} is not a label"));
-            }
-            SinkKind::GitHub {
-                owner,
-                repo,
-                token: secret("token", &file.token, false)?.ok_or_else(|| missing("token"))?,
-                labels,
-            }
-        }
-    };
-    let list = |key: &str, v: Option<Vec<String>>| -> Result<Vec<String>, String> {
-        match v {
+    Ok(kind)
+}
+
+/// A github sink's `repo` as (owner, name) and its `labels`.
+fn github(
+    name: &str,
+    repo: Option<String>,
+    labels: Option<Vec<String>>,
+) -> Result<(String, String, Vec<String>), String> {
+    let written = repo.unwrap_or_default();
+    let (owner, repo) = parse_repo(&written).ok_or_else(|| {
+        format!("notify.{name}.repo: {written:?} is not a GitHub repository as owner/name")
+    })?;
+    let labels = labels.unwrap_or_default();
+    if let Some(bad) = labels.iter().find(|l| l.trim().is_empty()) {
+        return Err(format!("notify.{name}.labels: {bad:?} is not a label"));
+    }
+    Ok((owner, repo, labels))
+}
+
+/// Which events the sink is sent: `servers`, `tools`, `environments` and
+/// `min_severity`.
+fn sink_route(name: &str, file: &NotifyFileSink) -> Result<Route, String> {
+    let list = |key: &str, v: &Option<Vec<String>>| -> Result<Vec<String>, String> {
+        match v.clone() {
             None => Ok(Vec::new()),
             Some(v) if v.is_empty() => Err(format!(
                 "notify.{name}.{key}: an empty list matches nothing; leave the key out to match every one"
@@ -485,46 +508,44 @@ fn resolve_sink(
             },
         }
     };
-    let servers = list("servers", file.servers)?;
-    let environments = list("environments", file.environments)?;
-    let tools = list("tools", file.tools)?
+    let servers = list("servers", &file.servers)?;
+    let environments = list("environments", &file.environments)?;
+    let tools = list("tools", &file.tools)?
         .iter()
         .map(|t| Glob::new(t).map_err(|e| format!("notify.{name}.tools: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
     let min_severity = match &file.min_severity {
         None => None,
-        Some(s) => Some(parse_severity(s).ok_or_else(|| {
+        Some(s) => Some(Severity::parse(s).ok_or_else(|| {
             format!(
                 "notify.{name}.min_severity: {s:?} is not a severity (critical, high, medium, low, info)"
             )
         })?),
     };
-    let timeout = match &file.timeout {
-        None => None,
-        Some(t) => {
-            let t =
-                crate::parse_timeout("timeout", t).map_err(|m| format!("notify.{name}: {m}"))?;
-            if t > MAX_TIMEOUT {
-                return Err(format!(
-                    "notify.{name}.timeout: at most {} s (a delivery must end well inside the outbox's lease)",
-                    MAX_TIMEOUT.as_secs()
-                ));
-            }
-            Some(t)
-        }
-    };
-    Ok(Sink {
-        name: name.to_string(),
-        kind,
-        route: Route {
-            servers,
-            tools,
-            environments,
-            min_severity,
-        },
-        url,
-        timeout,
+    Ok(Route {
+        servers,
+        tools,
+        environments,
+        min_severity,
     })
+}
+
+/// A sink's `timeout`: at most [`MAX_TIMEOUT`].
+fn sink_timeout(
+    name: &str,
+    timeout: &Option<crate::TimeoutValue>,
+) -> Result<Option<Duration>, String> {
+    let Some(t) = timeout else {
+        return Ok(None);
+    };
+    let t = crate::parse_timeout("timeout", t).map_err(|m| format!("notify.{name}: {m}"))?;
+    if t > MAX_TIMEOUT {
+        return Err(format!(
+            "notify.{name}.timeout: at most {} s (a delivery must end well inside the outbox's lease)",
+            MAX_TIMEOUT.as_secs()
+        ));
+    }
+    Ok(Some(t))
 }
 
 /// `owner/name`, each part GitHub's characters.

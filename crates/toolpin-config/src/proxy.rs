@@ -1,217 +1,44 @@
-//! The `[proxy]` and `[facade."server/tool"]` tables of toolpin.toml,
-//! resolved into the proxy's own types (`toolpin_proxy::Settings` is
-//! built from them by the CLI).
+//! The `[proxy]` and `[facade."server/tool"]` tables of toolpin.toml as
+//! written. Validation modes, drift actions, connection limits and facade
+//! entries are the proxy's own types: the operations layer reads these
+//! tables into them (`toolpin_ops::settings::proxy`), so that an edit to
+//! the proxy does not rebuild the configuration.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::Deserialize;
-use toolpin_proxy::http::Limits;
-use toolpin_proxy::{DriftAction, FacadeEntry, Validation};
 
-use crate::{parse_timeout, TimeoutValue};
+use crate::timeout::TimeoutValue;
 
 /// `[proxy]` as written.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyFileConfig {
-    validation: Option<String>,
-    call_timeout: Option<TimeoutValue>,
-    page_size: Option<usize>,
-    events: Option<String>,
-    otlp_endpoint: Option<String>,
-    session_idle: Option<TimeoutValue>,
-    max_sessions: Option<usize>,
-    max_connections: Option<usize>,
-    header_read_timeout: Option<TimeoutValue>,
-    body_timeout: Option<TimeoutValue>,
-    connection_idle: Option<TimeoutValue>,
+    pub validation: Option<String>,
+    pub call_timeout: Option<TimeoutValue>,
+    pub page_size: Option<usize>,
+    pub events: Option<String>,
+    pub otlp_endpoint: Option<String>,
+    pub session_idle: Option<TimeoutValue>,
+    pub max_sessions: Option<usize>,
+    pub max_connections: Option<usize>,
+    pub header_read_timeout: Option<TimeoutValue>,
+    pub body_timeout: Option<TimeoutValue>,
+    pub connection_idle: Option<TimeoutValue>,
+    /// Severity → what the proxy does when a tool drifts that badly.
     #[serde(default)]
-    on_drift: BTreeMap<String, String>,
+    pub on_drift: BTreeMap<String, String>,
 }
 
 /// `[facade."server/tool"]` as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FacadeFileConfig {
-    name: Option<String>,
-    description: Option<String>,
-    parameters: Option<Vec<String>>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub parameters: Option<Vec<String>>,
     #[serde(default)]
-    fixed: BTreeMap<String, toml::Value>,
+    pub fixed: BTreeMap<String, toml::Value>,
     #[serde(default)]
-    rename: BTreeMap<String, String>,
-}
-
-/// The resolved `[proxy]` and `[facade]` tables.
-#[derive(Debug, Clone)]
-pub struct ProxyConfig {
-    pub validation: Validation,
-    pub on_drift: [DriftAction; 5],
-    pub call_timeout: Duration,
-    pub page_size: usize,
-    /// The JSON-lines event log; `None`: stderr.
-    pub events: Option<PathBuf>,
-    /// OTLP/HTTP base endpoint for traces (the OTEL_* variables win).
-    pub otlp_endpoint: Option<String>,
-    /// How long an idle HTTP session lives.
-    pub session_idle: Duration,
-    /// Most HTTP sessions open at once.
-    pub max_sessions: usize,
-    /// What an HTTP connection may hold and for how long: the connection
-    /// cap, how long a client may take to send a request's headers and
-    /// its body, how long a connection with no request in flight stays
-    /// open.
-    pub connections: Limits,
-    pub facade: BTreeMap<String, FacadeEntry>,
-}
-
-/// Default deadline for a relayed request.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-/// Default tools per `tools/list` page.
-pub const DEFAULT_PAGE_SIZE: usize = 100;
-
-const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
-
-impl ProxyConfig {
-    pub fn resolve(
-        file: ProxyFileConfig,
-        facade: BTreeMap<String, FacadeFileConfig>,
-        dir: &Path,
-    ) -> Result<Self, String> {
-        let validation = match file.validation.as_deref() {
-            None => Validation::Enforce,
-            Some(v) => Validation::parse(v).ok_or_else(|| {
-                format!("proxy.validation: {v:?} is not one of enforce, warn, off")
-            })?,
-        };
-        let mut on_drift = [DriftAction::ServePinned; 5];
-        for (severity, action) in &file.on_drift {
-            let Some(i) = SEVERITIES.iter().position(|s| s == severity) else {
-                return Err(format!(
-                    "proxy.on_drift: {severity:?} is not a severity (critical, high, medium, low, info)"
-                ));
-            };
-            on_drift[i] = DriftAction::parse(action).ok_or_else(|| {
-                format!("proxy.on_drift.{severity}: {action:?} is not one of serve-pinned, withdraw, fail")
-            })?;
-        }
-        let call_timeout = match &file.call_timeout {
-            Some(t) => parse_timeout("proxy.call_timeout", t)?,
-            None => DEFAULT_CALL_TIMEOUT,
-        };
-        let page_size = match file.page_size {
-            Some(0) => return Err("proxy.page_size must be at least 1".into()),
-            Some(n) => n,
-            None => DEFAULT_PAGE_SIZE,
-        };
-        let connections = connection_limits(&file)?;
-        let mut entries = BTreeMap::new();
-        for (address, f) in facade {
-            if !address.contains('/') {
-                return Err(format!(
-                    "facade.\"{address}\": name a pinned tool as \"server/tool\""
-                ));
-            }
-            if let Some(name) = &f.name {
-                let ok = !name.is_empty()
-                    && name.len() <= 128
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-                if !ok {
-                    return Err(format!(
-                        "facade.\"{address}\".name: {name:?} is not a tool name (1-128 of A-Z a-z 0-9 _ - .)"
-                    ));
-                }
-            }
-            let fixed = f
-                .fixed
-                .into_iter()
-                .map(|(k, v)| serde_json::to_value(v).map(|v| (k, v)))
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("facade.\"{address}\".fixed: {e}"))?;
-            entries.insert(
-                address,
-                FacadeEntry {
-                    name: f.name,
-                    description: f.description,
-                    parameters: f.parameters,
-                    fixed,
-                    rename: f.rename,
-                },
-            );
-        }
-        Ok(Self {
-            validation,
-            on_drift,
-            call_timeout,
-            page_size,
-            events: file.events.map(|p| dir.join(p)),
-            otlp_endpoint: file.otlp_endpoint,
-            session_idle: match &file.session_idle {
-                Some(t) => parse_timeout("proxy.session_idle", t)?,
-                None => toolpin_proxy::http::DEFAULT_SESSION_IDLE,
-            },
-            max_sessions: match file.max_sessions {
-                Some(0) => return Err("proxy.max_sessions must be at least 1".into()),
-                Some(n) => n,
-                None => toolpin_proxy::http::DEFAULT_MAX_SESSIONS,
-            },
-            connections,
-            facade: entries,
-        })
-    }
-}
-
-/// `max_connections` and the three timeouts of `[proxy]`, over the
-/// proxy's defaults.
-fn connection_limits(file: &ProxyFileConfig) -> Result<Limits, String> {
-    let mut limits = toolpin_proxy::http::Options::default().connections;
-    match file.max_connections {
-        Some(0) => return Err("proxy.max_connections must be at least 1".into()),
-        Some(n) => limits.max_connections = n,
-        None => {}
-    }
-    let timeouts = [
-        (
-            "proxy.header_read_timeout",
-            &file.header_read_timeout,
-            &mut limits.header_read_timeout,
-        ),
-        (
-            "proxy.body_timeout",
-            &file.body_timeout,
-            &mut limits.body_timeout,
-        ),
-        (
-            "proxy.connection_idle",
-            &file.connection_idle,
-            &mut limits.connection_idle,
-        ),
-    ];
-    for (key, value, slot) in timeouts {
-        if let Some(t) = value {
-            *slot = parse_timeout(key, t)?;
-        }
-    }
-    Ok(limits)
-}
-
-impl Default for ProxyConfig {
-    fn default() -> Self {
-        Self {
-            validation: Validation::Enforce,
-            on_drift: [DriftAction::ServePinned; 5],
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            page_size: DEFAULT_PAGE_SIZE,
-            events: None,
-            otlp_endpoint: None,
-            session_idle: toolpin_proxy::http::DEFAULT_SESSION_IDLE,
-            max_sessions: toolpin_proxy::http::DEFAULT_MAX_SESSIONS,
-            connections: toolpin_proxy::http::Options::default().connections,
-            facade: BTreeMap::new(),
-        }
-    }
+    pub rename: BTreeMap<String, String>,
 }

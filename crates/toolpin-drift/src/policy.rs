@@ -106,7 +106,7 @@ pub fn check_rule_id(id: &str) -> Result<(), String> {
 }
 
 pub fn parse_severity(s: &str) -> Option<Severity> {
-    Severity::ALL.into_iter().find(|v| v.name() == s)
+    Severity::parse(s)
 }
 
 /// What the policy made of each finding.

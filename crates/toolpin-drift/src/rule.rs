@@ -18,36 +18,9 @@ pub enum Kind {
     Behavioural,
 }
 
-/// How bad a finding is, most severe first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Critical,
-    High,
-    Medium,
-    Low,
-    Info,
-}
-
-impl Severity {
-    pub const ALL: [Severity; 5] = [
-        Severity::Critical,
-        Severity::High,
-        Severity::Medium,
-        Severity::Low,
-        Severity::Info,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Critical => "critical",
-            Severity::High => "high",
-            Severity::Medium => "medium",
-            Severity::Low => "low",
-            Severity::Info => "info",
-        }
-    }
-}
+/// How bad a finding is (the vocabulary lives in the manifest crate, so
+/// that the configuration can name severities without the engine).
+pub use toolpin_manifest::Severity;
 
 impl Kind {
     pub fn name(self) -> &'static str {

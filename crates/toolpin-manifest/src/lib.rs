@@ -18,6 +18,7 @@ pub mod pointer;
 pub mod pretty;
 pub mod redact;
 pub mod schema;
+pub mod severity;
 pub mod time;
 
 pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};
@@ -27,3 +28,4 @@ pub use glob::Glob;
 pub use normalize::{ToolError, Transform};
 pub use pointer::Pointer;
 pub use redact::Redactor;
+pub use severity::Severity;

@@ -27,8 +27,8 @@ use std::fmt;
 use std::time::Duration;
 
 use toolpin_config::notify::{Sink, SinkKind};
-use toolpin_drift::rule::Severity;
 use toolpin_ledger::{Delivery, Event};
+use toolpin_manifest::Severity;
 
 pub use github::{github_comment, github_issue, GITHUB_API};
 pub use pagerduty::{pagerduty_dedup_key, pagerduty_payload, pagerduty_severity, PAGERDUTY_EVENTS};

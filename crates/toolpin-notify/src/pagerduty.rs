@@ -5,8 +5,8 @@ use reqwest::Method;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use toolpin_config::notify::Sink;
-use toolpin_drift::rule::Severity;
 use toolpin_ledger::{Delivery, Event, Notice};
+use toolpin_manifest::Severity;
 
 use crate::http::Client;
 use crate::text::{self, accept_command, summary};

@@ -9,6 +9,8 @@
 //!   outcome recorded.
 //! - [`history`]: `toolpin history`'s tables, JSON, CSV and Markdown.
 //! - [`schedule`]: `toolpin watch --every`'s interval, jitter and signals.
+//! - [`settings`]: the configuration (toolpin-config's plain data) read
+//!   into capture, drift, proxy and usage types.
 //! - [`usage`]: `toolpin usage`'s pinned catalogs and change lines.
 //!
 //! The ledger itself is `toolpin-ledger`; the sinks' payloads are
@@ -21,6 +23,7 @@ pub mod open;
 pub mod proxy;
 pub mod record;
 pub mod schedule;
+pub mod settings;
 pub mod usage;
 
 /// Now, in unix seconds (the ledger is always handed its time).

@@ -3,3 +3,5 @@
 //! `CliError` (exit code 2) through `?`.
 
 pub use toolpin_config::*;
+// The configuration in capture, drift, proxy and usage types.
+pub use toolpin_ops::settings::{load, load_policy_and_evals, Config, Server};
