@@ -209,6 +209,12 @@ pub fn write(catalog: &Catalog, path: &Path) -> Result<Replaced, LockfileError> 
 /// Reads and verifies the lockfile at `path`; an absent one says how to
 /// create it.
 pub fn read(path: &std::path::Path) -> Result<Catalog, LockfileError> {
+    read_keeping(path).map(|(catalog, _)| catalog)
+}
+
+/// [`read`], keeping the bytes read (a report locates its findings in
+/// them): the lockfile is read once.
+pub fn read_keeping(path: &std::path::Path) -> Result<(Catalog, Vec<u8>), LockfileError> {
     let origin = path.display().to_string();
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
@@ -217,7 +223,7 @@ pub fn read(path: &std::path::Path) -> Result<Catalog, LockfileError> {
         }
         Err(source) => return Err(LockfileError::Read { origin, source }),
     };
-    parse(&bytes, &origin)
+    parse(&bytes, &origin).map(|catalog| (catalog, bytes))
 }
 
 /// Parses and verifies a lockfile: every fingerprint must match the content

@@ -1,4 +1,5 @@
-//! Contract runs in the ledger: a tool whose live behaviour fails its
+//! `toolpin contract record` and `run` ([`record`], [`run`]: the calls
+//! made on a pool of threads), and contract runs in the ledger: a tool whose live behaviour fails its
 //! contract is a `contract-failed` event; a run in which it behaves as
 //! recorded again resolves it (reverted), and re-recording the behaviour
 //! resolves it too (accepted).
@@ -11,6 +12,11 @@ use toolpin_ledger::{EventFilter, EventKind, Ledger, Recorded, Resolution, Sight
 use toolpin_manifest::{Catalog, Fingerprint};
 
 use crate::record::{finding_record, server_info};
+
+mod calls;
+mod observe;
+
+pub use calls::{record, run, unavailable, Judged, Loaded, Ran, Recording};
 
 /// What recording a contract run did.
 #[derive(Debug, Default)]

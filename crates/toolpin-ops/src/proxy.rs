@@ -13,6 +13,8 @@ use toolpin_proxy::record::{Record, RuntimeDrift, RuntimeRefusal};
 
 use crate::record::{finding_record, server_info};
 
+pub mod serve;
+
 /// Sightings queued for the writer before new ones are dropped (a flood
 /// of refused calls to one tool is one event anyway; its count then
 /// undercounts, which the warning says).

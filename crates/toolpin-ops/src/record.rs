@@ -62,20 +62,32 @@ pub fn server_info(catalog: &Catalog, server: &str, member: &str) -> Option<Stri
 /// A tool's fingerprints before and after, by (server, tool).
 type Changes<'a> = BTreeMap<(&'a str, &'a str), (Option<&'a str>, Option<&'a str>)>;
 
-/// The sightings of one check of `environment` at `at`: the failing
-/// findings grouped by tool, each with its fingerprints, vendor, server
-/// versions and the number of evals the plan asks to re-run for it.
-#[allow(clippy::too_many_arguments)] // one check's parts, each needed
-pub fn sightings(
-    environment: &str,
-    pinned: &Catalog,
-    live: &Catalog,
-    comparison: &Comparison,
-    verdict: &Verdict,
-    plan: &Plan,
-    vendors: &BTreeMap<String, String>,
-    at: i64,
-) -> CheckSightings {
+/// What one check of an environment saw and made of it: the parts its
+/// sightings are made from.
+pub struct Seen<'a> {
+    pub environment: &'a str,
+    pub pinned: &'a Catalog,
+    pub live: &'a Catalog,
+    pub comparison: &'a Comparison,
+    pub verdict: &'a Verdict,
+    pub plan: &'a Plan,
+    /// Configured vendors by server.
+    pub vendors: &'a BTreeMap<String, String>,
+}
+
+/// The sightings of one check at `at`: the failing findings grouped by
+/// tool, each with its fingerprints, vendor, server versions and the
+/// number of evals the plan asks to re-run for it.
+pub fn sightings(seen: &Seen, at: i64) -> CheckSightings {
+    let Seen {
+        environment,
+        pinned,
+        live,
+        comparison,
+        verdict,
+        plan,
+        vendors,
+    } = *seen;
     // Failing findings by (server, tool).
     let mut by_tool: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
     for &i in &verdict.failing {

@@ -5,3 +5,7 @@
 pub mod pinned;
 pub mod record;
 pub mod serve;
+pub mod store;
+mod workflow;
+
+pub use workflow::{compact, read_files, report, ReportRequest, Reported};

@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 use toolpin_ledger::{EventKind, FindingRecord, Severity, Sighting};
 use toolpin_usage::report::{Alarm, AlarmKind, UsageReport};
 
+use toolpin_config::Config;
+
 use super::pinned::PinnedCatalogs;
+use crate::Error;
 
 /// How serious each kind of alarm is (the sinks' `min_severity` reads it).
 pub fn severity(kind: AlarmKind) -> Severity {
@@ -101,4 +104,37 @@ pub fn sightings(report: &UsageReport, pinned: &PinnedCatalogs, at: i64) -> Vec<
             s
         })
         .collect()
+}
+
+/// Records the alarms as `usage-shift` events in the ledger, each routed
+/// to the `[notify.NAME]` sinks that admit it: their notifications are
+/// enqueued with them, and `toolpin watch` delivers them (a report never
+/// waits on a sink, nor sends what other commands enqueued). An alarm seen
+/// before is one more sighting, and enqueues nothing.
+pub fn record_alarms(
+    cfg: &Config,
+    pinned: &PinnedCatalogs,
+    report: &toolpin_usage::report::UsageReport,
+    quiet: bool,
+) -> Result<(), Error> {
+    let at = crate::now();
+    let sightings = sightings(report, pinned, at);
+    let mut recorder = crate::recorder::Recorder::open(cfg, quiet)?;
+    let route = crate::deliver::route(&cfg.notify);
+    let recorded = recorder.write(|ledger| ledger.record_batch(&sightings, &route))?;
+    let Some(recorded) = recorded else {
+        return Ok(());
+    };
+    if !quiet {
+        let new = recorded
+            .iter()
+            .filter(|r| r.outcome == toolpin_ledger::RecordOutcome::New)
+            .count();
+        eprintln!(
+            "usage: {} usage-shift event{} in the ledger ({new} new)",
+            recorded.len(),
+            if recorded.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(())
 }

@@ -1,10 +1,10 @@
-//! `toolpin accept`: pin reviewed changes and record why.
+//! `toolpin accept`: pin reviewed changes and record why
+//! (`toolpin_ops::approve`).
 
 use std::path::PathBuf;
 
-use serde_json::Value;
+use toolpin_ops::approve::{acknowledge_seen_tools, Pending};
 
-use super::pending::Pending;
 use super::{display, plural, Outcome};
 use crate::approve;
 use crate::cli::ConfigArgs;
@@ -23,48 +23,25 @@ pub fn run(
             "--reason must say why the change is acceptable",
         ));
     }
-    let pending = Pending::capture(args, quiet)?;
+    let pending = Pending::capture(args.resolve()?, args.capture_options(quiet))?;
+    let lockfile = pending.lockfile();
     if pending.changes.is_empty() {
         if !quiet {
-            eprintln!(
-                "ok: the catalog matches {}; nothing to accept",
-                display(&pending.lockfile)
-            );
+            let shown = display(lockfile);
+            eprintln!("ok: the catalog matches {shown}; nothing to accept");
         }
         return Ok(Outcome::Clean);
     }
-    let picked = approve::select(&pending.changes, selectors)?;
-    let evidence = evidence
-        .iter()
-        .map(|p| approve::Evidence::read(p, &pending.lockfile))
-        .collect::<Result<Vec<_>, _>>()?;
-    let updated = approve::apply(&pending.pinned, &pending.live, &picked)?;
-    let stamp = pending.stamp(&updated);
-    let records: Vec<Value> = picked
-        .iter()
-        .map(|change| {
-            let decision = approve::Decision {
-                change,
-                accepted: true,
-                reason: Some(reason.to_string()),
-                evidence: evidence.clone(),
-            };
-            approve::record(&decision, &pending.comparison, &stamp)
-        })
-        .collect();
-    approve::commit(&pending.lockfile, Some(&updated), &records)?;
-    let decisions: Vec<(&approve::Change, bool)> = picked.iter().map(|c| (*c, true)).collect();
-    pending.record_decisions(&decisions, quiet)?;
+    let done = pending.accept(selectors, reason, evidence, quiet)?;
     if !quiet {
-        let names: Vec<String> = picked.iter().map(|c| c.address()).collect();
-        let left = pending.changes.len() - picked.len();
+        let left = pending.changes.len() - done.accepted.len();
         eprintln!(
             "Accepted {} ({}); {} is now {}, recorded in {}{}",
-            plural(picked.len(), "change"),
-            toolpin_report::style::printable(&names.join(", "), false),
-            display(&pending.lockfile),
-            updated.fingerprint().release_line(),
-            display(&approve::log_path(&pending.lockfile)),
+            plural(done.accepted.len(), "change"),
+            toolpin_report::style::printable(&done.accepted.join(", "), false),
+            display(lockfile),
+            done.updated.fingerprint().release_line(),
+            display(&approve::log_path(lockfile)),
             if left == 0 {
                 String::new()
             } else {
@@ -80,8 +57,7 @@ pub fn run(
 }
 
 /// `toolpin accept --seen-tool NAME`: the names go into the seen-tools file
-/// beside the lockfile and each gets a record in the approvals log. The
-/// file is written first; if the log then cannot be, the file is put back.
+/// beside the lockfile, each with a record in the approvals log.
 pub fn seen_tools(
     args: &ConfigArgs,
     names: &[String],
@@ -103,64 +79,22 @@ pub fn seen_tools(
             "--seen-tool {bad:?} is not a tool name"
         )));
     }
-    let lockfile = super::lockfile_path(args)?;
-    let pinned = super::read_lockfile(&lockfile)?;
-    let path = toolpin_evals::compare::seen::path_for(&lockfile);
-    let evidence = evidence
-        .iter()
-        .map(|p| approve::Evidence::read(p, &lockfile))
-        .collect::<Result<Vec<_>, _>>()?;
-    let previous = match std::fs::read(&path) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(CliError::new(format!(
-                "cannot read {}: {e}",
-                display(&path)
-            )))
-        }
-    };
-    let added = toolpin_evals::compare::seen::add(&path, names)?;
-    if added.is_empty() {
-        if !quiet {
+    let lockfile = args.lockfile_path()?;
+    let done = acknowledge_seen_tools(&lockfile, names, reason, evidence)?;
+    if !quiet {
+        let (path, printable) = (display(&done.path), toolpin_report::style::printable);
+        if done.added.is_empty() {
+            let names = names.join(", ");
+            let names = printable(&names, false);
+            eprintln!("ok: {path} already lists {names}; nothing recorded");
+        } else {
             eprintln!(
-                "ok: {} already lists {}; nothing recorded",
-                display(&path),
-                toolpin_report::style::printable(&names.join(", "), false)
+                "Acknowledged {} ({}) in {path}, recorded in {}",
+                plural(done.added.len(), "tool name"),
+                printable(&done.added.join(", "), false),
+                display(&approve::log_path(&lockfile)),
             );
         }
-        return Ok(Outcome::Clean);
-    }
-    let stamp = approve::Stamp {
-        author: approve::author(&lockfile),
-        time: approve::now_utc(),
-        environment: pinned.environment.clone(),
-        catalog_before: pinned.fingerprint(),
-        catalog_after: pinned.fingerprint(),
-    };
-    let records: Vec<Value> = added
-        .iter()
-        .map(|name| approve::seen_tool_record(name, reason, &evidence, &stamp))
-        .collect();
-    if let Err(e) = approve::commit(&lockfile, None, &records) {
-        let restored = match &previous {
-            Some(bytes) => toolpin_manifest::fs::write_atomic(&path, bytes),
-            None => std::fs::remove_file(&path),
-        };
-        let note = match restored {
-            Ok(()) => String::new(),
-            Err(r) => format!(" (and {} could not be restored: {r})", display(&path)),
-        };
-        return Err(CliError::new(format!("{e}{note}")));
-    }
-    if !quiet {
-        eprintln!(
-            "Acknowledged {} ({}) in {}, recorded in {}",
-            plural(added.len(), "tool name"),
-            toolpin_report::style::printable(&added.join(", "), false),
-            display(&path),
-            display(&approve::log_path(&lockfile)),
-        );
     }
     Ok(Outcome::Clean)
 }

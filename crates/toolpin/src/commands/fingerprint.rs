@@ -8,7 +8,6 @@ use toolpin_manifest::Catalog;
 
 use super::{print, Outcome};
 use crate::cli::ConfigArgs;
-use crate::config;
 use crate::error::CliError;
 
 pub fn run(
@@ -20,13 +19,7 @@ pub fn run(
 ) -> Result<Outcome, CliError> {
     let catalog = match path {
         Some(p) => super::catalog_from_path(p, input_format)?,
-        None => {
-            let lock = match &config.lockfile {
-                Some(p) => p.clone(),
-                None => config::load(&config.config, config.env.as_deref())?.default_lockfile(),
-            };
-            super::read_lockfile(&lock)?
-        }
+        None => super::read_lockfile(&config.lockfile_path()?)?,
     };
     let text = if json {
         fingerprints_json(&catalog)

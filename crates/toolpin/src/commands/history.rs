@@ -10,7 +10,6 @@ use toolpin_ops::history::{render, Format};
 
 use super::{display, print, Outcome};
 use crate::cli::{HistoryArgs, HistoryBy, HistoryFormat, HistoryPeriodArg};
-use crate::config;
 use crate::error::CliError;
 
 pub fn run(args: &HistoryArgs) -> Result<Outcome, CliError> {
@@ -47,7 +46,7 @@ pub fn run(args: &HistoryArgs) -> Result<Outcome, CliError> {
         since,
         until,
     };
-    let cfg = config::load(&args.config, None)?;
+    let cfg = toolpin_ops::project::Project::load(&args.config, None, None)?.config;
     match &cfg.ledger.location {
         None => {
             return Err(CliError::new(

@@ -1,21 +1,15 @@
-//! `toolpin lock`: capture every configured server and write the lockfile.
-
-use toolpin_manifest::lockfile;
+//! `toolpin lock`: capture every configured server and write the lockfile
+//! (`toolpin_ops::lock`).
 
 use super::{display, Outcome};
 use crate::cli::ConfigArgs;
-use crate::config;
 use crate::error::CliError;
 
 pub fn run(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
-    let cfg = config::load(&args.config, args.env.as_deref())?;
-    let path = args
-        .lockfile
-        .clone()
-        .unwrap_or_else(|| cfg.default_lockfile());
-    let catalog = super::capture_config(&cfg, args.capture_options(quiet))?;
-    let unchanged = lockfile::write(&catalog, &path).map_err(|e| CliError::new(e.to_string()))?
-        == toolpin_manifest::fs::Replaced::Unchanged;
+    let project = args.resolve()?;
+    let path = &project.lockfile;
+    let locked = toolpin_ops::lock::lock(&project, args.capture_options(quiet))?;
+    let (catalog, unchanged) = (&locked.catalog, locked.unchanged);
     if !quiet {
         eprintln!(
             "{} {} tool{} from {} server{} in {} ({})",
@@ -24,7 +18,7 @@ pub fn run(args: &ConfigArgs, quiet: bool) -> Result<Outcome, CliError> {
             if catalog.tool_count() == 1 { "" } else { "s" },
             catalog.servers.len(),
             if catalog.servers.len() == 1 { "" } else { "s" },
-            display(&path),
+            display(path),
             catalog.fingerprint().release_line(),
         );
     }

@@ -7,12 +7,11 @@ use toolpin_report::Style;
 
 use super::{print, Outcome};
 use crate::cli::ConfigArgs;
-use crate::config;
 use crate::error::CliError;
 
 pub fn run(args: &ConfigArgs, quiet: bool, style: Style) -> Result<Outcome, CliError> {
-    let cfg = config::load(&args.config, args.env.as_deref())?;
-    let catalog = super::capture_config(&cfg, args.capture_options(quiet))?;
+    let project = args.resolve()?;
+    let catalog = super::capture_config(&project.config, args.capture_options(quiet))?;
     print(&list_tools(&catalog, style))?;
     Ok(Outcome::Clean)
 }

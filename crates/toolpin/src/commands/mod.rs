@@ -10,10 +10,8 @@ pub mod evals;
 pub mod fingerprint;
 pub mod history;
 pub mod init;
-pub mod ledger;
 pub mod lock;
 pub mod ls;
-mod pending;
 pub mod proxy;
 pub mod record;
 pub mod report_target;
@@ -28,12 +26,11 @@ pub mod withdraw;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use toolpin_capture::{servers, Format};
 use toolpin_manifest::{lockfile, Catalog};
+use toolpin_ops::project::Project;
 use toolpin_report::{ColorChoice, Style};
 
 use crate::cli::{Cli, ColorArg, Command, ConfigArgs};
-use crate::config;
 use crate::error::CliError;
 
 /// What a command concluded.
@@ -105,79 +102,33 @@ pub fn run(cli: &Cli) -> Result<Outcome, CliError> {
     }
 }
 
-/// Captures `servers` into one catalog. Unless quiet, the sources' warnings
-/// are printed; when several servers fail, all but the last are printed and
-/// the last is the error.
-pub(crate) fn capture(
-    servers: &[config::Server],
-    environment: &str,
-    opts: servers::Options,
-) -> Result<Catalog, CliError> {
-    match servers::capture_servers(servers, environment, opts) {
-        Ok(done) => {
-            if opts.progress {
-                for (who, warnings) in &done.warnings {
-                    print_warnings(who, warnings);
-                }
-            }
-            Ok(done.catalog)
-        }
-        Err(failed) => {
-            for f in failed.0.iter().rev().skip(1).rev() {
-                eprintln!("error: {f}");
-            }
-            Err(failed.into())
-        }
-    }
-}
-
-/// Captures every server of a configuration.
-pub(crate) fn capture_config(
-    cfg: &config::Config,
-    opts: servers::Options,
-) -> Result<Catalog, CliError> {
-    capture(&cfg.servers, &cfg.environment, opts)
-}
-
-/// A lockfile, tool file or OpenAPI document as a catalog; what converting
-/// a document warned about is printed.
-pub(crate) fn catalog_from_path(path: &Path, forced: Option<Format>) -> Result<Catalog, CliError> {
-    let read = toolpin_capture::catalog_from_path(path, forced)?;
-    print_warnings(&path.display().to_string(), &read.warnings);
-    Ok(read.catalog)
-}
+pub(crate) use toolpin_ops::capture::{capture_config, catalog_from_path};
 
 /// The lockfile at `path` (an absent one says to run `toolpin lock`).
 pub(crate) fn read_lockfile(path: &Path) -> Result<Catalog, CliError> {
     Ok(lockfile::read(path)?)
 }
 
-/// Warnings printed per source; past this, a count.
-const MAX_WARNINGS: usize = 20;
-
-/// A source's warnings on stderr after `who` (`server "x"`, or a file), at
-/// most [`MAX_WARNINGS`] of them and then how many more there were.
-/// (Secrets were redacted where the warnings were collected.)
-fn print_warnings(who: &str, warnings: &[String]) {
-    for w in warnings.iter().take(MAX_WARNINGS) {
-        eprintln!(
-            "warning: {who}: {}",
-            toolpin_report::style::printable(w, false)
-        );
+impl ConfigArgs {
+    /// The command's settings, resolved once: the configuration (with
+    /// `--env`'s overrides) and the lockfile (`--lockfile`, else the
+    /// configured one).
+    pub fn resolve(&self) -> Result<Project, CliError> {
+        Ok(Project::load(
+            &self.config,
+            self.env.as_deref(),
+            self.lockfile.as_deref(),
+        )?)
     }
-    if warnings.len() > MAX_WARNINGS {
-        eprintln!(
-            "warning: {who}: {} more warnings not shown",
-            warnings.len() - MAX_WARNINGS
-        );
-    }
-}
 
-/// The lockfile a command reads: `--lockfile`, else the configured one.
-fn lockfile_path(args: &ConfigArgs) -> Result<PathBuf, CliError> {
-    match &args.lockfile {
-        Some(p) => Ok(p.clone()),
-        None => Ok(config::load(&args.config, args.env.as_deref())?.default_lockfile()),
+    /// The lockfile alone: `--lockfile` (no configuration is read), else
+    /// the configured one.
+    pub fn lockfile_path(&self) -> Result<PathBuf, CliError> {
+        Ok(toolpin_ops::project::lockfile_path(
+            &self.config,
+            self.env.as_deref(),
+            self.lockfile.as_deref(),
+        )?)
     }
 }
 

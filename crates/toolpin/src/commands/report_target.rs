@@ -38,36 +38,49 @@ pub fn report_comparison(
 /// eval plan) `args` asks for; drift when the policy fails.
 pub fn report(
     sides: Sides,
-    comparison: toolpin_drift::Comparison,
-    judged_by: (&Policy, &config::Evals),
-    context: &toolpin_report::context::Context,
-    args: &ReportArgs,
-    style: Style,
-) -> Result<Outcome, CliError> {
-    report_judged(sides, comparison, judged_by, context, args, style).map(|j| j.outcome)
-}
-
-/// A comparison as judged and reported: what the ledger records.
-pub struct Judged {
-    pub outcome: Outcome,
-    pub comparison: toolpin_drift::Comparison,
-    pub verdict: toolpin_drift::policy::Verdict,
-    pub plan: evals::Plan,
-}
-
-/// [`report`], handing back the judged comparison.
-pub fn report_judged(
-    sides: Sides,
     mut comparison: toolpin_drift::Comparison,
     (policy, evals): (&Policy, &config::Evals),
     context: &toolpin_report::context::Context,
     args: &ReportArgs,
     style: Style,
-) -> Result<Judged, CliError> {
-    let targets = targets(args)?;
+) -> Result<Outcome, CliError> {
+    targets(args)?;
     let verdict = policy.apply(&mut comparison);
-    let full_plan = evals::Plan::new(&verdict, evals);
-    let plan = args.plan.then_some(&full_plan);
+    let plan = evals::Plan::new(&verdict, evals);
+    let report = Report {
+        sides,
+        comparison: &comparison,
+        verdict: &verdict,
+        plan: &plan,
+        evals,
+        context,
+    };
+    render(&report, args, style)
+}
+
+/// A judged comparison, to be reported.
+pub struct Report<'a> {
+    pub sides: Sides,
+    pub comparison: &'a toolpin_drift::Comparison,
+    pub verdict: &'a toolpin_drift::policy::Verdict,
+    pub plan: &'a evals::Plan,
+    pub evals: &'a config::Evals,
+    pub context: &'a toolpin_report::context::Context,
+}
+
+/// Writes every report (or the eval plan) `args` asks for; drift when the
+/// policy fails.
+pub fn render(report: &Report, args: &ReportArgs, style: Style) -> Result<Outcome, CliError> {
+    let Report {
+        sides,
+        comparison,
+        verdict,
+        plan,
+        evals,
+        context,
+    } = *report;
+    let targets = targets(args)?;
+    let plan = args.plan.then_some(plan);
     for target in &targets {
         // Colour only on the terminal, never into a file.
         let target_style = if target.path.is_some() {
@@ -77,18 +90,18 @@ pub fn report_judged(
         };
         if let Some(plan) = &plan {
             let text = if target.format == toolpin_report::format::JSON {
-                let doc = evals::plan_json(plan, evals, &comparison, &verdict);
+                let doc = evals::plan_json(plan, evals, comparison, verdict);
                 // Serializing a Value cannot fail.
                 serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
             } else {
-                evals::render_text(plan, evals, &comparison, &verdict, target_style)
+                evals::render_text(plan, evals, comparison, verdict, target_style)
             };
             write_report(target, &text)?;
             continue;
         }
         let text = target.format.render(&toolpin_report::Input {
-            comparison: &comparison,
-            verdict: &verdict,
+            comparison,
+            verdict,
             context,
             style: target_style,
             sides,
@@ -97,15 +110,10 @@ pub fn report_judged(
         });
         write_report(target, &text)?;
     }
-    Ok(Judged {
-        outcome: if verdict.fails {
-            Outcome::Drift
-        } else {
-            Outcome::Clean
-        },
-        comparison,
-        verdict,
-        plan: full_plan,
+    Ok(if verdict.fails {
+        Outcome::Drift
+    } else {
+        Outcome::Clean
     })
 }
 

@@ -7,13 +7,12 @@
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 
-use serde_json::Value;
 use toolpin_drift::policy::Verdict;
-use toolpin_drift::{Comparison, Finding};
+use toolpin_drift::Comparison;
+use toolpin_ops::approve::{sub_comparison, Pending};
 use toolpin_report::text::{render_findings, Sides, TextOptions};
 use toolpin_report::Style;
 
-use super::pending::Pending;
 use super::{display, plural, print, Outcome};
 use crate::approve::{self, earlier_rejections, Change, Evidence};
 use crate::cli::ConfigArgs;
@@ -31,19 +30,20 @@ pub fn run(
             "toolpin review asks questions and needs a terminal; in scripts use `toolpin accept --tool SERVER/TOOL --reason ...`",
         ));
     }
-    let pending = Pending::capture(args, quiet)?;
+    let pending = Pending::capture(args.resolve()?, args.capture_options(quiet))?;
+    let lockfile = pending.lockfile();
     if pending.changes.is_empty() {
+        let shown = display(lockfile);
         print(&format!(
-            "ok: the catalog matches {}; nothing to review\n",
-            display(&pending.lockfile)
+            "ok: the catalog matches {shown}; nothing to review\n"
         ))?;
         return Ok(Outcome::Clean);
     }
     let session = Review {
-        comparison: &pending.comparison,
-        verdict: &pending.verdict,
+        comparison: &pending.checked.comparison,
+        verdict: &pending.checked.verdict,
         changes: &pending.changes,
-        lockfile: &pending.lockfile,
+        lockfile,
         style,
         verbose,
     };
@@ -54,55 +54,29 @@ pub fn run(
             .run(&mut input, &mut out)
             .map_err(|e| CliError::new(format!("review: {e}")))?
     };
-    let accepted: Vec<&approve::Change> = answers
-        .iter()
-        .filter(|a| a.accepted)
-        .map(|a| &pending.changes[a.change])
-        .collect();
-    let updated = approve::apply(&pending.pinned, &pending.live, &accepted)?;
-    let stamp = pending.stamp(&updated);
-    let records: Vec<Value> = answers
-        .iter()
-        .map(|a| {
-            let decision = approve::Decision {
-                change: &pending.changes[a.change],
-                accepted: a.accepted,
-                reason: a.reason.clone(),
-                evidence: a.evidence.clone(),
-            };
-            approve::record(&decision, &pending.comparison, &stamp)
+    let decisions: Vec<approve::Decision> = answers
+        .into_iter()
+        .map(|a| approve::Decision {
+            change: &pending.changes[a.change],
+            accepted: a.accepted,
+            reason: a.reason,
+            evidence: a.evidence,
         })
         .collect();
-    approve::commit(
-        &pending.lockfile,
-        (!accepted.is_empty()).then_some(&updated),
-        &records,
-    )?;
-    let decisions: Vec<(&approve::Change, bool)> = answers
-        .iter()
-        .map(|a| (&pending.changes[a.change], a.accepted))
-        .collect();
-    pending.record_decisions(&decisions, quiet)?;
-    let rejected = answers.len() - accepted.len();
-    let skipped = pending.changes.len() - answers.len();
-    let mut summary = format!(
-        "\n{} accepted, {} rejected, {} skipped",
-        accepted.len(),
-        rejected,
-        skipped
-    );
-    if !accepted.is_empty() {
-        summary += &format!(
-            "; {} is now {}",
-            display(&pending.lockfile),
-            updated.fingerprint().release_line()
-        );
+    let done = pending.decide(&decisions, quiet)?;
+    let accepted = done.accepted.len();
+    let rejected = decisions.len() - accepted;
+    let skipped = pending.changes.len() - decisions.len();
+    let mut summary = format!("\n{accepted} accepted, {rejected} rejected, {skipped} skipped");
+    if accepted > 0 {
+        let release = done.updated.fingerprint().release_line();
+        summary += &format!("; {} is now {release}", display(lockfile));
     }
-    if !records.is_empty() {
+    if done.records > 0 {
         summary += &format!(
             "; {} in {}",
-            plural(records.len(), "record"),
-            display(&approve::log_path(&pending.lockfile))
+            plural(done.records, "record"),
+            display(&approve::log_path(lockfile))
         );
     }
     print(&(summary + "\n"))?;
@@ -216,7 +190,7 @@ impl Review<'_> {
         let fp =
             |f: Option<toolpin_manifest::Fingerprint>| f.map_or("(none)".into(), |f| f.short());
         writeln!(out, "fingerprint {} → {}", fp(ch.before), fp(ch.after))?;
-        let (sub, verdict) = self.sub_comparison(ch);
+        let (sub, verdict) = sub_comparison(self.comparison, self.verdict, ch);
         let opts = TextOptions {
             style: s,
             sides: Sides::LockfileAndLive,
@@ -239,39 +213,6 @@ impl Review<'_> {
             )?;
         }
         writeln!(out)
-    }
-
-    /// The change's findings as a comparison of their own, with what the
-    /// policy made of each.
-    fn sub_comparison(&self, ch: &Change) -> (Comparison, Verdict) {
-        let c = self.comparison;
-        let findings: Vec<Finding> = ch
-            .findings
-            .iter()
-            .filter_map(|i| c.findings.get(*i).cloned())
-            .collect();
-        let mut verdict = Verdict {
-            fails: false,
-            preset: self.verdict.preset,
-            fail_on: self.verdict.fail_on,
-            ..Verdict::default()
-        };
-        for (j, i) in ch.findings.iter().enumerate() {
-            if self.verdict.failing.contains(i) {
-                verdict.failing.push(j);
-            }
-            if let Some((_, reason)) = self.verdict.ignored.iter().find(|(k, _)| k == i) {
-                verdict.ignored.push((j, reason.clone()));
-            }
-        }
-        verdict.fails = !verdict.failing.is_empty();
-        let sub = Comparison {
-            findings,
-            summary: c.summary.clone(),
-            fingerprints: c.fingerprints.clone(),
-            tools: Vec::new(),
-        };
-        (sub, verdict)
     }
 
     fn reason(&self, input: &mut dyn BufRead, out: &mut dyn Write) -> io::Result<Option<String>> {

@@ -4,16 +4,11 @@ use serde_json::{json, Value};
 
 use super::{print, Outcome};
 use crate::cli::ConfigArgs;
-use crate::config;
 use crate::error::CliError;
 
 pub fn run(config: &ConfigArgs, json: bool) -> Result<Outcome, CliError> {
-    let cfg = config::load(&config.config, config.env.as_deref())?;
-    let path = config
-        .lockfile
-        .clone()
-        .unwrap_or_else(|| cfg.default_lockfile());
-    let catalog = super::read_lockfile(&path)?;
+    let project = config.resolve()?;
+    let (cfg, catalog) = (&project.config, project.read_lockfile()?);
     let tools = catalog.fingerprint().to_hex()[..12].to_string();
     let text = if json {
         let mut doc = serde_json::Map::new();

@@ -1,11 +1,11 @@
-//! Writing to the drift ledger from a command: opened from `[ledger]`,
+//! Writing to the drift ledger from an operation: opened from `[ledger]`,
 //! and when it cannot be written the command warns and goes on, unless
 //! `[ledger] required = true` makes that an error (exit 2).
 
+use toolpin_config as config;
 use toolpin_ledger::Ledger;
 
-use crate::config;
-use crate::error::CliError;
+use crate::Error;
 
 pub struct Recorder {
     ledger: Option<Ledger>,
@@ -22,17 +22,17 @@ impl Recorder {
     /// Opens the ledger `cfg` names (nothing when it is turned off), for a
     /// command that records on the side: the embedded default that cannot
     /// be opened is no warning.
-    pub fn open(cfg: &config::Config, quiet: bool) -> Result<Self, CliError> {
+    pub fn open(cfg: &config::Config, quiet: bool) -> Result<Self, Error> {
         Self::open_as(cfg, quiet, cfg.ledger.configured)
     }
 
     /// Opens the ledger for `watch`, whose job recording is: a ledger that
     /// cannot be opened is always worth a warning.
-    pub fn open_for_watch(cfg: &config::Config, quiet: bool) -> Result<Self, CliError> {
+    pub fn open_for_watch(cfg: &config::Config, quiet: bool) -> Result<Self, Error> {
         Self::open_as(cfg, quiet, true)
     }
 
-    fn open_as(cfg: &config::Config, quiet: bool, warn: bool) -> Result<Self, CliError> {
+    fn open_as(cfg: &config::Config, quiet: bool, warn: bool) -> Result<Self, Error> {
         let mut recorder = Self {
             ledger: None,
             required: cfg.ledger.required,
@@ -40,7 +40,7 @@ impl Recorder {
             secrets: cfg.ledger.secrets.clone(),
             quiet,
         };
-        match toolpin_ops::open::open(&cfg.ledger) {
+        match crate::open::open(&cfg.ledger) {
             Ok(ledger) => recorder.ledger = ledger,
             Err(e) => recorder.unavailable(&e)?,
         }
@@ -53,7 +53,7 @@ impl Recorder {
     pub fn write<T>(
         &mut self,
         write: impl FnOnce(&mut Ledger) -> Result<T, toolpin_ledger::Error>,
-    ) -> Result<Option<T>, CliError> {
+    ) -> Result<Option<T>, Error> {
         let Some(ledger) = self.ledger.as_mut() else {
             return Ok(None);
         };
@@ -70,14 +70,11 @@ impl Recorder {
 
     /// Delivers what is due to `sender`'s sinks now, and says what was sent
     /// (failures always, the counts unless quiet).
-    pub fn deliver_due(
-        &mut self,
-        sender: &toolpin_ops::deliver::NotifySender,
-    ) -> Result<(), CliError> {
+    pub fn deliver_due(&mut self, sender: &crate::deliver::NotifySender) -> Result<(), Error> {
         let names = sender.names();
         let quiet = self.quiet;
         let done = self.write(|ledger| {
-            toolpin_ops::deliver::deliver_due(ledger, sender, Some(&names), &toolpin_ops::now)
+            crate::deliver::deliver_due(ledger, sender, Some(&names), &crate::now)
         })?;
         if let Some(done) = done {
             for e in &done.errors {
@@ -93,9 +90,9 @@ impl Recorder {
         Ok(())
     }
 
-    fn unavailable(&self, why: &str) -> Result<(), CliError> {
+    fn unavailable(&self, why: &str) -> Result<(), Error> {
         if self.required {
-            return Err(CliError::new(format!("ledger: {why}")));
+            return Err(Error::new(format!("ledger: {why}")));
         }
         if self.warn && !self.quiet {
             eprintln!("warning: ledger: {why}; nothing recorded ([ledger] required = true makes this an error)");

@@ -1,0 +1,35 @@
+//! The operations' error: one line for the user (the CLI exits 2 on it).
+
+/// What stopped an operation, said in one line with no secret in it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Error(String);
+
+impl Error {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+/// The errors of the crates an operation drives, each already one line.
+macro_rules! from_errors {
+    ($($t:ty),* $(,)?) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Self(e.to_string())
+            }
+        }
+    )*};
+}
+
+from_errors!(
+    toolpin_config::Error,
+    toolpin_manifest::lockfile::LockfileError,
+    toolpin_manifest::CatalogError,
+    toolpin_capture::servers::Failures,
+    toolpin_capture::file::FileError,
+    toolpin_contract::Error,
+    toolpin_approve::Error,
+    toolpin_evals::Error,
+    std::io::Error,
+);
