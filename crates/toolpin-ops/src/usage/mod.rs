@@ -4,4 +4,5 @@
 
 pub mod pinned;
 pub mod record;
+pub mod render;
 pub mod serve;

@@ -13,7 +13,7 @@ use toolpin_usage::{Aggregates, IngestReport, Input, Options};
 use super::{display, print, Outcome};
 use crate::cli::{
     UsageCommand, UsageCompactArgs, UsageIngestArgs, UsageReadArgs, UsageReportArgs,
-    UsageReportFormat, UsageServeArgs, UsageStoreArgs,
+    UsageServeArgs, UsageStoreArgs,
 };
 use crate::config;
 use crate::error::CliError;
@@ -363,11 +363,8 @@ fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
     let mut report =
         toolpin_usage::report::report(&aggregates, &pinned.for_report(), &thresholds, until_hour);
     report.describe_changes(|from, to| pinned.describe(from, to));
-    let out = match args.format {
-        UsageReportFormat::Text => toolpin_usage::report::render_text(&report),
-        UsageReportFormat::Json => toolpin_usage::report::render_json(&report),
-        UsageReportFormat::Markdown => toolpin_usage::report::render_markdown(&report),
-    };
+    // The flag only takes the usage report's formats.
+    let out = toolpin_ops::usage::render::render(&report, args.format).unwrap_or_default();
     match &args.output {
         Some(path) => toolpin_manifest::fs::write_atomic(path, out.as_bytes())
             .map_err(|e| CliError::new(format!("cannot write {}: {e}", display(path))))?,
