@@ -683,21 +683,51 @@ fn values(
 }
 
 fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Difference> {
-    let mut out = Vec::new();
-    let mut diff = |rule, pointer: Option<&str>, message: String| {
-        out.push(Difference {
-            rule,
-            call: key.to_string(),
-            pointer: pointer.map(str::to_string),
-            message,
-            ..Difference::default()
-        })
+    let mut d = Differences {
+        call: key,
+        recorded,
+        now,
+        found: Vec::new(),
     };
     let (was, is) = (
         recorded.class.unwrap_or(Class::Ok),
         now.class.unwrap_or(Class::Ok),
     );
     if was != is {
+        d.class_changed(was, is);
+    } else if is == Class::Ok {
+        d.shape();
+        d.counts();
+        // A format that changed explains the values that changed with it:
+        // one finding, the format's.
+        let reformatted = d.formats();
+        d.order();
+        d.values(&reformatted);
+    }
+    d.latency();
+    d.found
+}
+
+/// The differences between a call's recorded and current observations.
+struct Differences<'a> {
+    call: &'a str,
+    recorded: &'a Observation,
+    now: &'a Observation,
+    found: Vec<Difference>,
+}
+
+impl<'a> Differences<'a> {
+    fn diff(&mut self, rule: &'static str, pointer: Option<&str>, message: String) {
+        self.found.push(Difference {
+            rule,
+            call: self.call.to_string(),
+            pointer: pointer.map(str::to_string),
+            message,
+            ..Difference::default()
+        })
+    }
+
+    fn class_changed(&mut self, was: Class, is: Class) {
         // An answer not read for its size says why it is `other`.
         let why = |o: &Observation| {
             o.bounded
@@ -705,30 +735,30 @@ fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
                 .map(|b| format!(" ({b})"))
                 .unwrap_or_default()
         };
-        diff(
-            "error-class-changed",
-            None,
-            format!(
-                "the call answered {}{} when recorded, {}{} now",
-                was.as_str(),
-                why(recorded),
-                is.as_str(),
-                why(now)
-            ),
+        let message = format!(
+            "the call answered {}{} when recorded, {}{} now",
+            was.as_str(),
+            why(self.recorded),
+            is.as_str(),
+            why(self.now)
         );
-    } else if is == Class::Ok {
+        self.diff("error-class-changed", None, message);
+    }
+
+    fn shape(&mut self) {
+        let (recorded, now) = (self.recorded, self.now);
         // Past the pointer bound, which pointers are kept depends on the
         // others: one not kept now is not known to be gone.
         let unknown_when_absent = now.bounded.contains_key("members");
         for (pointer, t) in &recorded.shape {
             match now.shape.get(pointer) {
                 None if unknown_when_absent => {}
-                None => diff(
+                None => self.diff(
                     "result-field-missing",
                     Some(pointer),
                     format!("`{}` ({t}) is no longer in the result", shown(pointer)),
                 ),
-                Some(n) if n != t => diff(
+                Some(n) if n != t => self.diff(
                     "result-field-missing",
                     Some(pointer),
                     format!("`{}` was {t}, is {n} now", shown(pointer)),
@@ -736,10 +766,13 @@ fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
                 _ => {}
             }
         }
-        for (pointer, n) in &recorded.counts {
-            if let Some(m) = now.counts.get(pointer) {
+    }
+
+    fn counts(&mut self) {
+        for (pointer, n) in &self.recorded.counts {
+            if let Some(m) = self.now.counts.get(pointer) {
                 if m != n {
-                    diff(
+                    self.diff(
                         "result-count-changed",
                         Some(pointer),
                         format!("`{}` held {n} items when recorded, {m} now", shown(pointer)),
@@ -747,8 +780,11 @@ fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
                 }
             }
         }
-        // A format that changed explains the values that changed with it:
-        // one finding, the format's.
+    }
+
+    /// The pointers whose format changed.
+    fn formats(&mut self) -> std::collections::BTreeSet<&'a str> {
+        let (recorded, now) = (self.recorded, self.now);
         let mut reformatted = std::collections::BTreeSet::new();
         for (pointer, f) in &recorded.formats {
             let same_type = recorded.shape.contains_key(pointer)
@@ -756,7 +792,7 @@ fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
             let is = now.formats.get(pointer);
             if same_type && is != Some(f) {
                 reformatted.insert(pointer.as_str());
-                diff(
+                self.diff(
                     "result-format-changed",
                     Some(pointer),
                     format!(
@@ -767,7 +803,12 @@ fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
                 );
             }
         }
-        for (pointer, keys) in &recorded.order {
+        reformatted
+    }
+
+    fn order(&mut self) {
+        let now = self.now;
+        for (pointer, keys) in &self.recorded.order {
             // Only an array still long enough to show an order is judged.
             if now
                 .counts
@@ -780,65 +821,70 @@ fn differences(key: &str, recorded: &Observation, now: &Observation) -> Vec<Diff
             let held = keys
                 .iter()
                 .any(|(k, d)| now_keys.and_then(|m| m.get(k)) == Some(d));
-            if !held {
-                let was = keys
-                    .iter()
-                    .map(|(k, d)| format!("`{k}` {d}"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let is: Vec<String> = keys
-                    .keys()
-                    .filter_map(|k| Some(format!("`{k}` {}", now_keys?.get(k)?)))
-                    .collect();
-                let is = if is.is_empty() {
-                    "by none of them".to_string()
-                } else {
-                    format!("by {}", is.join(", "))
-                };
-                diff(
-                    "result-order-changed",
-                    Some(pointer),
-                    format!(
-                        "`{}` was sorted by {was} when recorded, now {is}",
-                        shown(pointer)
-                    ),
-                );
-            }
-        }
-        for (pointer, set) in &recorded.values {
-            if reformatted.contains(pointer.as_str()) {
+            if held {
                 continue;
             }
-            if let Some(now_set) = now.values.get(pointer) {
-                if now_set != set {
-                    let added: Vec<&String> = now_set.iter().filter(|v| !set.contains(v)).collect();
-                    let gone: Vec<&String> = set.iter().filter(|v| !now_set.contains(v)).collect();
-                    let mut parts = Vec::new();
-                    if !added.is_empty() {
-                        parts.push(format!("new {}", list(&added)));
-                    }
-                    if !gone.is_empty() {
-                        parts.push(format!("no longer {}", list(&gone)));
-                    }
-                    diff(
-                        "result-value-set-changed",
-                        Some(pointer),
-                        format!("values at `{}`: {}", shown(pointer), parts.join("; ")),
-                    );
-                }
-            }
-        }
-    }
-    if let (Some(a), Some(b)) = (recorded.latency, now.latency) {
-        if b.p95_ms > LATENCY_FACTOR * a.p95_ms && b.p95_ms > LATENCY_FLOOR_MS {
-            diff(
-                "latency-regressed",
-                None,
-                format!("p95 {} ms, recorded {} ms", b.p95_ms, a.p95_ms),
+            let was = keys
+                .iter()
+                .map(|(k, d)| format!("`{k}` {d}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let is: Vec<String> = keys
+                .keys()
+                .filter_map(|k| Some(format!("`{k}` {}", now_keys?.get(k)?)))
+                .collect();
+            let is = if is.is_empty() {
+                "by none of them".to_string()
+            } else {
+                format!("by {}", is.join(", "))
+            };
+            self.diff(
+                "result-order-changed",
+                Some(pointer),
+                format!(
+                    "`{}` was sorted by {was} when recorded, now {is}",
+                    shown(pointer)
+                ),
             );
         }
     }
-    out
+
+    fn values(&mut self, reformatted: &std::collections::BTreeSet<&str>) {
+        for (pointer, set) in &self.recorded.values {
+            if reformatted.contains(pointer.as_str()) {
+                continue;
+            }
+            let Some(now_set) = self.now.values.get(pointer).filter(|n| *n != set) else {
+                continue;
+            };
+            let added: Vec<&String> = now_set.iter().filter(|v| !set.contains(v)).collect();
+            let gone: Vec<&String> = set.iter().filter(|v| !now_set.contains(v)).collect();
+            let mut parts = Vec::new();
+            if !added.is_empty() {
+                parts.push(format!("new {}", list(&added)));
+            }
+            if !gone.is_empty() {
+                parts.push(format!("no longer {}", list(&gone)));
+            }
+            self.diff(
+                "result-value-set-changed",
+                Some(pointer),
+                format!("values at `{}`: {}", shown(pointer), parts.join("; ")),
+            );
+        }
+    }
+
+    fn latency(&mut self) {
+        if let (Some(a), Some(b)) = (self.recorded.latency, self.now.latency) {
+            if b.p95_ms > LATENCY_FACTOR * a.p95_ms && b.p95_ms > LATENCY_FLOOR_MS {
+                self.diff(
+                    "latency-regressed",
+                    None,
+                    format!("p95 {} ms, recorded {} ms", b.p95_ms, a.p95_ms),
+                );
+            }
+        }
+    }
 }
 
 /// The key of a default probe: `server/tool#probe:PARAMETER`.

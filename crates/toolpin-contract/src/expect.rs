@@ -107,61 +107,87 @@ pub fn check_expect(
     result: Option<&Value>,
     output_schema: Option<&OutputSchema>,
 ) -> Vec<Difference> {
-    let mut out = Vec::new();
-    let mut fail = |pointer: &str, message: String| {
-        out.push(Difference {
-            rule: "contract-failed",
-            call: key.to_string(),
-            pointer: Some(pointer.to_string()),
-            message,
-            ..Difference::default()
-        })
+    let mut out = Failures {
+        call: key,
+        found: Vec::new(),
     };
     if let Some(want) = expect.error {
-        let want = class_of(want).as_str();
-        match class {
-            None => {}
-            Some(c) if c.as_str() == want => {}
-            Some(Class::Ok) => fail(
-                "",
-                format!(
-                    "expected {} {want} error, the call answered ok",
-                    article(want)
-                ),
-            ),
-            Some(Class::Other) => fail(
-                "",
-                format!(
-                    "expected {} {want} error, the call failed with an error of no known class",
-                    article(want)
-                ),
-            ),
-            Some(c) => fail(
-                "",
-                format!(
-                    "expected {} {want} error, the call failed with {} {} error",
-                    article(want),
-                    article(c.as_str()),
-                    c.as_str()
-                ),
-            ),
-        }
-        return out;
+        out.error_class(class_of(want).as_str(), class);
+        return out.found;
     }
     let Some(result) = result else {
-        return out;
+        return out.found;
     };
     let payload = payload(result);
     let payload = payload.as_ref();
     for field in &expect.fields {
+        out.field(payload, field);
+    }
+    for set in &expect.values {
+        out.value_set(payload, set);
+    }
+    for count in &expect.counts {
+        out.count(payload, count);
+    }
+    for f in &expect.formats {
+        out.strings(payload, f);
+    }
+    for o in &expect.order {
+        out.order(payload, o);
+    }
+    if output_schema.is_some() && expect.output_schema.as_ref().is_some_and(|o| *o.get_ref()) {
+        if let Some(d) = conformance(key, result, output_schema) {
+            out.found.push(d);
+        }
+    }
+    out.found
+}
+
+/// The `contract-failed` differences of one call's assertions.
+struct Failures<'a> {
+    call: &'a str,
+    found: Vec<Difference>,
+}
+
+impl Failures<'_> {
+    fn fail(&mut self, pointer: &str, message: String) {
+        self.found.push(Difference {
+            rule: "contract-failed",
+            call: self.call.to_string(),
+            pointer: Some(pointer.to_string()),
+            message,
+            ..Difference::default()
+        })
+    }
+
+    /// `error = "CLASS"`: the call failed with that class.
+    fn error_class(&mut self, want: &str, class: Option<Class>) {
+        let got = match class {
+            None => return,
+            Some(c) if c.as_str() == want => return,
+            Some(Class::Ok) => "the call answered ok".to_string(),
+            Some(Class::Other) => "the call failed with an error of no known class".to_string(),
+            Some(c) => format!(
+                "the call failed with {} {} error",
+                article(c.as_str()),
+                c.as_str()
+            ),
+        };
+        self.fail(
+            "",
+            format!("expected {} {want} error, {got}", article(want)),
+        );
+    }
+
+    /// `fields`: a value at the pointer, of the type if one is named.
+    fn field(&mut self, payload: &Value, field: &crate::file::FieldAssertion) {
         let pointer = field.pointer.get_ref();
         let found = resolve(payload, pointer);
         if found.is_empty() {
-            fail(
+            return self.fail(
                 pointer,
                 format!("expected a value at `{pointer}`, found none"),
             );
-            continue;
         }
         if let Some(t) = field.json_type {
             let want = format!("{t:?}").to_ascii_lowercase();
@@ -169,14 +195,17 @@ pub fn check_expect(
                 let got = type_name(v);
                 !(got == want || (want == "number" && got == "integer"))
             }) {
-                fail(
+                self.fail(
                     pointer,
                     format!("expected {want} at `{pointer}`, found {}", type_name(bad)),
                 );
             }
         }
     }
-    for set in &expect.values {
+
+    /// `values`: every value at the pointer in the pinned set (and, when
+    /// `exact`, every value of the set seen).
+    fn value_set(&mut self, payload: &Value, set: &crate::file::ValueSet) {
         let pointer = set.pointer.get_ref();
         let allowed = set.set.get_ref();
         let found = resolve(payload, pointer);
@@ -187,7 +216,7 @@ pub fn check_expect(
             .collect();
         outside.dedup();
         if !outside.is_empty() {
-            fail(
+            self.fail(
                 pointer,
                 format!(
                     "values at `{pointer}` outside the pinned set: {}",
@@ -202,7 +231,7 @@ pub fn check_expect(
                 .map(|v| v.to_string())
                 .collect();
             if !missing.is_empty() {
-                fail(
+                self.fail(
                     pointer,
                     format!(
                         "values of the pinned set not seen at `{pointer}`: {}",
@@ -212,57 +241,53 @@ pub fn check_expect(
             }
         }
     }
-    for count in &expect.counts {
+
+    /// `counts`: how many items the array at the pointer holds.
+    fn count(&mut self, payload: &Value, count: &crate::file::Count) {
         let pointer = count.pointer.get_ref();
         let found = resolve(payload, pointer);
         let n = match found.as_slice() {
             [Value::Array(items)] => items.len() as u64,
             _ if pointer.contains('*') => found.len() as u64,
             [] => {
-                fail(
+                return self.fail(
                     pointer,
                     format!("expected an array at `{pointer}`, found none"),
                 );
-                continue;
             }
             _ => found.len() as u64,
         };
         if count.min.is_some_and(|m| n < m) || count.max.is_some_and(|m| n > m) {
-            let range = match (count.min, count.max) {
-                (Some(a), Some(b)) => format!("{a}..{b}"),
-                (Some(a), None) => format!("at least {a}"),
-                (None, Some(b)) => format!("at most {b}"),
-                (None, None) => String::new(),
-            };
-            fail(
+            let range = range(count.min, count.max);
+            self.fail(
                 pointer,
                 format!("`{pointer}` holds {n} items, expected {range}"),
             );
         }
     }
-    for f in &expect.formats {
+
+    /// `formats`: the strings at the pointer are of the format, match the
+    /// regex and have a length in range.
+    fn strings(&mut self, payload: &Value, f: &crate::file::FormatAssertion) {
         let pointer = f.pointer.get_ref();
         let found = resolve(payload, pointer);
         if found.is_empty() {
-            fail(
+            return self.fail(
                 pointer,
                 format!("expected strings at `{pointer}`, found none"),
             );
-            continue;
         }
-        let mut strings = Vec::new();
         if let Some(bad) = found.iter().find(|v| !v.is_string()) {
-            fail(
+            return self.fail(
                 pointer,
                 format!("expected strings at `{pointer}`, found {}", type_name(bad)),
             );
-            continue;
         }
-        strings.extend(found.iter().filter_map(|v| v.as_str()));
+        let strings: Vec<&str> = found.iter().filter_map(|v| v.as_str()).collect();
         let mut check = |what: String, ok: &dyn Fn(&str) -> bool| {
             let bad: Vec<&&str> = strings.iter().filter(|s| !ok(s)).collect();
             if let Some(first) = bad.first() {
-                fail(
+                self.fail(
                     pointer,
                     format!(
                         "{} of {} values at `{pointer}` {what}, the first {first:?}",
@@ -291,58 +316,59 @@ pub fn check_expect(
         }
         if f.min_length.is_some() || f.max_length.is_some() {
             let (lo, hi) = (f.min_length.unwrap_or(0), f.max_length.unwrap_or(u64::MAX));
-            let range = match (f.min_length, f.max_length) {
-                (Some(a), Some(b)) => format!("{a}..{b}"),
-                (Some(a), None) => format!("at least {a}"),
-                (None, Some(b)) => format!("at most {b}"),
-                (None, None) => String::new(),
-            };
             check(
-                format!("have a length (in characters) outside {range}"),
+                format!(
+                    "have a length (in characters) outside {}",
+                    range(f.min_length, f.max_length)
+                ),
                 &|s| (lo..=hi).contains(&(s.chars().count() as u64)),
             );
         }
     }
-    for o in &expect.order {
+
+    /// `order`: each array at the pointer sorted by the key.
+    fn order(&mut self, payload: &Value, o: &crate::file::Order) {
         let pointer = o.pointer.get_ref();
         let key_pointer = o.key.get_ref();
         let arrays = resolve(payload, pointer);
         if arrays.is_empty() {
-            fail(
+            return self.fail(
                 pointer,
                 format!("expected an array at `{pointer}`, found none"),
             );
-            continue;
         }
         for array in arrays {
             let Some(items) = array.as_array() else {
-                fail(
+                return self.fail(
                     pointer,
                     format!(
                         "expected an array at `{pointer}`, found {}",
                         type_name(array)
                     ),
                 );
-                break;
             };
             if let Err(why) = sorted_by(items, key_pointer, o.direction) {
-                fail(
+                return self.fail(
                     pointer,
                     format!(
                         "`{pointer}` is not sorted by `{key_pointer}` {}: {why}",
                         direction(o.direction)
                     ),
                 );
-                break;
             }
         }
     }
-    if output_schema.is_some() && expect.output_schema.as_ref().is_some_and(|o| *o.get_ref()) {
-        if let Some(d) = conformance(key, result, output_schema) {
-            out.push(d);
-        }
+}
+
+/// An inclusive range as written in messages: `1..3`, `at least 1`,
+/// `at most 3`.
+fn range(min: Option<u64>, max: Option<u64>) -> String {
+    match (min, max) {
+        (Some(a), Some(b)) => format!("{a}..{b}"),
+        (Some(a), None) => format!("at least {a}"),
+        (None, Some(b)) => format!("at most {b}"),
+        (None, None) => String::new(),
     }
-    out
 }
 
 fn direction(d: Direction) -> &'static str {

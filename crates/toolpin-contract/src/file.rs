@@ -451,6 +451,26 @@ impl At<'_> {
     }
 }
 
+/// `side_effects = "none" | "allowed"` (none when not given).
+fn side_effects(
+    at: &At,
+    name: &str,
+    value: &Option<Spanned<String>>,
+) -> Result<SideEffects, Error> {
+    match value {
+        None => Ok(SideEffects::None),
+        Some(s) if s.get_ref() == "none" => Ok(SideEffects::None),
+        Some(s) if s.get_ref() == "allowed" => Ok(SideEffects::Allowed),
+        Some(s) => Err(at.error(
+            &s.span(),
+            format!(
+                "{name}: side_effects must be \"none\" or \"allowed\", not {:?}",
+                s.get_ref()
+            ),
+        )),
+    }
+}
+
 /// Arguments as JSON, with where each one is written.
 #[allow(clippy::type_complexity)]
 fn parse_arguments(
@@ -589,20 +609,7 @@ impl Contracts {
                 format!("{name}: a contract is named \"server/tool\", as the lockfile pins it"),
             ));
         }
-        let side_effects = match &tool.side_effects {
-            None => SideEffects::None,
-            Some(s) if s.get_ref() == "none" => SideEffects::None,
-            Some(s) if s.get_ref() == "allowed" => SideEffects::Allowed,
-            Some(s) => {
-                return Err(at.error(
-                    &s.span(),
-                    format!(
-                        "{name}: side_effects must be \"none\" or \"allowed\", not {:?}",
-                        s.get_ref()
-                    ),
-                ))
-            }
-        };
+        let side_effects = side_effects(at, &name, &tool.side_effects)?;
         let (arguments, argument_spans) = parse_arguments(at, &name, tool.arguments)?;
         for v in &tool.volatile {
             at.pointer(v, &format!("{name}: volatile"))?;
@@ -629,75 +636,13 @@ impl Contracts {
         )?;
         let mut calls: Vec<Call> = Vec::new();
         for call in tool.calls {
-            let call_name = call.name.get_ref().clone();
-            let what = format!("{name}: call {call_name:?}");
-            if call_name.trim().is_empty() {
-                return Err(at.error(&call.name.span(), format!("{name}: a call needs a name")));
-            }
-            if calls.iter().any(|c| c.name == call_name) {
-                return Err(at.error(
-                    &call.name.span(),
-                    format!("{name}: two calls are named {call_name:?}"),
-                ));
-            }
-            let (arguments, argument_spans) = parse_arguments(at, &what, call.arguments)?;
-            let call_timeout = at.bounded(
-                &call.timeout_ms,
-                &format!("{what}: timeout_ms"),
-                MAX_TIMEOUT_MS,
-                timeout_ms,
-            )?;
-            let call_repeats = at.bounded(
-                &call.repeats,
-                &format!("{what}: repeats"),
-                MAX_REPEATS,
-                repeats,
-            )?;
-            check_expect(at, &what, &call.expect, call_timeout)?;
-            calls.push(Call {
-                name: call_name,
-                enabled: call.enabled.unwrap_or(true),
-                arguments,
-                timeout_ms: call_timeout,
-                repeats: call_repeats,
-                expect: call.expect,
-                argument_spans,
-            });
+            let call = Self::call(at, &name, &calls, call, (timeout_ms, repeats))?;
+            calls.push(call);
         }
         let mut default_probes: Vec<DefaultProbe> = Vec::new();
         for probe in tool.default_probes {
-            let parameter = probe.parameter.get_ref().clone();
-            if parameter.is_empty() {
-                return Err(at.error(
-                    &probe.parameter.span(),
-                    format!("{name}: a default probe needs a parameter"),
-                ));
-            }
-            if default_probes.iter().any(|p| p.parameter == parameter) {
-                return Err(at.error(
-                    &probe.parameter.span(),
-                    format!("{name}: two default probes for {parameter:?}"),
-                ));
-            }
-            if !json_only(probe.default.get_ref()) {
-                return Err(at.error(
-                    &probe.default.span(),
-                    format!("{name}: default probe {parameter:?}: a TOML date is not JSON; write it as a string"),
-                ));
-            }
-            let timeout = at.bounded(
-                &probe.timeout_ms,
-                &format!("{name}: default probe {parameter:?}: timeout_ms"),
-                MAX_TIMEOUT_MS,
-                timeout_ms,
-            )?;
-            default_probes.push(DefaultProbe {
-                parameter,
-                default: probe.default.into_inner(),
-                enabled: probe.enabled.unwrap_or(true),
-                timeout_ms: timeout,
-                parameter_span: probe.parameter.span(),
-            });
+            let probe = Self::default_probe(at, &name, &default_probes, probe, timeout_ms)?;
+            default_probes.push(probe);
         }
         Ok(Contract {
             key,
@@ -710,6 +655,94 @@ impl Contracts {
             default_probes,
             key_span,
             argument_spans,
+        })
+    }
+
+    /// One `[[…calls]]` entry; `calls` are the tool's calls before it,
+    /// `(timeout_ms, repeats)` the tool's.
+    fn call(
+        at: &At,
+        name: &str,
+        calls: &[Call],
+        call: CallIn,
+        (timeout_ms, repeats): (u64, u64),
+    ) -> Result<Call, Error> {
+        let call_name = call.name.get_ref().clone();
+        let what = format!("{name}: call {call_name:?}");
+        if call_name.trim().is_empty() {
+            return Err(at.error(&call.name.span(), format!("{name}: a call needs a name")));
+        }
+        if calls.iter().any(|c| c.name == call_name) {
+            return Err(at.error(
+                &call.name.span(),
+                format!("{name}: two calls are named {call_name:?}"),
+            ));
+        }
+        let (arguments, argument_spans) = parse_arguments(at, &what, call.arguments)?;
+        let call_timeout = at.bounded(
+            &call.timeout_ms,
+            &format!("{what}: timeout_ms"),
+            MAX_TIMEOUT_MS,
+            timeout_ms,
+        )?;
+        let call_repeats = at.bounded(
+            &call.repeats,
+            &format!("{what}: repeats"),
+            MAX_REPEATS,
+            repeats,
+        )?;
+        check_expect(at, &what, &call.expect, call_timeout)?;
+        Ok(Call {
+            name: call_name,
+            enabled: call.enabled.unwrap_or(true),
+            arguments,
+            timeout_ms: call_timeout,
+            repeats: call_repeats,
+            expect: call.expect,
+            argument_spans,
+        })
+    }
+
+    /// One `[[…default_probes]]` entry; `probes` are the tool's probes
+    /// before it, `timeout_ms` the tool's.
+    fn default_probe(
+        at: &At,
+        name: &str,
+        probes: &[DefaultProbe],
+        probe: ProbeIn,
+        timeout_ms: u64,
+    ) -> Result<DefaultProbe, Error> {
+        let parameter = probe.parameter.get_ref().clone();
+        if parameter.is_empty() {
+            return Err(at.error(
+                &probe.parameter.span(),
+                format!("{name}: a default probe needs a parameter"),
+            ));
+        }
+        if probes.iter().any(|p| p.parameter == parameter) {
+            return Err(at.error(
+                &probe.parameter.span(),
+                format!("{name}: two default probes for {parameter:?}"),
+            ));
+        }
+        if !json_only(probe.default.get_ref()) {
+            return Err(at.error(
+                &probe.default.span(),
+                format!("{name}: default probe {parameter:?}: a TOML date is not JSON; write it as a string"),
+            ));
+        }
+        let timeout = at.bounded(
+            &probe.timeout_ms,
+            &format!("{name}: default probe {parameter:?}: timeout_ms"),
+            MAX_TIMEOUT_MS,
+            timeout_ms,
+        )?;
+        Ok(DefaultProbe {
+            parameter,
+            default: probe.default.into_inner(),
+            enabled: probe.enabled.unwrap_or(true),
+            timeout_ms: timeout,
+            parameter_span: probe.parameter.span(),
         })
     }
 

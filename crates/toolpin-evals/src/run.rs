@@ -147,16 +147,7 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
     create_dir(&manifests_dir)?;
     // A summary from an earlier run must not describe this one if it fails.
     let summary_path = out.join("summary.json");
-    match std::fs::remove_file(&summary_path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(Error::new(format!(
-                "cannot remove {}: {e}",
-                summary_path.display()
-            )))
-        }
-    }
+    remove_stale(&summary_path)?;
 
     // Every eval's environment and working directory are settled before
     // anything runs.
@@ -166,27 +157,58 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
         working_dir(eval)?;
     }
 
-    // The catalogs, once per format in use.
-    let formats: BTreeSet<ToolFormat> = req.evals.iter().map(|e| e.manifest).collect();
-    let mut manifests: BTreeMap<(&str, ToolFormat), PathBuf> = BTreeMap::new();
-    for format in formats {
-        for side in Side::BOTH {
-            let catalog = catalog_of(req, side);
-            let path =
-                manifests_dir.join(format!("{}.{}.json", side.name(), format.manifest_name()));
-            toolpin_manifest::fs::write_atomic(&path, export::to_text(catalog, format).as_bytes())
-                .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))?;
-            manifests.insert((side.name(), format), path);
-        }
-    }
+    let manifests = write_manifests(req, &manifests_dir)?;
 
     end_running_eval_on_signals();
-    let progress = req.progress && std::io::stderr().is_terminal();
-    let numbered = req.repeats > 1 || req.aa;
+    let runner = Runner {
+        req,
+        out: &out,
+        manifests: &manifests,
+        progress: req.progress && std::io::stderr().is_terminal(),
+        numbered: req.repeats > 1 || req.aa,
+    };
     let mut results: Vec<EvalRuns> = Vec::new();
-    for (eval, (env, secrets)) in req.evals.iter().zip(&envs) {
+    for (eval, env) in req.evals.iter().zip(&envs) {
+        results.push(runner.eval(eval, env)?);
+    }
+
+    // One verdict per eval, from all of its evidence (crate::verdict).
+    let outcomes: Vec<Outcome> = results.iter().map(EvalRuns::outcome).collect();
+    let regressed: Vec<&str> = req
+        .evals
+        .iter()
+        .zip(&outcomes)
+        .filter(|(_, outcome)| outcome.regressed())
+        .map(|(e, _)| e.name.as_str())
+        .collect();
+    let summary = summary_json(req, &results, &outcomes, &manifests, &out, &regressed);
+    // Serializing a Value cannot fail.
+    let text = serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n";
+    toolpin_manifest::fs::write_atomic(&summary_path, text.as_bytes())
+        .map_err(|e| Error::new(format!("cannot write {}: {e}", summary_path.display())))?;
+
+    let table = render_table(req, &results, &outcomes, &shown_out, style);
+    Ok((table, !regressed.is_empty()))
+}
+
+/// What every eval's runs share.
+struct Runner<'r, 'a> {
+    req: &'r Request<'a>,
+    /// The output directory, absolute.
+    out: &'r Path,
+    manifests: &'r Manifests<'r>,
+    progress: bool,
+    /// Runs numbered within their side's directory.
+    numbered: bool,
+}
+
+impl Runner<'_, '_> {
+    /// One eval's runs, interleaved, and their comparison.
+    fn eval(&self, eval: &Eval, (env, secrets): &EvalEnv) -> Result<EvalRuns, Error> {
+        let req = self.req;
         let run_side = |side: Side, repeat: u32| -> Result<RunResult, Error> {
-            let manifest = manifests
+            let manifest = self
+                .manifests
                 .get(&(side.catalog().name(), eval.manifest))
                 .cloned()
                 .ok_or_else(|| {
@@ -196,9 +218,9 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
                         side.name()
                     ))
                 })?;
-            let dir = run_dir(&out, &eval.name, side, repeat, numbered);
+            let dir = run_dir(self.out, &eval.name, side, repeat, self.numbered);
             let what = run_label(side, repeat, req.repeats);
-            if progress {
+            if self.progress {
                 eprintln!("{} on {what}…", eval.name);
             }
             let seed = match side {
@@ -219,7 +241,7 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
                 env,
             )
             .map_err(|e| Error::new(redact(&e, secrets)))?;
-            if progress {
+            if self.progress {
                 eprintln!(
                     "{} on {what}: {} in {}",
                     eval.name,
@@ -238,7 +260,7 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
                 runs.aa.push(run_side(Side::Aa, repeat)?);
             }
         }
-        match compare_runs(req, &out, &eval.name, numbered) {
+        match compare_runs(req, self.out, &eval.name, self.numbered) {
             Ok(Some(report)) => runs.comparison = Some(report),
             Ok(None) => {
                 runs.no_comparison = Some(
@@ -248,26 +270,36 @@ pub fn run(req: &Request, style: Style) -> Result<(String, bool), Error> {
             }
             Err(e) => return Err(Error::new(format!("eval {}: {e}", eval.name))),
         }
-        results.push(runs);
+        Ok(runs)
     }
+}
 
-    // One verdict per eval, from all of its evidence (crate::verdict).
-    let outcomes: Vec<Outcome> = results.iter().map(EvalRuns::outcome).collect();
-    let regressed: Vec<&str> = req
-        .evals
-        .iter()
-        .zip(&outcomes)
-        .filter(|(_, outcome)| outcome.regressed())
-        .map(|(e, _)| e.name.as_str())
-        .collect();
-    let summary = summary_json(req, &results, &outcomes, &manifests, &out, &regressed);
-    // Serializing a Value cannot fail.
-    let text = serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n";
-    toolpin_manifest::fs::write_atomic(&summary_path, text.as_bytes())
-        .map_err(|e| Error::new(format!("cannot write {}: {e}", summary_path.display())))?;
+/// The catalogs written for the harnesses, by side and tool format.
+type Manifests<'a> = BTreeMap<(&'a str, ToolFormat), PathBuf>;
 
-    let table = render_table(req, &results, &outcomes, &shown_out, style);
-    Ok((table, !regressed.is_empty()))
+/// The catalogs, once per format in use.
+fn write_manifests(req: &Request, dir: &Path) -> Result<Manifests<'static>, Error> {
+    let formats: BTreeSet<ToolFormat> = req.evals.iter().map(|e| e.manifest).collect();
+    let mut manifests = Manifests::new();
+    for format in formats {
+        for side in Side::BOTH {
+            let catalog = catalog_of(req, side);
+            let path = dir.join(format!("{}.{}.json", side.name(), format.manifest_name()));
+            toolpin_manifest::fs::write_atomic(&path, export::to_text(catalog, format).as_bytes())
+                .map_err(|e| Error::new(format!("cannot write {}: {e}", path.display())))?;
+            manifests.insert((side.name(), format), path);
+        }
+    }
+    Ok(manifests)
+}
+
+/// Removes `path`, if it is there.
+fn remove_stale(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::new(format!("cannot remove {}: {e}", path.display()))),
+    }
 }
 
 /// A run's output directory: `EVAL/SIDE` for one run per side, else
@@ -660,33 +692,6 @@ fn render_table(
     out: &Path,
     s: Style,
 ) -> String {
-    let cell = |runs: &[RunResult]| match runs {
-        [one] => format!("{:<7} {:>6}", one.status.label(), seconds(one.duration)),
-        many => {
-            let total: Duration = many.iter().map(|r| r.duration).sum();
-            format!("{} {:>7}", pass_count(many), seconds(total))
-        }
-    };
-    let mut header = vec!["eval".to_string(), "pinned".to_string(), "live".to_string()];
-    if req.aa {
-        header.push("A/A".to_string());
-    }
-    header.push("output".to_string());
-    let mut rows: Vec<Vec<String>> = vec![header];
-    let mut regressed_rows = Vec::new();
-    for ((eval, runs), outcome) in req.evals.iter().zip(results).zip(outcomes) {
-        let mut row = vec![eval.name.clone(), cell(&runs.pinned), cell(&runs.live)];
-        if req.aa {
-            row.push(cell(&runs.aa));
-        }
-        row.push(crate::display(&out.join(&eval.name)));
-        regressed_rows.push(outcome.regressed());
-        rows.push(row);
-    }
-    let columns = rows[0].len();
-    let widths: Vec<usize> = (0..columns)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
     let mut text = String::new();
     let _ = writeln!(
         text,
@@ -702,24 +707,7 @@ fn render_table(
             String::new()
         }
     );
-    for (n, row) in rows.iter().enumerate() {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            let cell = if i == columns - 1 {
-                printable(cell, false).into_owned()
-            } else {
-                cell.clone()
-            };
-            let _ = write!(line, "{:<w$}  ", cell, w = widths[i]);
-        }
-        let mut line = line.trim_end().to_string();
-        if n == 0 {
-            line = s.bold(&line);
-        } else if regressed_rows[n - 1] {
-            line += &format!("  {}", s.red("regressed"));
-        }
-        let _ = writeln!(text, "{}", line.trim_end());
-    }
+    table(&mut text, req, results, outcomes, out, s);
     for ((eval, runs), outcome) in req.evals.iter().zip(results).zip(outcomes) {
         match (&runs.comparison, &runs.no_comparison) {
             (Some(report), _) => {
@@ -759,4 +747,61 @@ fn render_table(
         printable(&crate::display(&out.join("summary.json")), false)
     );
     text
+}
+
+/// The side-by-side table: a row per eval, its runs on each side and its
+/// output directory, regressed rows marked.
+fn table(
+    text: &mut String,
+    req: &Request,
+    results: &[EvalRuns],
+    outcomes: &[Outcome],
+    out: &Path,
+    s: Style,
+) {
+    let cell = |runs: &[RunResult]| match runs {
+        [one] => format!("{:<7} {:>6}", one.status.label(), seconds(one.duration)),
+        many => {
+            let total: Duration = many.iter().map(|r| r.duration).sum();
+            format!("{} {:>7}", pass_count(many), seconds(total))
+        }
+    };
+    let mut header = vec!["eval".to_string(), "pinned".to_string(), "live".to_string()];
+    if req.aa {
+        header.push("A/A".to_string());
+    }
+    header.push("output".to_string());
+    let mut rows: Vec<Vec<String>> = vec![header];
+    let mut regressed_rows = Vec::new();
+    for ((eval, runs), outcome) in req.evals.iter().zip(results).zip(outcomes) {
+        let mut row = vec![eval.name.clone(), cell(&runs.pinned), cell(&runs.live)];
+        if req.aa {
+            row.push(cell(&runs.aa));
+        }
+        row.push(crate::display(&out.join(&eval.name)));
+        regressed_rows.push(outcome.regressed());
+        rows.push(row);
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for (n, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            let cell = if i == columns - 1 {
+                printable(cell, false).into_owned()
+            } else {
+                cell.clone()
+            };
+            let _ = write!(line, "{:<w$}  ", cell, w = widths[i]);
+        }
+        let mut line = line.trim_end().to_string();
+        if n == 0 {
+            line = s.bold(&line);
+        } else if regressed_rows[n - 1] {
+            line += &format!("  {}", s.red("regressed"));
+        }
+        let _ = writeln!(text, "{}", line.trim_end());
+    }
 }

@@ -149,15 +149,7 @@ pub fn render(files: &[FileFinds], searched_summary: &str) -> Rendered {
                 Ok(s) => s.clone(),
                 Err(why) => {
                     skipped += 1;
-                    let text = format!(
-                        "Not written: {:?}, because {why}. To pin it, add it by hand, e.g.:",
-                        found.name
-                    );
-                    for line in wrap(&text, 76) {
-                        comment(&mut body, &line);
-                    }
-                    comment(&mut body, &format!("[servers.{}]", table_key(&found.name)));
-                    comment(&mut body, "command = [\"program\", \"arg\"]");
+                    not_written(&mut body, found, why);
                     continue;
                 }
             };
@@ -175,25 +167,13 @@ pub fn render(files: &[FileFinds], searched_summary: &str) -> Rendered {
                 Some(&first) => {
                     let other = &tables[first];
                     let key = unique_key(&base, found.client, &names);
-                    notes.push(format!(
-                        "Also named {:?} in {} ({}): that is servers.{base}, so this one is servers.{key}.",
-                        found.name,
-                        other.found.client.title(),
-                        other.origin,
-                    ));
-                    if other.found.source.as_ref().ok() == Some(&source) {
-                        enabled = false;
-                        notes.push(format!(
-                            "It runs the same server as servers.{base}, so it is disabled: \
-                             two servers listing the same tools would fail `toolpin lock`."
-                        ));
-                    } else {
-                        notes.push(
-                            "If both list the same tool names, `toolpin lock` fails: give one a \
-                             `prefix` or set `enabled = false`."
-                                .into(),
-                        );
-                    }
+                    enabled &= !also_named(
+                        &mut notes,
+                        found,
+                        other,
+                        (base.as_str(), key.as_str()),
+                        &source,
+                    );
                     key
                 }
             };
@@ -213,8 +193,66 @@ pub fn render(files: &[FileFinds], searched_summary: &str) -> Rendered {
         }
     }
 
+    let exports = exports(&tables);
+    Rendered {
+        text: header(searched_summary, &exports) + &body,
+        servers: tables.len(),
+        skipped,
+        secrets,
+        exports,
+    }
+}
+
+/// The comment in place of a server that cannot be written, and how to
+/// add it by hand.
+fn not_written(body: &mut String, found: &Found, why: &str) {
+    let text = format!(
+        "Not written: {:?}, because {why}. To pin it, add it by hand, e.g.:",
+        found.name
+    );
+    for line in wrap(&text, 76) {
+        comment(body, &line);
+    }
+    comment(body, &format!("[servers.{}]", table_key(&found.name)));
+    comment(body, "command = [\"program\", \"arg\"]");
+}
+
+/// The notes of a server named as `other` already is (`servers.BASE`),
+/// written as `servers.KEY`; whether it is disabled, as it runs the same
+/// server.
+fn also_named(
+    notes: &mut Vec<String>,
+    found: &Found,
+    other: &Table,
+    (base, key): (&str, &str),
+    source: &Source,
+) -> bool {
+    notes.push(format!(
+        "Also named {:?} in {} ({}): that is servers.{base}, so this one is servers.{key}.",
+        found.name,
+        other.found.client.title(),
+        other.origin,
+    ));
+    if other.found.source.as_ref().ok() == Some(source) {
+        notes.push(format!(
+            "It runs the same server as servers.{base}, so it is disabled: \
+             two servers listing the same tools would fail `toolpin lock`."
+        ));
+        true
+    } else {
+        notes.push(
+            "If both list the same tool names, `toolpin lock` fails: give one a \
+             `prefix` or set `enabled = false`."
+                .into(),
+        );
+        false
+    }
+}
+
+/// The variables the written tables reference, to export.
+fn exports(tables: &[Table]) -> Vec<String> {
     let mut exports = BTreeSet::new();
-    for t in &tables {
+    for t in tables {
         match &t.source {
             Source::Command { env, .. } => {
                 env.iter().for_each(|(_, v)| references(v, &mut exports));
@@ -233,14 +271,7 @@ pub fn render(files: &[FileFinds], searched_summary: &str) -> Rendered {
             }
         }
     }
-    let exports: Vec<String> = exports.into_iter().collect();
-    Rendered {
-        text: header(searched_summary, &exports) + &body,
-        servers: tables.len(),
-        skipped,
-        secrets,
-        exports,
-    }
+    exports.into_iter().collect()
 }
 
 fn header(searched_summary: &str, exports: &[String]) -> String {

@@ -8,27 +8,28 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use toolpin_ledger::{Durations, HistoryGroup, HistoryPeriod, HistoryQuery, HistoryRow};
 use toolpin_manifest::time::rfc3339;
+use toolpin_report::format::{pick, Format, CSV, JSON, MARKDOWN, TEXT};
 
 /// The `schema` member of the JSON document.
 pub const SCHEMA: &str = "toolpin.history/v1";
 
-/// How the rows are written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Json,
-    Csv,
-    Markdown,
-}
-
-/// The rows of `query` in `format`; every format ends with a newline.
-pub fn render(rows: &[HistoryRow], query: &HistoryQuery, format: Format) -> String {
-    match format {
-        Format::Text => text(rows, query),
-        Format::Json => json(rows, query),
-        Format::Csv => csv(rows, query),
-        Format::Markdown => markdown(rows, query),
-    }
+/// The rows of `query` in `format` (one of [`Report::History`]'s: text,
+/// JSON, CSV or Markdown); every format ends with a newline. `None` for a
+/// format history is not written in.
+///
+/// [`Report::History`]: toolpin_report::Report::History
+pub fn render(rows: &[HistoryRow], query: &HistoryQuery, format: &Format) -> Option<String> {
+    type Write = fn(&[HistoryRow], &HistoryQuery) -> String;
+    let write: Write = pick(
+        format,
+        &[
+            (TEXT, text as Write),
+            (JSON, json),
+            (CSV, csv),
+            (MARKDOWN, markdown),
+        ],
+    )?;
+    Some(write(rows, query))
 }
 
 pub fn group_name(group: HistoryGroup) -> &'static str {
@@ -69,18 +70,9 @@ fn table(rows: &[HistoryRow], query: &HistoryQuery) -> (Vec<&'static str>, Vec<V
     if tool {
         headers.insert(0, "server");
     }
+    headers.push("period");
+    headers.extend(COUNTED);
     headers.extend([
-        "period",
-        "changes",
-        "critical",
-        "high",
-        "medium",
-        "low",
-        "info",
-        "structural",
-        "semantic",
-        "description",
-        "behavioural",
         "silent",
         "to sighting p50",
         "to sighting max",
@@ -101,19 +93,7 @@ fn table(rows: &[HistoryRow], query: &HistoryQuery) -> (Vec<&'static str>, Vec<V
             }
             c.push(key_shown(r));
             c.push(r.period.clone());
-            for n in [
-                r.changes,
-                r.severity.critical,
-                r.severity.high,
-                r.severity.medium,
-                r.severity.low,
-                r.severity.info,
-                r.kinds.structural,
-                r.kinds.semantic,
-                r.kinds.description,
-                r.kinds.behavioural,
-                r.silent,
-            ] {
+            for n in counts(r) {
                 c.push(n.to_string());
             }
             c.push(dur(r.to_first_sighting.median));
@@ -229,18 +209,9 @@ fn csv(rows: &[HistoryRow], query: &HistoryQuery) -> String {
         header.push("server");
     }
     header.push(group_name(query.group));
+    header.push("period");
+    header.extend(COUNTED);
     header.extend([
-        "period",
-        "changes",
-        "critical",
-        "high",
-        "medium",
-        "low",
-        "info",
-        "structural",
-        "semantic",
-        "description",
-        "behavioural",
         "silent_drift",
         "to_first_sighting_count",
         "to_first_sighting_median_seconds",
@@ -262,19 +233,7 @@ fn csv(rows: &[HistoryRow], query: &HistoryQuery) -> String {
         }
         f.push(r.key.clone());
         f.push(r.period.clone());
-        for n in [
-            r.changes,
-            r.severity.critical,
-            r.severity.high,
-            r.severity.medium,
-            r.severity.low,
-            r.severity.info,
-            r.kinds.structural,
-            r.kinds.semantic,
-            r.kinds.description,
-            r.kinds.behavioural,
-            r.silent,
-        ] {
+        for n in counts(r) {
             f.push(n.to_string());
         }
         for d in [&r.to_first_sighting, &r.to_resolution] {
@@ -288,6 +247,39 @@ fn csv(rows: &[HistoryRow], query: &HistoryQuery) -> String {
         out.push_str(&csv_record(f.into_iter()));
     }
     out
+}
+
+/// The names of [`counts`]' columns but the last (`silent`, which each
+/// format names its own way).
+const COUNTED: [&str; 10] = [
+    "changes",
+    "critical",
+    "high",
+    "medium",
+    "low",
+    "info",
+    "structural",
+    "semantic",
+    "description",
+    "behavioural",
+];
+
+/// The counting columns, in the order every format writes them: changes,
+/// by severity, by kind, silent.
+fn counts(r: &HistoryRow) -> [i64; 11] {
+    [
+        r.changes,
+        r.severity.critical,
+        r.severity.high,
+        r.severity.medium,
+        r.severity.low,
+        r.severity.info,
+        r.kinds.structural,
+        r.kinds.semantic,
+        r.kinds.description,
+        r.kinds.behavioural,
+        r.silent,
+    ]
 }
 
 fn csv_record(fields: impl Iterator<Item = String>) -> String {
@@ -391,6 +383,22 @@ mod tests {
     use super::*;
     use toolpin_ledger::{KindCounts, SeverityCounts};
 
+    /// [`super::render`] in a format history is written in.
+    fn render(rows: &[HistoryRow], query: &HistoryQuery, format: &Format) -> String {
+        super::render(rows, query, format).expect("a history format")
+    }
+
+    #[test]
+    fn every_history_format_renders() {
+        for format in toolpin_report::Report::History.formats() {
+            assert!(super::render(&[], &q(HistoryGroup::Vendor), format).is_some());
+        }
+        assert_eq!(
+            super::render(&[], &q(HistoryGroup::Vendor), toolpin_report::format::SARIF),
+            None
+        );
+    }
+
     fn row(key: &str) -> HistoryRow {
         HistoryRow {
             key: key.to_string(),
@@ -447,7 +455,7 @@ mod tests {
 
     #[test]
     fn csv_has_a_header_and_crlf_records() {
-        let out = render(&[row("Acme, Inc.")], &q(HistoryGroup::Vendor), Format::Csv);
+        let out = render(&[row("Acme, Inc.")], &q(HistoryGroup::Vendor), CSV);
         let lines: Vec<&str> = out.split("\r\n").collect();
         assert_eq!(lines.len(), 3, "{out:?}");
         assert!(lines[0].starts_with("vendor,period,changes,critical,"));
@@ -464,11 +472,7 @@ mod tests {
     fn text_is_aligned_with_human_durations() {
         let mut other = row("");
         other.to_first_sighting = Durations::default();
-        let out = render(
-            &[row("acme"), other],
-            &q(HistoryGroup::Vendor),
-            Format::Text,
-        );
+        let out = render(&[row("acme"), other], &q(HistoryGroup::Vendor), TEXT);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("vendor  period   changes"), "{out}");
@@ -483,7 +487,7 @@ mod tests {
         assert_eq!(lines[1].as_bytes().get(end - 1), Some(&b'3'));
         assert_eq!(lines[2].as_bytes().get(end - 1), Some(&b'3'));
         assert_eq!(
-            render(&[], &q(HistoryGroup::Vendor), Format::Text),
+            render(&[], &q(HistoryGroup::Vendor), TEXT),
             "no events in the ledger match\n"
         );
     }
@@ -492,7 +496,7 @@ mod tests {
     fn markdown_is_a_github_table_with_bars_escaped() {
         let mut r = row("a|b");
         r.server = Some("orders".into());
-        let out = render(&[r], &q(HistoryGroup::Tool), Format::Markdown);
+        let out = render(&[r], &q(HistoryGroup::Tool), MARKDOWN);
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("| server | tool | period | changes |"));
         assert!(lines[1].starts_with("|---|---|---|---:|"));
@@ -506,7 +510,7 @@ mod tests {
     fn json_has_the_schema_and_null_for_an_unknown_vendor() {
         let mut query = q(HistoryGroup::Vendor);
         query.since = Some(1_798_761_600);
-        let out = render(&[row("")], &query, Format::Json);
+        let out = render(&[row("")], &query, JSON);
         let v: Value = serde_json::from_str(&out).expect("json");
         assert_eq!(v["schema"], SCHEMA);
         assert_eq!(v["group"], "vendor");

@@ -12,14 +12,7 @@ use toolpin_drift::{Comparison, Finding};
 use crate::style::printable;
 
 pub fn render(c: &Comparison, verdict: &Verdict) -> String {
-    // Findings grouped by (server, tool), in order of first appearance.
-    let mut groups: Vec<(&str, &str, Vec<usize>)> = Vec::new();
-    for (i, f) in c.findings.iter().enumerate() {
-        match groups.iter_mut().find(|g| g.0 == f.server && g.1 == f.tool) {
-            Some(g) => g.2.push(i),
-            None => groups.push((&f.server, &f.tool, vec![i])),
-        }
-    }
+    let groups = by_tool(c);
     let is_ignored = |i: &usize| verdict.ignored.iter().any(|(j, _)| j == i);
     let tests = groups.len() + 1;
     let failures = groups
@@ -40,66 +33,8 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
         None => String::new(),
     };
     let mut cases = String::new();
-    for (server, tool, idx) in &groups {
-        let name = if tool.is_empty() { "(server)" } else { tool };
-        let _ = write!(
-            cases,
-            "    <testcase classname=\"{}\" name=\"{}\"",
-            attr(server),
-            attr(name)
-        );
-        let mut body = String::new();
-        let mut out = String::new();
-        for i in idx {
-            let f = &c.findings[*i];
-            if verdict.is_failing(*i) {
-                let _ = writeln!(
-                    body,
-                    "      <failure type=\"{}\" message=\"{}\">{}</failure>",
-                    attr(f.rule),
-                    attr(&one_line(f)),
-                    text(&format!("{}{}", repeated(*i), details(f)))
-                );
-            } else {
-                let note = match verdict.ignored.iter().find(|(j, _)| j == i) {
-                    Some((_, reason)) => format!("ignored: {reason}"),
-                    None => "does not fail".to_string(),
-                };
-                // The one-line summary already carries the message.
-                let _ = write!(
-                    out,
-                    "{} ({note})\n{}{}",
-                    one_line(f),
-                    repeated(*i),
-                    values(f)
-                );
-            }
-        }
-        if idx.iter().all(is_ignored) {
-            let mut reasons: Vec<&str> = idx
-                .iter()
-                .filter_map(|i| verdict.ignored.iter().find(|(j, _)| j == i))
-                .map(|(_, r)| r.as_str())
-                .collect();
-            reasons.dedup();
-            let _ = writeln!(
-                body,
-                "      <skipped message=\"{}\"/>",
-                attr(&format!("ignored: {}", reasons.join("; ")))
-            );
-        }
-        if !out.is_empty() {
-            let _ = writeln!(
-                body,
-                "      <system-out>{}</system-out>",
-                text(out.trim_end())
-            );
-        }
-        if body.is_empty() {
-            cases.push_str("/>\n");
-        } else {
-            let _ = write!(cases, ">\n{body}    </testcase>\n");
-        }
+    for group in &groups {
+        cases.push_str(&testcase(c, verdict, group, &repeated));
     }
     let _ = writeln!(
         cases,
@@ -125,6 +60,90 @@ pub fn render(c: &Comparison, verdict: &Verdict) -> String {
     xml.push_str(&cases);
     xml.push_str("  </testsuite>\n</testsuites>\n");
     xml
+}
+
+/// Findings grouped by (server, tool), in order of first appearance.
+fn by_tool(c: &Comparison) -> Vec<(&str, &str, Vec<usize>)> {
+    let mut groups: Vec<(&str, &str, Vec<usize>)> = Vec::new();
+    for (i, f) in c.findings.iter().enumerate() {
+        match groups.iter_mut().find(|g| g.0 == f.server && g.1 == f.tool) {
+            Some(g) => g.2.push(i),
+            None => groups.push((&f.server, &f.tool, vec![i])),
+        }
+    }
+    groups
+}
+
+/// One tool's testcase: a `<failure>` per failing finding, the others in
+/// `<system-out>`, `<skipped>` when every finding is ignored.
+fn testcase(
+    c: &Comparison,
+    verdict: &Verdict,
+    (server, tool, idx): &(&str, &str, Vec<usize>),
+    repeated: &dyn Fn(usize) -> String,
+) -> String {
+    let is_ignored = |i: &usize| verdict.ignored.iter().any(|(j, _)| j == i);
+    let mut cases = String::new();
+    let name = if tool.is_empty() { "(server)" } else { tool };
+    let _ = write!(
+        cases,
+        "    <testcase classname=\"{}\" name=\"{}\"",
+        attr(server),
+        attr(name)
+    );
+    let mut body = String::new();
+    let mut out = String::new();
+    for i in idx {
+        let f = &c.findings[*i];
+        if verdict.is_failing(*i) {
+            let _ = writeln!(
+                body,
+                "      <failure type=\"{}\" message=\"{}\">{}</failure>",
+                attr(f.rule),
+                attr(&one_line(f)),
+                text(&format!("{}{}", repeated(*i), details(f)))
+            );
+        } else {
+            let note = match verdict.ignored.iter().find(|(j, _)| j == i) {
+                Some((_, reason)) => format!("ignored: {reason}"),
+                None => "does not fail".to_string(),
+            };
+            // The one-line summary already carries the message.
+            let _ = write!(
+                out,
+                "{} ({note})\n{}{}",
+                one_line(f),
+                repeated(*i),
+                values(f)
+            );
+        }
+    }
+    if idx.iter().all(is_ignored) {
+        let mut reasons: Vec<&str> = idx
+            .iter()
+            .filter_map(|i| verdict.ignored.iter().find(|(j, _)| j == i))
+            .map(|(_, r)| r.as_str())
+            .collect();
+        reasons.dedup();
+        let _ = writeln!(
+            body,
+            "      <skipped message=\"{}\"/>",
+            attr(&format!("ignored: {}", reasons.join("; ")))
+        );
+    }
+    if !out.is_empty() {
+        let _ = writeln!(
+            body,
+            "      <system-out>{}</system-out>",
+            text(out.trim_end())
+        );
+    }
+    if body.is_empty() {
+        cases.push_str("/>\n");
+    } else {
+        let _ = write!(cases, ">\n{body}    </testcase>\n");
+    }
+    cases
 }
 
 /// `severity rule pointer: message`, on one line.

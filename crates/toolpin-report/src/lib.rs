@@ -14,5 +14,5 @@ pub mod style;
 pub mod summary;
 pub mod text;
 
-pub use format::{Input, ReportFormat, Target, FORMATS};
+pub use format::{Format, Input, Report, ReportFormat, Target, FORMATS};
 pub use style::{use_color, ColorChoice, Style};

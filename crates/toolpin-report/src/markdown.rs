@@ -320,13 +320,7 @@ fn push_clusters(out: &mut String, p: &Parts, detail: &Detail, shown: &mut [bool
     let c = p.c;
     let mut any = false;
     for k in p.clusters.iter().filter(|k| detail.eligible(k.severity)) {
-        let mut tools: Vec<&str> = k
-            .findings
-            .iter()
-            .map(|&i| c.findings[i].tool.as_str())
-            .collect();
-        tools.sort_unstable();
-        tools.dedup();
+        let tools = summary::tools_of(c, k);
         let mut block = String::new();
         let _ = writeln!(
             block,
@@ -380,14 +374,7 @@ fn push_clusters(out: &mut String, p: &Parts, detail: &Detail, shown: &mut [bool
 /// How many findings this report left out, by severity, and where they
 /// all are.
 fn push_left_out(out: &mut String, c: &Comparison, shown: &[bool]) {
-    let left = summary::counts(
-        c.findings
-            .iter()
-            .zip(shown)
-            .filter(|(_, shown)| !**shown)
-            .map(|(f, _)| f),
-    );
-    let total: usize = left.iter().sum();
+    let (left, total) = summary::left_out(c, shown);
     if total == 0 {
         return;
     }

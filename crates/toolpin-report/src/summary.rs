@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use toolpin_drift::cluster::Cluster;
 use toolpin_drift::rule::Family;
 use toolpin_drift::{Comparison, Finding, Severity};
 
@@ -43,6 +44,18 @@ pub fn at_risk(c: &Comparison) -> Vec<((&str, &str), Counts)> {
     ranked
 }
 
+/// The names of the tools a cluster's findings are in, sorted, once each.
+pub fn tools_of<'c>(c: &'c Comparison, cluster: &Cluster<'_>) -> Vec<&'c str> {
+    let mut tools: Vec<&str> = cluster
+        .findings
+        .iter()
+        .map(|&i| c.findings[i].tool.as_str())
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
+    tools
+}
+
 /// `findings` counted per severity.
 pub fn counts<'f>(findings: impl IntoIterator<Item = &'f Finding>) -> Counts {
     let mut n = Counts::default();
@@ -50,6 +63,19 @@ pub fn counts<'f>(findings: impl IntoIterator<Item = &'f Finding>) -> Counts {
         n[f.severity as usize] += 1;
     }
     n
+}
+
+/// The findings a report left out (`shown[i]` false), counted per
+/// severity, and how many in all.
+pub fn left_out(c: &Comparison, shown: &[bool]) -> (Counts, usize) {
+    let left = counts(
+        c.findings
+            .iter()
+            .zip(shown)
+            .filter(|(_, shown)| !**shown)
+            .map(|(f, _)| f),
+    );
+    (left, left.iter().sum())
 }
 
 /// `3 critical, 12 high`: the non-zero counts, most severe first, at most

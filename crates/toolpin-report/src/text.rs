@@ -243,13 +243,7 @@ fn push_clusters(
         );
         let _ = writeln!(out, "    {}", printable(&first.message, false));
         push_values(out, first, opts, value_lines(c));
-        let mut tools: Vec<&str> = k
-            .findings
-            .iter()
-            .map(|&i| c.findings[i].tool.as_str())
-            .collect();
-        tools.sort_unstable();
-        tools.dedup();
+        let tools = summary::tools_of(c, k);
         let names = if opts.verbose || tools.len() <= CLUSTER_TOOLS {
             tools.join(", ")
         } else {
@@ -270,14 +264,7 @@ fn push_clusters(
 
 /// What was left out, and how to see it.
 fn push_left_out(out: &mut String, c: &Comparison, shown: &Shown, s: Style) {
-    let left = summary::counts(
-        c.findings
-            .iter()
-            .zip(&shown.findings)
-            .filter(|(_, shown)| !**shown)
-            .map(|(f, _)| f),
-    );
-    let total: usize = left.iter().sum();
+    let (left, total) = summary::left_out(c, &shown.findings);
     if total == 0 {
         return;
     }
@@ -385,33 +372,7 @@ fn push_groups_with(
     shown: Option<&Shown>,
 ) {
     let s = opts.style;
-    // Group findings by tool (server-level findings have no tool and group
-    // by server); the most severe tool first, then by name.
-    // Each finding keeps its index, which the verdict refers to. Groups are
-    // found through a map, not a scan per finding: a catalog or a tool can
-    // have tens of thousands of findings.
-    let mut groups: Vec<(&str, &str, Vec<Indexed>)> = Vec::new();
-    let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
-    for (i, f) in c.findings.iter().enumerate() {
-        if shown.is_some_and(|shown| !shown.findings[i]) {
-            continue;
-        }
-        let g = *group_of
-            .entry((f.server.as_str(), f.tool.as_str()))
-            .or_insert_with(|| {
-                groups.push((&f.server, &f.tool, Vec::new()));
-                groups.len() - 1
-            });
-        groups[g].2.push((i, f));
-    }
-    let worst = |fs: &[Indexed]| {
-        fs.iter()
-            .map(|(_, f)| f.severity)
-            .min()
-            .unwrap_or(Severity::Info)
-    };
-    groups.sort_by(|a, b| worst(&a.2).cmp(&worst(&b.2)).then(a.1.cmp(b.1)));
-
+    let groups = groups_by_tool(c, shown);
     for (server, tool, mut findings) in groups {
         // Repeated findings were shown once, as their clusters: here the
         // tool names them in one line, and a tool with nothing else is not
@@ -436,39 +397,7 @@ fn push_groups_with(
         };
         let _ = writeln!(out, "\n{}", s.bold(&title));
         for (index, f) in findings {
-            let sev = severity_label(f.severity, s);
-            let where_ = if f.pointer.is_empty() {
-                String::new()
-            } else {
-                format!("  {}", s.dim(&printable(&f.pointer, false)))
-            };
-            // Both lists are in index order (policy.rs builds them so).
-            let ignored = verdict
-                .ignored
-                .binary_search_by_key(&index, |(i, _)| *i)
-                .ok()
-                .and_then(|k| verdict.ignored.get(k));
-            let note = match ignored {
-                Some((_, reason)) => format!(
-                    "  {}",
-                    s.dim(&printable(&format!("(ignored: {reason})"), false))
-                ),
-                None if verdict.failing.binary_search(&index).is_err() => {
-                    format!("  {}", s.dim("(does not fail)"))
-                }
-                None => String::new(),
-            };
-            let mut flag = if f.security {
-                format!("  {}", s.red("security"))
-            } else {
-                String::new()
-            };
-            if !f.model_reads {
-                flag.push_str(&format!("  {}", s.dim("runtime only")));
-            }
-            let _ = writeln!(out, "  {sev}  {}{where_}{flag}{note}", f.rule);
-            let _ = writeln!(out, "    {}", printable(&f.message, false));
-            push_values(out, f, opts, value_lines(c));
+            push_finding(out, c, verdict, opts, (index, f));
         }
         if !repeated.is_empty() {
             let shown: Vec<&str> = repeated.iter().take(CLUSTER_TOOLS).copied().collect();
@@ -489,6 +418,84 @@ fn push_groups_with(
             );
         }
     }
+}
+
+/// The findings `shown` leaves in, grouped by tool (server-level findings
+/// have no tool and group by server); the most severe tool first, then by
+/// name. Each finding keeps its index, which the verdict refers to.
+fn groups_by_tool<'c>(
+    c: &'c Comparison,
+    shown: Option<&Shown>,
+) -> Vec<(&'c str, &'c str, Vec<Indexed<'c>>)> {
+    // Groups are found through a map, not a scan per finding: a catalog or
+    // a tool can have tens of thousands of findings.
+    let mut groups: Vec<(&str, &str, Vec<Indexed>)> = Vec::new();
+    let mut group_of: HashMap<(&str, &str), usize> = HashMap::new();
+    for (i, f) in c.findings.iter().enumerate() {
+        if shown.is_some_and(|shown| !shown.findings[i]) {
+            continue;
+        }
+        let g = *group_of
+            .entry((f.server.as_str(), f.tool.as_str()))
+            .or_insert_with(|| {
+                groups.push((&f.server, &f.tool, Vec::new()));
+                groups.len() - 1
+            });
+        groups[g].2.push((i, f));
+    }
+    let worst = |fs: &[Indexed]| {
+        fs.iter()
+            .map(|(_, f)| f.severity)
+            .min()
+            .unwrap_or(Severity::Info)
+    };
+    groups.sort_by(|a, b| worst(&a.2).cmp(&worst(&b.2)).then(a.1.cmp(b.1)));
+    groups
+}
+
+/// One finding: severity, rule, pointer, flags and note, its message and
+/// its values.
+fn push_finding(
+    out: &mut String,
+    c: &Comparison,
+    verdict: &Verdict,
+    opts: TextOptions,
+    (index, f): Indexed,
+) {
+    let s = opts.style;
+    let sev = severity_label(f.severity, s);
+    let where_ = if f.pointer.is_empty() {
+        String::new()
+    } else {
+        format!("  {}", s.dim(&printable(&f.pointer, false)))
+    };
+    // Both lists are in index order (policy.rs builds them so).
+    let ignored = verdict
+        .ignored
+        .binary_search_by_key(&index, |(i, _)| *i)
+        .ok()
+        .and_then(|k| verdict.ignored.get(k));
+    let note = match ignored {
+        Some((_, reason)) => format!(
+            "  {}",
+            s.dim(&printable(&format!("(ignored: {reason})"), false))
+        ),
+        None if verdict.failing.binary_search(&index).is_err() => {
+            format!("  {}", s.dim("(does not fail)"))
+        }
+        None => String::new(),
+    };
+    let mut flag = if f.security {
+        format!("  {}", s.red("security"))
+    } else {
+        String::new()
+    };
+    if !f.model_reads {
+        flag.push_str(&format!("  {}", s.dim("runtime only")));
+    }
+    let _ = writeln!(out, "  {sev}  {}{where_}{flag}{note}", f.rule);
+    let _ = writeln!(out, "    {}", printable(&f.message, false));
+    push_values(out, f, opts, value_lines(c));
 }
 
 /// Lines of a value shown without `-v`: fewer when there are many to show.

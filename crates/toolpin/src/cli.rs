@@ -8,6 +8,7 @@ use toolpin_capture::Format;
 
 use crate::approve;
 use crate::commands::report_target::ReportTarget;
+use toolpin_report::Report;
 
 #[derive(Parser)]
 #[command(
@@ -146,8 +147,8 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "YYYY-MM-DD")]
     pub until: Option<String>,
     /// Output format
-    #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
-    pub format: HistoryFormat,
+    #[arg(long, default_value = "text", value_parser = format_of(Report::History))]
+    pub format: &'static toolpin_report::Format,
     /// Write to FILE (atomically) instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -167,14 +168,6 @@ pub enum HistoryBy {
 pub enum HistoryPeriodArg {
     Month,
     Quarter,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum HistoryFormat {
-    Text,
-    Json,
-    Csv,
-    Markdown,
 }
 
 /// `toolpin usage`.
@@ -368,8 +361,8 @@ pub struct UsageReportArgs {
     #[arg(long = "only-env", value_name = "NAME")]
     pub only_env: Option<String>,
     /// Output format
-    #[arg(long, value_enum, default_value_t = UsageReportFormat::Text)]
-    pub format: UsageReportFormat,
+    #[arg(long, default_value = "text", value_parser = format_of(Report::Usage))]
+    pub format: &'static toolpin_report::Format,
     /// Write to FILE (atomically) instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -380,13 +373,6 @@ pub struct UsageReportArgs {
     pub read: UsageReadArgs,
     #[command(flatten)]
     pub store: UsageStoreArgs,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum UsageReportFormat {
-    Text,
-    Json,
-    Markdown,
 }
 
 /// `toolpin usage compact`.
@@ -881,6 +867,15 @@ pub enum EvalsCommand {
         #[arg(short, long, default_value = "toolpin.toml", value_name = "PATH")]
         config: PathBuf,
     },
+}
+
+/// `--format NAME` of a report the format table offers, listed in `--help`.
+fn format_of(
+    report: Report,
+) -> impl clap::builder::TypedValueParser<Value = &'static toolpin_report::Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(report.names())
+        .try_map(move |s: String| report.parse(&s))
 }
 
 /// `--input-format` values, listed in `--help`.

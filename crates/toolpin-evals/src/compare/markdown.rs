@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::text::{
     group_title, method_line, num, pct, points, record, repeats, signed, verdict_reason,
 };
-use super::{Flip, Report, ToolGroup, Verdict};
+use super::{Flip, PassChange, Report, ToolGroup, Verdict};
 use crate::verdict::Outcome;
 
 /// GitHub refuses comments past 65,536 characters; leave room for a
@@ -54,6 +54,16 @@ pub fn render(r: &Report, outcome: &Outcome) -> String {
 
 fn render_with(r: &Report, outcome: &Outcome, per_group: usize) -> String {
     let mut t = String::new();
+    summary(&mut t, r, outcome);
+    new_names(&mut t, r);
+    flips(&mut t, r, per_group);
+    one_sided(&mut t, r, per_group);
+    moved_tools(&mut t, r);
+    t
+}
+
+/// The headline, the reason and the table of pass rate and metrics.
+fn summary(t: &mut String, r: &Report, outcome: &Outcome) {
     let p = &r.pass;
     let (icon, headline) = match r.verdict {
         _ if outcome.regressed() => ("🔴", "regression"),
@@ -70,25 +80,9 @@ fn render_with(r: &Report, outcome: &Outcome, per_group: usize) -> String {
     let _ = writeln!(t, "{reason}.\n");
     let _ = writeln!(t, "| | before | after | change | 95% interval |");
     let _ = writeln!(t, "|---|---:|---:|---:|---|");
-    let _ = writeln!(
-        t,
-        "| pass rate | {} | {} | {} pts | {} to {} |",
-        pct(p.before),
-        pct(p.after),
-        points(p.delta.estimate),
-        points(p.delta.low),
-        points(p.delta.high)
-    );
+    rate_row(t, "pass rate", p);
     if let Some(aa) = &r.aa {
-        let _ = writeln!(
-            t,
-            "| A/A (no change) | {} | {} | {} pts | {} to {} |",
-            pct(aa.before),
-            pct(aa.after),
-            points(aa.delta.estimate),
-            points(aa.delta.low),
-            points(aa.delta.high)
-        );
+        rate_row(t, "A/A (no change)", aa);
     }
     for m in &r.metrics {
         let _ = writeln!(
@@ -114,6 +108,10 @@ fn render_with(r: &Report, outcome: &Outcome, per_group: usize) -> String {
         r.options.seed,
         r.options.resamples,
     );
+}
+
+/// The tool names never seen before.
+fn new_names(t: &mut String, r: &Report) {
     if !r.new_names.is_empty() {
         let _ = writeln!(t, "**New tool names** (the check fails until each is acknowledged with `toolpin accept --seen-tool NAME --reason …`):\n");
         for n in &r.new_names {
@@ -125,6 +123,24 @@ fn render_with(r: &Report, outcome: &Outcome, per_group: usize) -> String {
         }
         let _ = writeln!(t);
     }
+}
+
+/// A pass-rate row of the table.
+fn rate_row(t: &mut String, label: &str, p: &PassChange) {
+    let _ = writeln!(
+        t,
+        "| {label} | {} | {} | {} pts | {} to {} |",
+        pct(p.before),
+        pct(p.after),
+        points(p.delta.estimate),
+        points(p.delta.low),
+        points(p.delta.high)
+    );
+}
+
+/// The new failures and new passes, each group with at most
+/// `per_group` cases.
+fn flips(t: &mut String, r: &Report, per_group: usize) {
     for (flip, groups, what) in [
         (Flip::NewFailure, &r.failures, "new failures"),
         (Flip::NewPass, &r.passes, "new passes"),
@@ -143,10 +159,14 @@ fn render_with(r: &Report, outcome: &Outcome, per_group: usize) -> String {
             }
         );
         for g in groups.iter() {
-            group(&mut t, r, g, total, what, per_group);
+            group(t, r, g, total, what, per_group);
         }
         let _ = writeln!(t, "</details>\n");
     }
+}
+
+/// The cases that ran on one side only.
+fn one_sided(t: &mut String, r: &Report, per_group: usize) {
     for (flip, what) in [
         (Flip::OnlyBefore, "only before"),
         (Flip::OnlyAfter, "only after"),
@@ -173,12 +193,11 @@ fn render_with(r: &Report, outcome: &Outcome, per_group: usize) -> String {
             }
         );
     }
-    let moved: Vec<_> = r
-        .tool_moves
-        .iter()
-        .filter(|m| m.delta().abs() >= 0.005)
-        .take(10)
-        .collect();
+}
+
+/// The tools whose calls per run moved most.
+fn moved_tools(t: &mut String, r: &Report) {
+    let moved = r.moved_most();
     if !moved.is_empty() {
         let _ = writeln!(t, "| tool | calls per run before | after | change |");
         let _ = writeln!(t, "|---|---:|---:|---:|");
@@ -194,7 +213,6 @@ fn render_with(r: &Report, outcome: &Outcome, per_group: usize) -> String {
         }
         let _ = writeln!(t);
     }
-    t
 }
 
 fn group(t: &mut String, r: &Report, g: &ToolGroup, total: usize, what: &str, per_group: usize) {

@@ -403,8 +403,16 @@ pub struct NewName {
 
 impl Report {
     pub fn case_ids(&self, flip: Flip) -> Vec<usize> {
-        (0..self.cases.len())
-            .filter(|i| self.cases[*i].flip() == flip)
+        flipped(&self.cases, flip)
+    }
+
+    /// The first ten of [`Report::tool_moves`] whose calls per run moved
+    /// by half a call in a hundred runs or more.
+    pub fn moved_most(&self) -> Vec<&ToolMove> {
+        self.tool_moves
+            .iter()
+            .filter(|m| m.delta().abs() >= 0.005)
+            .take(10)
             .collect()
     }
 
@@ -725,6 +733,107 @@ fn new_names(cases: &[Case], names: &Names, ctx: &Context, before_seen: &[bool])
     list
 }
 
+/// The cases at `flip`, by index.
+fn flipped(cases: &[Case], flip: Flip) -> Vec<usize> {
+    (0..cases.len())
+        .filter(|i| cases[*i].flip() == flip)
+        .collect()
+}
+
+/// The noise: the A/A runs' own spread when there are any, else each
+/// case's binomial spread.
+fn noise(cases: &[Case], aa_cases: Option<&[Case]>) -> f64 {
+    match aa_cases {
+        Some(aa_cases) => {
+            let deltas: Vec<f64> = aa_cases
+                .iter()
+                .filter_map(|c| match (&c.before, &c.after) {
+                    (Some(b), Some(a)) => Some(a.pass_rate() - b.pass_rate()),
+                    _ => None,
+                })
+                .collect();
+            stats::sd(&deltas).max(null_sd(cases))
+        }
+        None => null_sd(cases),
+    }
+}
+
+/// What the pass-rate change says, beyond the A/A spread when there is one.
+fn verdict(pass: &PassChange, aa_change: Option<&PassChange>) -> Verdict {
+    let beyond_aa = aa_change.is_none_or(|aa| {
+        let reach = aa.delta.low.abs().max(aa.delta.high.abs());
+        pass.delta.estimate.abs() > reach
+    });
+    // No case changed: "no change" is exactly what was seen (p = 1).
+    if pass.changed == 0 {
+        Verdict::Noise
+    } else if !pass.testable() {
+        Verdict::Untested
+    } else if pass.significant && beyond_aa {
+        if pass.delta.estimate < 0.0 {
+            Verdict::Regression
+        } else {
+            Verdict::Improvement
+        }
+    } else {
+        Verdict::Noise
+    }
+}
+
+/// Which tool names (by id) the runs of the pinned catalog called.
+fn seen_before<'a>(repeats: impl Iterator<Item = &'a Repeat>, names: &Names) -> Vec<bool> {
+    let mut seen = vec![false; names.len()];
+    for repeat in repeats {
+        for run in &repeat.cases {
+            for id in run.tool_calls.iter().flatten() {
+                seen[*id as usize] = true;
+            }
+        }
+    }
+    seen
+}
+
+/// Pass rates compared as fractions, exactly.
+fn rate_cmp(c: &Case) -> Option<std::cmp::Ordering> {
+    match (&c.before, &c.after) {
+        (Some(b), Some(a)) => Some(
+            (u64::from(a.passes) * u64::from(b.runs))
+                .cmp(&(u64::from(b.passes) * u64::from(a.runs))),
+        ),
+        _ => None,
+    }
+}
+
+/// The first case that got better, else the first A/A case that moved.
+fn moved_back(cases: &[Case], aa_cases: Option<&[Case]>) -> Option<MovedBack> {
+    cases
+        .iter()
+        .find(|c| rate_cmp(c) == Some(std::cmp::Ordering::Greater))
+        .map(|c| MovedBack::Better(c.id.clone()))
+        .or_else(|| {
+            aa_cases
+                .into_iter()
+                .flatten()
+                .find(|c| rate_cmp(c).is_some_and(|o| o != std::cmp::Ordering::Equal))
+                .map(|c| MovedBack::Aa(c.id.clone()))
+        })
+}
+
+/// The cases that failed every run, less those an A/A run failed too.
+fn failed_every_run(cases: &[Case], aa_cases: Option<&[Case]>) -> Vec<usize> {
+    // An A/A run of a case that did not pass makes it no longer a case
+    // that passed on every run of the unchanged catalog.
+    let aa_failed: std::collections::HashSet<&str> = aa_cases
+        .into_iter()
+        .flatten()
+        .filter(|c| c.after.as_ref().is_some_and(|t| t.passes < t.runs))
+        .map(|c| c.id.as_str())
+        .collect();
+    (0..cases.len())
+        .filter(|i| cases[*i].failed_every_run() && !aa_failed.contains(cases[*i].id.as_str()))
+        .collect()
+}
+
 /// Compares the before and after runs (and the A/A runs, when given).
 pub fn compare(
     before: &[Repeat],
@@ -741,89 +850,17 @@ pub fn compare(
     let aa_change = aa
         .zip(aa_cases.as_deref())
         .map(|(aa, aa_cases)| pass_change(aa_cases, before.len() == 1 && aa.len() == 1, options));
-    // The noise: the A/A runs' own spread when there are any, else each
-    // case's binomial spread.
-    let sd = match &aa_cases {
-        Some(aa_cases) => {
-            let deltas: Vec<f64> = aa_cases
-                .iter()
-                .filter_map(|c| match (&c.before, &c.after) {
-                    (Some(b), Some(a)) => Some(a.pass_rate() - b.pass_rate()),
-                    _ => None,
-                })
-                .collect();
-            stats::sd(&deltas).max(null_sd(&cases))
-        }
-        None => null_sd(&cases),
-    };
+    let sd = noise(&cases, aa_cases.as_deref());
     let detectable = stats::minimum_detectable(sd, pass.paired);
-    let beyond_aa = aa_change.as_ref().is_none_or(|aa| {
-        let reach = aa.delta.low.abs().max(aa.delta.high.abs());
-        pass.delta.estimate.abs() > reach
-    });
-    // No case changed: "no change" is exactly what was seen (p = 1).
-    let verdict = if pass.changed == 0 {
-        Verdict::Noise
-    } else if !pass.testable() {
-        Verdict::Untested
-    } else if pass.significant && beyond_aa {
-        if pass.delta.estimate < 0.0 {
-            Verdict::Regression
-        } else {
-            Verdict::Improvement
-        }
-    } else {
-        Verdict::Noise
-    };
-    let failures_at: Vec<usize> = (0..cases.len())
-        .filter(|i| cases[*i].flip() == Flip::NewFailure)
-        .collect();
-    let passes_at: Vec<usize> = (0..cases.len())
-        .filter(|i| cases[*i].flip() == Flip::NewPass)
-        .collect();
-    let failures = groups(&cases, &failures_at, &names, ctx);
-    let passes = groups(&cases, &passes_at, &names, ctx);
+    let verdict = verdict(&pass, aa_change.as_ref());
+    let failures = groups(&cases, &flipped(&cases, Flip::NewFailure), &names, ctx);
+    let passes = groups(&cases, &flipped(&cases, Flip::NewPass), &names, ctx);
     let metrics = metric_changes(&cases, options);
     let tool_moves = tool_moves(&cases, &names);
-    let mut before_seen = vec![false; names.len()];
-    for repeat in before.iter().chain(aa.unwrap_or_default()) {
-        for run in &repeat.cases {
-            for id in run.tool_calls.iter().flatten() {
-                before_seen[*id as usize] = true;
-            }
-        }
-    }
+    let before_seen = seen_before(before.iter().chain(aa.unwrap_or_default()), &names);
     let new_names = new_names(&cases, &names, ctx, &before_seen);
-    // An A/A run of a case that did not pass makes it no longer a case
-    // that passed on every run of the unchanged catalog.
-    let aa_failed: std::collections::HashSet<&str> = aa_cases
-        .iter()
-        .flatten()
-        .filter(|c| c.after.as_ref().is_some_and(|t| t.passes < t.runs))
-        .map(|c| c.id.as_str())
-        .collect();
-    // Pass rates compared as fractions, exactly.
-    let rate_cmp = |c: &Case| match (&c.before, &c.after) {
-        (Some(b), Some(a)) => Some(
-            (u64::from(a.passes) * u64::from(b.runs))
-                .cmp(&(u64::from(b.passes) * u64::from(a.runs))),
-        ),
-        _ => None,
-    };
-    let moved_back = cases
-        .iter()
-        .find(|c| rate_cmp(c) == Some(std::cmp::Ordering::Greater))
-        .map(|c| MovedBack::Better(c.id.clone()))
-        .or_else(|| {
-            aa_cases
-                .iter()
-                .flatten()
-                .find(|c| rate_cmp(c).is_some_and(|o| o != std::cmp::Ordering::Equal))
-                .map(|c| MovedBack::Aa(c.id.clone()))
-        });
-    let failed_every_run: Vec<usize> = (0..cases.len())
-        .filter(|i| cases[*i].failed_every_run() && !aa_failed.contains(cases[*i].id.as_str()))
-        .collect();
+    let moved_back = moved_back(&cases, aa_cases.as_deref());
+    let failed_every_run = failed_every_run(&cases, aa_cases.as_deref());
     Report {
         repeats: [before.len(), after.len()],
         aa_repeats: aa.map_or(0, <[Repeat]>::len),
@@ -900,23 +937,34 @@ pub fn context<'a>(
     }
 }
 
-/// The report in one of its formats: `text`, `json` or `markdown`.
-pub fn render(report: &Report, format: &str, style: toolpin_report::Style) -> Option<String> {
-    let outcome = report.outcome();
-    match format {
-        "text" => Some(text::render(report, &outcome, style)),
-        // Serializing a Value cannot fail.
-        "json" => Some(
-            serde_json::to_string_pretty(&json::render(report, &outcome)).unwrap_or_default()
-                + "\n",
-        ),
-        "markdown" => Some(markdown::render(report, &outcome)),
-        _ => None,
-    }
+/// The report in one of its formats ([`Report::Comparison`]: `text`,
+/// `json` or `markdown`); `None` for a format it is not written in.
+///
+/// [`Report::Comparison`]: toolpin_report::Report::Comparison
+pub fn render(
+    report: &Report,
+    format: &toolpin_report::Format,
+    style: toolpin_report::Style,
+) -> Option<String> {
+    use crate::verdict::Outcome;
+    use toolpin_report::format::{pick, JSON, MARKDOWN, TEXT};
+    use toolpin_report::Style;
+    type Write = fn(&Report, &Outcome, Style) -> String;
+    let write: Write = pick(
+        format,
+        &[
+            (TEXT, text::render as Write),
+            // Serializing a Value cannot fail.
+            (JSON, |r: &Report, o: &Outcome, _: Style| {
+                serde_json::to_string_pretty(&json::render(r, o)).unwrap_or_default() + "\n"
+            }),
+            (MARKDOWN, |r: &Report, o: &Outcome, _: Style| {
+                markdown::render(r, o)
+            }),
+        ],
+    )?;
+    Some(write(report, &report.outcome(), style))
 }
-
-/// The formats `render` knows.
-pub const FORMATS: [&str; 3] = ["text", "json", "markdown"];
 
 #[cfg(test)]
 mod tests;

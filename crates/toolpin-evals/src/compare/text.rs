@@ -175,6 +175,17 @@ pub(crate) fn outcome_line(o: &Outcome) -> String {
 /// The comparison, with the outcome [`crate::verdict::decide`] gave it.
 pub fn render(r: &Report, outcome: &Outcome, s: Style) -> String {
     let mut t = String::new();
+    summary(&mut t, r, outcome, s);
+    flips(&mut t, r, s);
+    one_sided(&mut t, r, s);
+    metrics(&mut t, r);
+    moved_tools(&mut t, r, s);
+    new_names(&mut t, r, s);
+    t
+}
+
+/// The header: pass rate, A/A spread, verdict, outcome, what is detectable.
+fn summary(t: &mut String, r: &Report, outcome: &Outcome, s: Style) {
     let p = &r.pass;
     let _ = writeln!(
         t,
@@ -235,7 +246,10 @@ pub fn render(r: &Report, outcome: &Outcome, s: Style) -> String {
         p.paired,
         repeats(r.repeats[0].min(r.repeats[1]))
     );
+}
 
+/// The new failures and new passes, grouped.
+fn flips(t: &mut String, r: &Report, s: Style) {
     for (flip, groups, what) in [
         (Flip::NewFailure, &r.failures, "new failures"),
         (Flip::NewPass, &r.passes, "new passes"),
@@ -269,6 +283,10 @@ pub fn render(r: &Report, outcome: &Outcome, s: Style) -> String {
             }
         }
     }
+}
+
+/// The cases that ran on one side only.
+fn one_sided(t: &mut String, r: &Report, s: Style) {
     for (flip, what) in [
         (Flip::OnlyBefore, "only before"),
         (Flip::OnlyAfter, "only after"),
@@ -288,7 +306,10 @@ pub fn render(r: &Report, outcome: &Outcome, s: Style) -> String {
             let _ = writeln!(t, "    {}", case_line(&r.cases[i]));
         }
     }
+}
 
+/// The metrics' medians and their change.
+fn metrics(t: &mut String, r: &Report) {
     if !r.metrics.is_empty() {
         let _ = writeln!(t);
         let width = r
@@ -311,12 +332,11 @@ pub fn render(r: &Report, outcome: &Outcome, s: Style) -> String {
             );
         }
     }
-    let moved: Vec<_> = r
-        .tool_moves
-        .iter()
-        .filter(|m| m.delta().abs() >= 0.005)
-        .take(10)
-        .collect();
+}
+
+/// The tools whose calls per run moved most.
+fn moved_tools(t: &mut String, r: &Report, s: Style) {
+    let moved = r.moved_most();
     if !moved.is_empty() {
         let _ = writeln!(t);
         let _ = writeln!(t, "{}", s.bold("calls per run that moved most:"));
@@ -336,7 +356,10 @@ pub fn render(r: &Report, outcome: &Outcome, s: Style) -> String {
             );
         }
     }
+}
 
+/// The tool names never seen before.
+fn new_names(t: &mut String, r: &Report, s: Style) {
     let _ = writeln!(t);
     if r.new_names.is_empty() {
         let _ = writeln!(t, "new tool names: none");
@@ -365,7 +388,6 @@ pub fn render(r: &Report, outcome: &Outcome, s: Style) -> String {
             "  acknowledge with: toolpin accept --seen-tool NAME --reason \"…\""
         );
     }
-    t
 }
 
 fn cases_phrase(r: &Report, cases: &[usize]) -> String {

@@ -4,6 +4,7 @@
 
 pub mod pinned;
 pub mod record;
+pub mod render;
 pub mod serve;
 pub mod store;
 mod workflow;

@@ -379,6 +379,47 @@ pub fn report(
     thresholds: &Thresholds,
     until_hour: u64,
 ) -> UsageReport {
+    let (groups, span, total) = groups(calls);
+    let mut names: Vec<GroupKey<'_>> = groups.keys().copied().collect();
+    names.sort_unstable();
+
+    let mut judged = Judged {
+        thresholds,
+        out: UsageReport {
+            schema: SCHEMA,
+            hours: span,
+            calls: total,
+            groups: names.len() as u64,
+            comparisons: Vec::new(),
+            tests: 0,
+            checks: 0,
+            skipped: 0,
+            unpinned_catalogs: Vec::new(),
+            thresholds: thresholds.clone(),
+            alarms: Vec::new(),
+        },
+        candidates: Vec::new(),
+        p_values: Vec::new(),
+    };
+    let mut unpinned: BTreeMap<String, u64> = BTreeMap::new();
+    let limits = *calls.limits();
+    for name in names {
+        let group = &groups[&name];
+        immediate(name, group, catalogs, &mut judged.candidates, &mut unpinned);
+        compare_group(name, group, catalogs, (until_hour, &limits), &mut judged);
+    }
+    let mut out = judged.alarms();
+    out.unpinned_catalogs = unpinned
+        .into_iter()
+        .map(|(catalog, calls)| Unpinned { catalog, calls })
+        .collect();
+    out
+}
+
+/// The keys of `calls` by group and catalog, the hours they span and
+/// their calls.
+#[allow(clippy::type_complexity)]
+fn groups(calls: &Aggregates) -> (HashMap<GroupKey<'_>, Group<'_>>, Option<[u64; 2]>, u64) {
     let mut groups: HashMap<GroupKey<'_>, Group<'_>> = HashMap::new();
     let mut span: Option<[u64; 2]> = None;
     let mut total = 0;
@@ -396,154 +437,133 @@ pub fn report(
             .or_default()
             .push((key, stats));
     }
-    let mut names: Vec<GroupKey<'_>> = groups.keys().copied().collect();
-    names.sort_unstable();
+    (groups, span, total)
+}
 
-    let mut out = UsageReport {
-        schema: SCHEMA,
-        hours: span,
-        calls: total,
-        groups: names.len() as u64,
-        comparisons: Vec::new(),
-        tests: 0,
-        checks: 0,
-        skipped: 0,
-        unpinned_catalogs: Vec::new(),
-        thresholds: thresholds.clone(),
-        alarms: Vec::new(),
-    };
-    let mut candidates: Vec<Candidate> = Vec::new();
-    let mut p_values: Vec<f64> = Vec::new();
-    let mut unpinned: BTreeMap<String, u64> = BTreeMap::new();
-    let limits = *calls.limits();
-
-    for name in names {
-        let group = &groups[&name];
-        immediate(name, group, catalogs, &mut candidates, &mut unpinned);
-        // Catalogs in the order they came into use.
-        let mut order: Vec<(&str, u64, u64)> = group
-            .by_catalog
-            .iter()
-            .map(|(catalog, keys)| {
-                let first = keys.iter().map(|(k, _)| k.hour).min().unwrap_or(0);
-                let seq = catalogs.sequence.get(*catalog).copied().unwrap_or(0);
-                (*catalog, first, seq)
-            })
-            .collect();
-        order.sort_unstable_by(|a, b| (a.1, a.2, a.0).cmp(&(b.1, b.2, b.0)));
-        let w = thresholds.window_hours;
-        let mut last_change: Option<u64> = None;
-        for pair in order.windows(2) {
-            let ((from, _, _), (to, change, _)) = (pair[0], pair[1]);
-            last_change = Some(change);
-            // The hour of the change counts on both sides, each key under
-            // its own catalog.
-            let before = window(
-                &group.by_catalog[from],
-                change.saturating_sub(w),
-                change + 1,
-                &limits,
-            );
-            let after = window(&group.by_catalog[to], change, change + w, &limits);
-            let setting = Setting {
-                group: name,
-                basis: Basis::CatalogChange,
-                from: Some(from),
-                to,
-                change: catalogs.changes.get(&(from.to_string(), to.to_string())),
-                pinned: catalogs
-                    .pinned
-                    .get(to)
-                    .or_else(|| catalogs.pinned.get(from)),
-                before_hours: [change.saturating_sub(w), change + 1],
-                after_hours: [change, change + w],
-            };
-            compare(
-                &setting,
-                &before,
-                &after,
-                thresholds,
-                &mut out,
-                &mut candidates,
-                &mut p_values,
-            );
-        }
-        // Day over day, when no catalog change is recent enough to have
-        // been the comparison.
-        let recent = last_change.is_some_and(|t| t + 48 > until_hour);
-        if let Some(&(current, _, _)) = order.last() {
-            if !recent && until_hour >= 48 {
-                let keys = &group.by_catalog[current];
-                let before = window(keys, until_hour - 48, until_hour - 24, &limits);
-                let after = window(keys, until_hour - 24, until_hour, &limits);
-                if !before.is_empty() && !after.is_empty() {
-                    let setting = Setting {
-                        group: name,
-                        basis: Basis::DayOverDay,
-                        from: None,
-                        to: current,
-                        change: None,
-                        pinned: catalogs.pinned.get(current),
-                        before_hours: [until_hour - 48, until_hour - 24],
-                        after_hours: [until_hour - 24, until_hour],
-                    };
-                    compare(
-                        &setting,
-                        &before,
-                        &after,
-                        thresholds,
-                        &mut out,
-                        &mut candidates,
-                        &mut p_values,
-                    );
-                }
-            }
-        }
-    }
-
-    let adjusted = stats::holm(&p_values);
-    for mut c in candidates {
-        match c.test {
-            Some(i) => {
-                c.alarm.p_value = Some(p_values[i]);
-                c.alarm.adjusted_p = Some(adjusted[i]);
-                if adjusted[i] < thresholds.alpha && c.effect_ok {
-                    out.alarms.push(c.alarm);
-                }
-            }
-            None if c.effect_ok => out.alarms.push(c.alarm),
-            None => {}
-        }
-    }
-    out.alarms.sort_by(|a, b| {
-        (
-            &a.environment,
-            &a.tenant,
-            &a.agent,
-            a.kind,
-            &a.tool,
-            &a.parameter,
-            &a.value,
-            &a.class,
-            &a.to_catalog,
-        )
-            .cmp(&(
-                &b.environment,
-                &b.tenant,
-                &b.agent,
-                b.kind,
-                &b.tool,
-                &b.parameter,
-                &b.value,
-                &b.class,
-                &b.to_catalog,
-            ))
-    });
-    out.unpinned_catalogs = unpinned
-        .into_iter()
-        .map(|(catalog, calls)| Unpinned { catalog, calls })
+/// One group's comparisons: at each catalog change, and day over day
+/// when no change is recent enough to have been the comparison.
+fn compare_group(
+    name: GroupKey<'_>,
+    group: &Group<'_>,
+    catalogs: &Catalogs,
+    (until_hour, limits): (u64, &Limits),
+    judged: &mut Judged<'_>,
+) {
+    // Catalogs in the order they came into use.
+    let mut order: Vec<(&str, u64, u64)> = group
+        .by_catalog
+        .iter()
+        .map(|(catalog, keys)| {
+            let first = keys.iter().map(|(k, _)| k.hour).min().unwrap_or(0);
+            let seq = catalogs.sequence.get(*catalog).copied().unwrap_or(0);
+            (*catalog, first, seq)
+        })
         .collect();
-    out
+    order.sort_unstable_by(|a, b| (a.1, a.2, a.0).cmp(&(b.1, b.2, b.0)));
+    let w = judged.thresholds.window_hours;
+    let mut last_change: Option<u64> = None;
+    for pair in order.windows(2) {
+        let ((from, _, _), (to, change, _)) = (pair[0], pair[1]);
+        last_change = Some(change);
+        // The hour of the change counts on both sides, each key under
+        // its own catalog.
+        let before = window(
+            &group.by_catalog[from],
+            change.saturating_sub(w),
+            change + 1,
+            limits,
+        );
+        let after = window(&group.by_catalog[to], change, change + w, limits);
+        let setting = Setting {
+            group: name,
+            basis: Basis::CatalogChange,
+            from: Some(from),
+            to,
+            change: catalogs.changes.get(&(from.to_string(), to.to_string())),
+            pinned: catalogs
+                .pinned
+                .get(to)
+                .or_else(|| catalogs.pinned.get(from)),
+            before_hours: [change.saturating_sub(w), change + 1],
+            after_hours: [change, change + w],
+        };
+        compare(&setting, &before, &after, judged);
+    }
+    let recent = last_change.is_some_and(|t| t + 48 > until_hour);
+    let Some(&(current, _, _)) = order.last() else {
+        return;
+    };
+    if recent || until_hour < 48 {
+        return;
+    }
+    let keys = &group.by_catalog[current];
+    let before = window(keys, until_hour - 48, until_hour - 24, limits);
+    let after = window(keys, until_hour - 24, until_hour, limits);
+    if !before.is_empty() && !after.is_empty() {
+        let setting = Setting {
+            group: name,
+            basis: Basis::DayOverDay,
+            from: None,
+            to: current,
+            change: None,
+            pinned: catalogs.pinned.get(current),
+            before_hours: [until_hour - 48, until_hour - 24],
+            after_hours: [until_hour - 24, until_hour],
+        };
+        compare(&setting, &before, &after, judged);
+    }
+}
+
+impl Judged<'_> {
+    /// The report with the alarms that pass: Holm's correction over every
+    /// test of the report, then the effect thresholds; in a stable order.
+    fn alarms(self) -> UsageReport {
+        let Judged {
+            thresholds,
+            mut out,
+            candidates,
+            p_values,
+        } = self;
+        let adjusted = stats::holm(&p_values);
+        for mut c in candidates {
+            match c.test {
+                Some(i) => {
+                    c.alarm.p_value = Some(p_values[i]);
+                    c.alarm.adjusted_p = Some(adjusted[i]);
+                    if adjusted[i] < thresholds.alpha && c.effect_ok {
+                        out.alarms.push(c.alarm);
+                    }
+                }
+                None if c.effect_ok => out.alarms.push(c.alarm),
+                None => {}
+            }
+        }
+        out.alarms.sort_by(|a, b| {
+            (
+                &a.environment,
+                &a.tenant,
+                &a.agent,
+                a.kind,
+                &a.tool,
+                &a.parameter,
+                &a.value,
+                &a.class,
+                &a.to_catalog,
+            )
+                .cmp(&(
+                    &b.environment,
+                    &b.tenant,
+                    &b.agent,
+                    b.kind,
+                    &b.tool,
+                    &b.parameter,
+                    &b.value,
+                    &b.class,
+                    &b.to_catalog,
+                ))
+        });
+        out
+    }
 }
 
 impl UsageReport {
@@ -736,36 +756,93 @@ impl Setting<'_> {
 }
 
 /// The tests of one comparison.
-fn compare(
-    setting: &Setting<'_>,
-    before: &Window,
-    after: &Window,
-    th: &Thresholds,
-    out: &mut UsageReport,
-    candidates: &mut Vec<Candidate>,
-    p_values: &mut Vec<f64>,
-) {
+fn compare(setting: &Setting<'_>, before: &Window, after: &Window, judged: &mut Judged<'_>) {
     let calls = |w: &Window| w.values().map(|s| s.calls).sum::<u64>();
     let (n1, n2) = (calls(before), calls(after));
-    let mut tests = 0u64;
-    let mut skipped = 0u64;
-    let mut test = |candidates: &mut Vec<Candidate>, alarm: Alarm, p: f64, effect_ok: bool| {
-        p_values.push(p);
-        candidates.push(Candidate {
+    let mut t = Tests {
+        setting,
+        th: judged.thresholds,
+        judged,
+        tests: 0,
+        skipped: 0,
+    };
+    t.selection(before, after, (n1, n2));
+    // Per tool on both sides.
+    for (tool, b) in before {
+        let Some(a) = after.get(tool) else { continue };
+        t.enums(tool, b, a);
+        t.supplied(tool, b, a);
+        t.errors(tool, b, a);
+        t.latency(tool, b, a);
+    }
+    let (tests, skipped) = (t.tests, t.skipped);
+    let (environment, tenant, agent) = setting.group;
+    let out = &mut judged.out;
+    out.tests += tests;
+    out.skipped += skipped;
+    out.comparisons.push(Comparison {
+        basis: setting.basis,
+        environment: environment.to_string(),
+        tenant: tenant.to_string(),
+        agent: agent.to_string(),
+        from_catalog: setting.from.map(str::to_string),
+        to_catalog: setting.to.to_string(),
+        before_hours: setting.before_hours,
+        after_hours: setting.after_hours,
+        before_calls: n1,
+        after_calls: n2,
+        tests,
+        skipped,
+    });
+}
+
+/// What a report gathers over its comparisons: the report, the candidate
+/// alarms and the p-values they are tested on.
+struct Judged<'t> {
+    thresholds: &'t Thresholds,
+    out: UsageReport,
+    candidates: Vec<Candidate>,
+    p_values: Vec<f64>,
+}
+
+/// The tests of one comparison, as they are made.
+struct Tests<'s, 'j, 't> {
+    setting: &'s Setting<'s>,
+    th: &'t Thresholds,
+    judged: &'j mut Judged<'t>,
+    tests: u64,
+    skipped: u64,
+}
+
+impl Tests<'_, '_, '_> {
+    /// A tested candidate: `p` is corrected with the others, `effect_ok`
+    /// says whether its effect passes the thresholds.
+    fn test(&mut self, alarm: Alarm, p: f64, effect_ok: bool) {
+        self.tests += 1;
+        let j = &mut *self.judged;
+        j.p_values.push(p);
+        j.candidates.push(Candidate {
             alarm,
-            test: Some(p_values.len() - 1),
+            test: Some(j.p_values.len() - 1),
             effect_ok,
         });
-    };
+    }
 
-    // Selection shares.
-    let tools: Vec<&String> = before
-        .keys()
-        .chain(after.keys())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    if n1 >= th.min_calls && n2 >= th.min_calls && tools.len() >= 2 {
+    /// Selection shares across the tools.
+    fn selection(&mut self, before: &Window, after: &Window, (n1, n2): (u64, u64)) {
+        let th = self.th;
+        let tools: Vec<&String> = before
+            .keys()
+            .chain(after.keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !(n1 >= th.min_calls && n2 >= th.min_calls && tools.len() >= 2) {
+            if n1 > 0 && n2 > 0 {
+                self.skipped += 1;
+            }
+            return;
+        }
         let row = |w: &Window| -> Vec<u64> {
             tools
                 .iter()
@@ -773,45 +850,42 @@ fn compare(
                 .collect()
         };
         let (b, a) = (row(before), row(after));
-        if let Some((_, _, p)) = stats::chi2_homogeneity(&b, &a) {
-            tests += 1;
-            let js = stats::js_distance(&b, &a);
-            let share = |row: &[u64], i: usize, n: u64| row[i] as f64 / n as f64;
-            let deltas: Vec<f64> = (0..tools.len())
-                .map(|i| share(&a, i, n2) - share(&b, i, n1))
-                .collect();
-            let gainer = argmax(&deltas, |d| d);
-            let loser = argmax(&deltas, |d| -d);
-            let moved = deltas[gainer].max(-deltas[loser]);
-            let (g, l) = (tools[gainer], tools[loser]);
-            let message = format!(
-                "`{g}` share {} → {} ({l} {} → {})",
-                pct(share(&b, gainer, n1)),
-                pct(share(&a, gainer, n2)),
-                pct(share(&b, loser, n1)),
-                pct(share(&a, loser, n2)),
-            );
-            let mut alarm = setting.alarm(
-                AlarmKind::SelectionShare,
-                g,
-                share(&b, gainer, n1),
-                share(&a, gainer, n2),
-                message,
-            );
-            alarm.other_tool = Some(l.clone());
-            alarm.effect = Some(js);
-            let ok = js >= th.min_js && moved * 100.0 >= th.min_share_points;
-            test(candidates, alarm, p, ok);
-        }
-    } else if n1 > 0 && n2 > 0 {
-        skipped += 1;
+        let Some((_, _, p)) = stats::chi2_homogeneity(&b, &a) else {
+            return;
+        };
+        let js = stats::js_distance(&b, &a);
+        let share = |row: &[u64], i: usize, n: u64| row[i] as f64 / n as f64;
+        let deltas: Vec<f64> = (0..tools.len())
+            .map(|i| share(&a, i, n2) - share(&b, i, n1))
+            .collect();
+        let gainer = argmax(&deltas, |d| d);
+        let loser = argmax(&deltas, |d| -d);
+        let moved = deltas[gainer].max(-deltas[loser]);
+        let (g, l) = (tools[gainer], tools[loser]);
+        let message = format!(
+            "`{g}` share {} → {} ({l} {} → {})",
+            pct(share(&b, gainer, n1)),
+            pct(share(&a, gainer, n2)),
+            pct(share(&b, loser, n1)),
+            pct(share(&a, loser, n2)),
+        );
+        let mut alarm = self.setting.alarm(
+            AlarmKind::SelectionShare,
+            g,
+            share(&b, gainer, n1),
+            share(&a, gainer, n2),
+            message,
+        );
+        alarm.other_tool = Some(l.clone());
+        alarm.effect = Some(js);
+        let ok = js >= th.min_js && moved * 100.0 >= th.min_share_points;
+        self.test(alarm, p, ok);
     }
 
-    // Per tool on both sides.
-    for (tool, b) in before {
-        let Some(a) = after.get(tool) else { continue };
-        // Enum distributions.
-        let enum_params: Vec<&String> = match setting.pinned.and_then(|p| p.tools.get(tool)) {
+    /// Each pinned enum parameter's value distribution.
+    fn enums(&mut self, tool: &str, b: &ToolStats, a: &ToolStats) {
+        let th = self.th;
+        let enum_params: Vec<&String> = match self.setting.pinned.and_then(|p| p.tools.get(tool)) {
             Some(pinned) => pinned.enums.keys().collect(),
             None => Vec::new(),
         };
@@ -821,7 +895,7 @@ fn compare(
             };
             let (s1, s2) = (pb.supplied, pa.supplied);
             if s1 < th.min_tool_calls || s2 < th.min_tool_calls {
-                skipped += 1;
+                self.skipped += 1;
                 continue;
             }
             let values: Vec<&String> = pb
@@ -844,7 +918,6 @@ fn compare(
             let Some((_, _, p)) = stats::chi2_homogeneity(&rb, &ra) else {
                 continue;
             };
-            tests += 1;
             let (t1, t2) = (rb.iter().sum::<u64>().max(1), ra.iter().sum::<u64>().max(1));
             let deltas: Vec<f64> = (0..values.len())
                 .map(|i| ra[i] as f64 / t2 as f64 - rb[i] as f64 / t1 as f64)
@@ -859,111 +932,106 @@ fn compare(
                 pct(vb),
                 pct(va)
             );
-            let mut alarm = setting.alarm(AlarmKind::EnumShift, tool, vb, va, message);
+            let mut alarm = self
+                .setting
+                .alarm(AlarmKind::EnumShift, tool, vb, va, message);
             alarm.parameter = Some(param.clone());
             alarm.value = Some(values[i].clone());
             alarm.effect = Some(js);
-            test(candidates, alarm, p, js >= th.min_js);
-        }
-        // Supplied rates.
-        let (w1, w2) = (b.with_arguments, a.with_arguments);
-        let params: BTreeSet<&String> = b.params.keys().chain(a.params.keys()).collect();
-        if w1 >= th.min_tool_calls && w2 >= th.min_tool_calls {
-            for param in params {
-                let x1 = b.params.get(param).map_or(0, |p| p.supplied);
-                let x2 = a.params.get(param).map_or(0, |p| p.supplied);
-                let Some((_, p)) = stats::two_proportion(x1, w1, x2, w2) else {
-                    continue;
-                };
-                tests += 1;
-                let (r1, r2) = (x1 as f64 / w1 as f64, x2 as f64 / w2 as f64);
-                let message = format!(
-                    "`{tool}` {param} supplied in {} → {} of calls",
-                    pct(r1),
-                    pct(r2)
-                );
-                let mut alarm = setting.alarm(AlarmKind::SuppliedRate, tool, r1, r2, message);
-                alarm.parameter = Some(param.clone());
-                alarm.effect = Some(r2 - r1);
-                test(
-                    candidates,
-                    alarm,
-                    p,
-                    (r2 - r1).abs() * 100.0 >= th.min_rate_points,
-                );
-            }
-        } else if !params.is_empty() {
-            skipped += 1;
-        }
-        // Error rates by class.
-        let classes: BTreeSet<&String> = b.errors.keys().chain(a.errors.keys()).collect();
-        if b.calls >= th.min_tool_calls && a.calls >= th.min_tool_calls {
-            for class in classes {
-                let x1 = b.errors.get(class).copied().unwrap_or(0);
-                let x2 = a.errors.get(class).copied().unwrap_or(0);
-                let Some((_, p)) = stats::two_proportion(x1, b.calls, x2, a.calls) else {
-                    continue;
-                };
-                tests += 1;
-                let (r1, r2) = (x1 as f64 / b.calls as f64, x2 as f64 / a.calls as f64);
-                let message = format!("`{tool}` {class} errors {} → {} of calls", pct(r1), pct(r2));
-                let mut alarm = setting.alarm(AlarmKind::ErrorRate, tool, r1, r2, message);
-                alarm.class = Some(class.clone());
-                alarm.effect = Some(r2 - r1);
-                test(
-                    candidates,
-                    alarm,
-                    p,
-                    (r2 - r1).abs() * 100.0 >= th.min_rate_points,
-                );
-            }
-        } else if !classes.is_empty() {
-            skipped += 1;
-        }
-        // Latency.
-        if b.latency.count() >= th.min_latency_calls && a.latency.count() >= th.min_latency_calls {
-            if let (Some(p1), Some(p2)) = (b.latency.p95(), a.latency.p95()) {
-                out.checks += 1;
-                let ratio = p2 as f64 / (p1.max(1)) as f64;
-                if ratio >= th.latency_ratio {
-                    let ms = |n: u64| n as f64 / 1e6;
-                    let message = format!(
-                        "`{tool}` p95 latency {:.1} ms → {:.1} ms (×{ratio:.1})",
-                        ms(p1),
-                        ms(p2)
-                    );
-                    let mut alarm =
-                        setting.alarm(AlarmKind::LatencyP95, tool, ms(p1), ms(p2), message);
-                    alarm.effect = Some(ratio);
-                    candidates.push(Candidate {
-                        alarm,
-                        test: None,
-                        effect_ok: true,
-                    });
-                }
-            }
-        } else {
-            skipped += 1;
+            self.test(alarm, p, js >= th.min_js);
         }
     }
 
-    let (environment, tenant, agent) = setting.group;
-    out.tests += tests;
-    out.skipped += skipped;
-    out.comparisons.push(Comparison {
-        basis: setting.basis,
-        environment: environment.to_string(),
-        tenant: tenant.to_string(),
-        agent: agent.to_string(),
-        from_catalog: setting.from.map(str::to_string),
-        to_catalog: setting.to.to_string(),
-        before_hours: setting.before_hours,
-        after_hours: setting.after_hours,
-        before_calls: n1,
-        after_calls: n2,
-        tests,
-        skipped,
-    });
+    /// How often each parameter is supplied.
+    fn supplied(&mut self, tool: &str, b: &ToolStats, a: &ToolStats) {
+        let th = self.th;
+        let (w1, w2) = (b.with_arguments, a.with_arguments);
+        let params: BTreeSet<&String> = b.params.keys().chain(a.params.keys()).collect();
+        if !(w1 >= th.min_tool_calls && w2 >= th.min_tool_calls) {
+            if !params.is_empty() {
+                self.skipped += 1;
+            }
+            return;
+        }
+        for param in params {
+            let x1 = b.params.get(param).map_or(0, |p| p.supplied);
+            let x2 = a.params.get(param).map_or(0, |p| p.supplied);
+            let Some((_, p)) = stats::two_proportion(x1, w1, x2, w2) else {
+                continue;
+            };
+            let (r1, r2) = (x1 as f64 / w1 as f64, x2 as f64 / w2 as f64);
+            let message = format!(
+                "`{tool}` {param} supplied in {} → {} of calls",
+                pct(r1),
+                pct(r2)
+            );
+            let mut alarm = self
+                .setting
+                .alarm(AlarmKind::SuppliedRate, tool, r1, r2, message);
+            alarm.parameter = Some(param.clone());
+            alarm.effect = Some(r2 - r1);
+            self.test(alarm, p, (r2 - r1).abs() * 100.0 >= th.min_rate_points);
+        }
+    }
+
+    /// Each error class's rate.
+    fn errors(&mut self, tool: &str, b: &ToolStats, a: &ToolStats) {
+        let th = self.th;
+        let classes: BTreeSet<&String> = b.errors.keys().chain(a.errors.keys()).collect();
+        if !(b.calls >= th.min_tool_calls && a.calls >= th.min_tool_calls) {
+            if !classes.is_empty() {
+                self.skipped += 1;
+            }
+            return;
+        }
+        for class in classes {
+            let x1 = b.errors.get(class).copied().unwrap_or(0);
+            let x2 = a.errors.get(class).copied().unwrap_or(0);
+            let Some((_, p)) = stats::two_proportion(x1, b.calls, x2, a.calls) else {
+                continue;
+            };
+            let (r1, r2) = (x1 as f64 / b.calls as f64, x2 as f64 / a.calls as f64);
+            let message = format!("`{tool}` {class} errors {} → {} of calls", pct(r1), pct(r2));
+            let mut alarm = self
+                .setting
+                .alarm(AlarmKind::ErrorRate, tool, r1, r2, message);
+            alarm.class = Some(class.clone());
+            alarm.effect = Some(r2 - r1);
+            self.test(alarm, p, (r2 - r1).abs() * 100.0 >= th.min_rate_points);
+        }
+    }
+
+    /// The p95 latency's ratio (a check, not a test).
+    fn latency(&mut self, tool: &str, b: &ToolStats, a: &ToolStats) {
+        let th = self.th;
+        if b.latency.count() < th.min_latency_calls || a.latency.count() < th.min_latency_calls {
+            self.skipped += 1;
+            return;
+        }
+        let (Some(p1), Some(p2)) = (b.latency.p95(), a.latency.p95()) else {
+            return;
+        };
+        self.judged.out.checks += 1;
+        let ratio = p2 as f64 / (p1.max(1)) as f64;
+        if ratio < th.latency_ratio {
+            return;
+        }
+        let ms = |n: u64| n as f64 / 1e6;
+        let message = format!(
+            "`{tool}` p95 latency {:.1} ms → {:.1} ms (×{ratio:.1})",
+            ms(p1),
+            ms(p2)
+        );
+        let mut alarm = self
+            .setting
+            .alarm(AlarmKind::LatencyP95, tool, ms(p1), ms(p2), message);
+        alarm.effect = Some(ratio);
+        self.judged.candidates.push(Candidate {
+            alarm,
+            test: None,
+            effect_ok: true,
+        });
+    }
 }
 
 /// The index of the largest `key(x)`; the first on ties.

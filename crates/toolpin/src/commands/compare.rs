@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use toolpin_evals::compare::{self, seen, Options};
 use toolpin_evals::results::Format;
-use toolpin_report::Style;
+use toolpin_report::{Report, Style};
 
 use super::report_target::{write_report, ReportTarget};
 use super::Outcome;
@@ -56,7 +56,7 @@ pub fn run(args: &CompareArgs, style: Style) -> Result<Outcome, CliError> {
         } else {
             style
         };
-        let text = compare::render(&report, target.format.name, target_style).unwrap_or_default();
+        let text = compare::render(&report, target.format, target_style).unwrap_or_default();
         write_report(target, &text)?;
     }
     Ok(if report.fails() {
@@ -78,10 +78,11 @@ pub(crate) fn targets(given: &[ReportTarget]) -> Result<Vec<ReportTarget>, CliEr
     };
     if let Some(t) = targets
         .iter()
-        .find(|t| !compare::FORMATS.contains(&t.format.name))
+        .find(|t| !Report::Comparison.offers(t.format))
     {
         return Err(CliError::new(format!(
-            "a comparison is reported as text, json or markdown, not {}",
+            "a comparison is reported as {}, not {}",
+            Report::Comparison.list(),
             t.format.name
         )));
     }

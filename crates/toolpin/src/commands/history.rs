@@ -6,10 +6,10 @@
 use toolpin_config::ledger::LedgerLocation;
 use toolpin_ledger::history::days_from_civil;
 use toolpin_ledger::{HistoryGroup, HistoryPeriod, HistoryQuery};
-use toolpin_ops::history::{render, Format};
+use toolpin_ops::history::render;
 
 use super::{display, print, Outcome};
-use crate::cli::{HistoryArgs, HistoryBy, HistoryFormat, HistoryPeriodArg};
+use crate::cli::{HistoryArgs, HistoryBy, HistoryPeriodArg};
 use crate::error::CliError;
 
 pub fn run(args: &HistoryArgs) -> Result<Outcome, CliError> {
@@ -72,13 +72,8 @@ pub fn run(args: &HistoryArgs) -> Result<Outcome, CliError> {
             toolpin_config::expand::redact(&e.to_string(), &cfg.ledger.secrets)
         ))
     })?;
-    let format = match args.format {
-        HistoryFormat::Text => Format::Text,
-        HistoryFormat::Json => Format::Json,
-        HistoryFormat::Csv => Format::Csv,
-        HistoryFormat::Markdown => Format::Markdown,
-    };
-    let out = render(&rows, &query, format);
+    // The flag only takes history's formats.
+    let out = render(&rows, &query, args.format).unwrap_or_default();
     match &args.output {
         Some(path) => toolpin_manifest::fs::write_atomic(path, out.as_bytes())
             .map_err(|e| CliError::new(format!("cannot write {}: {e}", display(path))))?,

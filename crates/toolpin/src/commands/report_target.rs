@@ -4,7 +4,7 @@
 use toolpin_drift::policy::Policy;
 use toolpin_manifest::Catalog;
 use toolpin_report::text::Sides;
-use toolpin_report::Style;
+use toolpin_report::{Report, Style};
 
 use super::{print, Outcome};
 use crate::cli::ReportArgs;
@@ -99,15 +99,20 @@ pub fn render(report: &Report, args: &ReportArgs, style: Style) -> Result<Outcom
             write_report(target, &text)?;
             continue;
         }
-        let text = target.format.render(&toolpin_report::Input {
-            comparison,
-            verdict,
-            context,
-            style: target_style,
-            sides,
-            verbose: args.verbose,
-            rules_doc: RULES_URL,
-        });
+        // The flag only takes the drift report's formats.
+        let text = toolpin_report::format::render(
+            target.format,
+            &toolpin_report::Input {
+                comparison,
+                verdict,
+                context,
+                style: target_style,
+                sides,
+                verbose: args.verbose,
+                rules_doc: RULES_URL,
+            },
+        )
+        .unwrap_or_default();
         write_report(target, &text)?;
     }
     Ok(if verdict.fails {
@@ -143,13 +148,10 @@ fn targets(args: &ReportArgs) -> Result<Vec<ReportTarget>, CliError> {
 /// `--plan` replaces the report with the plan, which has a text and a JSON
 /// form only. Checked before anything is captured.
 pub fn check_plan_formats(args: &ReportArgs) -> Result<(), CliError> {
-    match args
-        .format
-        .iter()
-        .find(|t| ![toolpin_report::format::TEXT, toolpin_report::format::JSON].contains(&t.format))
-    {
+    match args.format.iter().find(|t| !Report::Plan.offers(t.format)) {
         Some(t) if args.plan => Err(CliError::new(format!(
-            "--plan prints the plan as text or json, not {}; run without --plan for that report",
+            "--plan prints the plan as {}, not {}; run without --plan for that report",
+            Report::Plan.list(),
             t.format.name
         ))),
         _ => Ok(()),

@@ -16,7 +16,7 @@ use toolpin_usage::{Aggregates, IngestReport, Options};
 use super::{display, print, Outcome};
 use crate::cli::{
     UsageCommand, UsageCompactArgs, UsageIngestArgs, UsageReadArgs, UsageReportArgs,
-    UsageReportFormat, UsageServeArgs,
+    UsageServeArgs,
 };
 use crate::error::CliError;
 
@@ -245,12 +245,7 @@ fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
     if let Some(ingest) = &reported.ingest {
         print_ingest_report(ingest, true);
     }
-    let report = &reported.report;
-    let out = match args.format {
-        UsageReportFormat::Text => toolpin_usage::report::render_text(report),
-        UsageReportFormat::Json => toolpin_usage::report::render_json(report),
-        UsageReportFormat::Markdown => toolpin_usage::report::render_markdown(report),
-    };
+    UsageServeArgs,
     match &args.output {
         Some(path) => toolpin_manifest::fs::write_atomic(path, out.as_bytes())
             .map_err(|e| CliError::new(format!("cannot write {}: {e}", display(path))))?,
