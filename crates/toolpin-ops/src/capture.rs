@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use toolpin_capture::{servers, Format};
-use toolpin_config::{Config, Server};
+use crate::settings::{Config, Server};
 use toolpin_manifest::Catalog;
 
 use crate::Error;

@@ -121,7 +121,7 @@ pub fn run(project: &Project, request: &Request, style: Style) -> Result<Ran, Er
 }
 
 /// The configured evals `keep` selects, in the configuration's order.
-fn selected(cfg: &toolpin_config::Config, keep: impl Fn(&Eval) -> bool) -> Vec<&Eval> {
+fn selected(cfg: &crate::settings::Config, keep: impl Fn(&Eval) -> bool) -> Vec<&Eval> {
     cfg.evals.evals.values().filter(|e| keep(e)).collect()
 }
 

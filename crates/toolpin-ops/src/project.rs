@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use toolpin_config::Config;
 use toolpin_manifest::{lockfile, Catalog};
 
+use crate::settings::Config;
 use crate::Error;
 
 /// The configuration and the lockfile of one command.
@@ -19,7 +19,7 @@ impl Project {
     /// Reads the configuration at `config` (with `[env.NAME]` overrides);
     /// `lockfile` given wins over the configured one.
     pub fn load(config: &Path, env: Option<&str>, lockfile: Option<&Path>) -> Result<Self, Error> {
-        let config = toolpin_config::load(config, env)?;
+        let config = crate::settings::load(config, env)?;
         let lockfile = match lockfile {
             Some(p) => p.to_path_buf(),
             None => config.default_lockfile(),

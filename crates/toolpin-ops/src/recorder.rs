@@ -2,7 +2,7 @@
 //! and when it cannot be written the command warns and goes on, unless
 //! `[ledger] required = true` makes that an error (exit 2).
 
-use toolpin_config as config;
+use crate::settings as config;
 use toolpin_ledger::Ledger;
 
 use crate::Error;

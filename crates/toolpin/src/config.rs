@@ -4,4 +4,4 @@
 
 pub use toolpin_config::*;
 // The configuration in capture, drift, proxy and usage types.
-pub use toolpin_ops::settings::{load, load_policy_and_evals, Config, Server};
+pub use toolpin_ops::settings::load_policy_and_evals;

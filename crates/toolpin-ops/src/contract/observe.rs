@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use toolpin_capture::call;
-use toolpin_config::{Config, Server};
+use crate::settings::{Config, Server};
 use toolpin_contract::behaviour::{Class, Outcome as CallOutcome};
 use toolpin_contract::run::{CallJudgement, Gate, Planned, Refusal, Seen};
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolpin_capture::{servers, Source};
-use toolpin_config::proxy::ProxyConfig;
-use toolpin_config::{Config, Server};
+use crate::settings::ProxyConfig;
+use crate::settings::{Config, Server};
 use toolpin_manifest::Catalog;
 use toolpin_proxy::flags;
 use toolpin_proxy::serve::{Front, Serve};

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use toolpin_ledger::{EventKind, FindingRecord, Severity, Sighting};
 use toolpin_usage::report::{Alarm, AlarmKind, UsageReport};
 
-use toolpin_config::Config;
+use crate::settings::Config;
 
 use super::pinned::PinnedCatalogs;
 use crate::Error;

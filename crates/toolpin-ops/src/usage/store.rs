@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use toolpin_config::ledger::LedgerLocation;
-use toolpin_config::Config;
+use crate::settings::Config;
 use toolpin_ledger::Ledger;
 
 use crate::Error;

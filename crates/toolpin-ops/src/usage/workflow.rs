@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use toolpin_config::Config;
+use crate::settings::Config;
 use toolpin_usage::report::UsageReport;
 use toolpin_usage::{Aggregates, IngestReport, Input, Options};
 

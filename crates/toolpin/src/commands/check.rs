@@ -5,7 +5,7 @@ use toolpin_ops::recorder::Recorder;
 use toolpin_report::text::Sides;
 use toolpin_report::Style;
 
-use super::report_target::{check_targets, render, Report};
+use super::report_target::{check_targets, render, Judged};
 use super::{repository_path, Outcome};
 use crate::cli::{ConfigArgs, ReportArgs};
 use crate::error::CliError;
@@ -27,7 +27,7 @@ pub fn run(
         checked.lockfile_text.clone(),
     );
     let outcome = render(
-        &Report {
+        &Judged {
             sides: Sides::LockfileAndLive,
             comparison: &checked.comparison,
             verdict: &checked.verdict,

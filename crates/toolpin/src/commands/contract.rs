@@ -7,7 +7,7 @@ use toolpin_ops::recorder::Recorder;
 use toolpin_report::text::Sides;
 use toolpin_report::Style;
 
-use super::report_target::{check_targets, render, Report};
+use super::report_target::{check_targets, render, Judged};
 use super::{plural, print, repository_path, Outcome};
 use crate::cli::{ConfigArgs, ContractCommand, ReportArgs};
 use crate::error::CliError;
@@ -156,7 +156,7 @@ fn run_calls(
             repository_path(&project.lockfile),
             std::fs::read_to_string(&project.lockfile).ok(),
         );
-        let report = Report {
+        let report = Judged {
             sides: Sides::SnapshotAndLive,
             comparison: &judged.comparison,
             verdict: &judged.verdict,

@@ -4,7 +4,7 @@
 use toolpin_drift::policy::Policy;
 use toolpin_manifest::Catalog;
 use toolpin_report::text::Sides;
-use toolpin_report::{Report, Style};
+use toolpin_report::Style;
 
 use super::{print, Outcome};
 use crate::cli::ReportArgs;
@@ -47,7 +47,7 @@ pub fn report(
     targets(args)?;
     let verdict = policy.apply(&mut comparison);
     let plan = evals::Plan::new(&verdict, evals);
-    let report = Report {
+    let report = Judged {
         sides,
         comparison: &comparison,
         verdict: &verdict,
@@ -59,7 +59,7 @@ pub fn report(
 }
 
 /// A judged comparison, to be reported.
-pub struct Report<'a> {
+pub struct Judged<'a> {
     pub sides: Sides,
     pub comparison: &'a toolpin_drift::Comparison,
     pub verdict: &'a toolpin_drift::policy::Verdict,
@@ -70,8 +70,8 @@ pub struct Report<'a> {
 
 /// Writes every report (or the eval plan) `args` asks for; drift when the
 /// policy fails.
-pub fn render(report: &Report, args: &ReportArgs, style: Style) -> Result<Outcome, CliError> {
-    let Report {
+pub fn render(report: &Judged, args: &ReportArgs, style: Style) -> Result<Outcome, CliError> {
+    let Judged {
         sides,
         comparison,
         verdict,
@@ -148,10 +148,10 @@ fn targets(args: &ReportArgs) -> Result<Vec<ReportTarget>, CliError> {
 /// `--plan` replaces the report with the plan, which has a text and a JSON
 /// form only. Checked before anything is captured.
 pub fn check_plan_formats(args: &ReportArgs) -> Result<(), CliError> {
-    match args.format.iter().find(|t| !Report::Plan.offers(t.format)) {
+    match args.format.iter().find(|t| !toolpin_report::Report::Plan.offers(t.format)) {
         Some(t) if args.plan => Err(CliError::new(format!(
             "--plan prints the plan as {}, not {}; run without --plan for that report",
-            Report::Plan.list(),
+            toolpin_report::Report::Plan.list(),
             t.format.name
         ))),
         _ => Ok(()),

@@ -245,7 +245,9 @@ fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
     if let Some(ingest) = &reported.ingest {
         print_ingest_report(ingest, true);
     }
-    UsageServeArgs,
+    let report = &reported.report;
+    // The flag only takes the usage report's formats.
+    let out = toolpin_ops::usage::render::render(report, args.format).unwrap_or_default();
     match &args.output {
         Some(path) => toolpin_manifest::fs::write_atomic(path, out.as_bytes())
             .map_err(|e| CliError::new(format!("cannot write {}: {e}", display(path))))?,
