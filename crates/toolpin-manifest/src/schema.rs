@@ -1,8 +1,10 @@
 //! The one schema model the other crates share: following `$ref`s, reading
 //! a `type` set, and the JSON-pointer and URI escapes a reference is written
-//! in. The drift engine, the OpenAPI converter and (to adopt it) the proxy's
-//! validator read a reference the same way through [`Resolver`], so they
-//! never disagree about what one `$ref` points to.
+//! in. The drift engine, the OpenAPI converter and the proxy's validator
+//! (its budget's schema graph) read a reference the same way through
+//! [`Resolver`], so they never disagree about what one `$ref` points to:
+//! with a duplicate `$anchor` all follow the first in document order, and
+//! none finds an anchor inside data (`const`, `enum`, `examples`, ...).
 //!
 //! What a reference may be, as [`Resolver::target`] reads it:
 //!
@@ -69,6 +71,25 @@ pub fn lookup<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
     Some(cur)
 }
 
+/// The value an (escaped) JSON pointer names in `root`, mutably; the same
+/// reading as [`lookup`].
+pub fn lookup_mut<'v>(root: &'v mut Value, pointer: &str) -> Option<&'v mut Value> {
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    let rest = pointer.strip_prefix('/')?;
+    let mut cur = root;
+    for raw in rest.split('/') {
+        let token = unescape_token(raw)?;
+        cur = match cur {
+            Value::Object(m) => m.get_mut(token.as_ref())?,
+            Value::Array(items) => items.get_mut(crate::pointer::index(&token)?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
 /// Where a reference leads.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Target<'v> {
@@ -129,7 +150,16 @@ pub struct Resolved<'v> {
 pub struct Resolver<'v> {
     root: &'v Value,
     base_id: Option<&'v str>,
-    anchors: OnceCell<HashMap<String, String>>,
+    anchors: OnceCell<Anchors>,
+}
+
+/// The anchors of a document, collected once: plain names (`$anchor`,
+/// draft-07 `$id: "#name"`) to the first pointer in document order, and
+/// `$dynamicAnchor` names to every pointer holding one, in document order.
+#[derive(Default)]
+struct Anchors {
+    plain: HashMap<String, String>,
+    dynamic: HashMap<String, Vec<String>>,
 }
 
 /// Keywords whose value is data, not schemas: never searched for anchors.
@@ -170,10 +200,30 @@ impl<'v> Resolver<'v> {
     /// The pointer of the subschema whose `$anchor` is `name` (or whose
     /// `$id` is `#name`); the first in document order when several are.
     pub fn anchor(&self, name: &str) -> Option<&str> {
-        self.anchors
-            .get_or_init(|| collect_anchors(self.root))
-            .get(name)
-            .map(String::as_str)
+        self.anchors().plain.get(name).map(String::as_str)
+    }
+
+    fn anchors(&self) -> &Anchors {
+        self.anchors.get_or_init(|| collect_anchors(self.root))
+    }
+
+    /// The pointers of every subschema whose `$dynamicAnchor` is the
+    /// plain-name fragment of `reference` (in document order), when the
+    /// reference names this document; empty otherwise. A `$dynamicRef`
+    /// may land on any of them, whatever the dynamic scope.
+    pub fn dynamic_targets(&self, reference: &str) -> &[String] {
+        let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+        if !self.is_self(base) {
+            return &[];
+        }
+        match percent_decode(fragment) {
+            Some(name) if !name.is_empty() && !name.starts_with('/') => self
+                .anchors()
+                .dynamic
+                .get(name.as_ref())
+                .map_or(&[], Vec::as_slice),
+            _ => &[],
+        }
     }
 
     /// One step: where `reference` leads.
@@ -236,10 +286,11 @@ impl<'v> Resolver<'v> {
 }
 
 /// Every `$anchor` (and draft-07 `$id: "#name"`) in `root`, by name, to
-/// its pointer; the first in document order wins. Data keywords (`enum`,
-/// `const`, `default`, `examples`) are not searched.
-fn collect_anchors(root: &Value) -> HashMap<String, String> {
-    let mut out = HashMap::new();
+/// its pointer, the first in document order winning; every `$dynamicAnchor`
+/// to all its pointers. Data keywords (`enum`, `const`, `default`,
+/// `examples`) are not searched.
+fn collect_anchors(root: &Value) -> Anchors {
+    let mut out = Anchors::default();
     let mut stack = vec![(root, String::new())];
     while let Some((v, ptr)) = stack.pop() {
         match v {
@@ -250,7 +301,15 @@ fn collect_anchors(root: &Value) -> HashMap<String, String> {
                         .and_then(|id| id.strip_prefix('#'))
                 });
                 if let Some(name) = named {
-                    out.entry(name.to_string()).or_insert_with(|| ptr.clone());
+                    out.plain
+                        .entry(name.to_string())
+                        .or_insert_with(|| ptr.clone());
+                }
+                if let Some(name) = m.get("$dynamicAnchor").and_then(Value::as_str) {
+                    out.dynamic
+                        .entry(name.to_string())
+                        .or_default()
+                        .push(ptr.clone());
                 }
                 // Pushed in reverse so that the stack pops in document order.
                 for (k, c) in m.iter().rev() {
@@ -331,6 +390,13 @@ mod tests {
         assert_eq!(hit(&r, "#/c/%25"), Some(&json!(4)));
         assert_eq!(hit(&r, "#/xs/1"), Some(&json!(6)));
         assert_eq!(hit(&r, "#"), Some(&root));
+        let mut copy = root.clone();
+        if let Some(v) = lookup_mut(&mut copy, "/c/a~0b") {
+            *v = json!(7);
+        }
+        assert_eq!(lookup(&copy, "/c/a~0b"), Some(&json!(7)));
+        assert!(lookup_mut(&mut copy, "/xs/01").is_none());
+        assert!(lookup_mut(&mut copy, "/nope/x").is_none());
         for missing in [
             "#/xs/01", "#/xs/+1", "#/xs/-", "#/c/a~2b", "#/nope", "#nope",
         ] {
@@ -379,6 +445,27 @@ mod tests {
         // The first anchor in document order wins.
         let twice = json!({"x": {"$anchor": "n", "k": 1}, "y": {"$anchor": "n", "k": 2}});
         assert_eq!(Resolver::new(&twice).anchor("n"), Some("/x"));
+    }
+
+    #[test]
+    fn dynamic_anchors_in_document_order() {
+        let root = json!({
+            "$id": "https://example.com/t.json",
+            "$defs": {
+                "a": {"$dynamicAnchor": "node", "type": "object"},
+                "b": {"items": {"$dynamicAnchor": "node"}},
+                "c": {"examples": [{"$dynamicAnchor": "node"}]},
+            },
+        });
+        let r = Resolver::new(&root);
+        let both = ["/$defs/a".to_string(), "/$defs/b/items".to_string()];
+        assert_eq!(r.dynamic_targets("#node"), both);
+        assert_eq!(r.dynamic_targets("https://example.com/t.json#node"), both);
+        assert!(r.dynamic_targets("other.json#node").is_empty());
+        assert!(r.dynamic_targets("#/$defs/a").is_empty());
+        assert!(r.dynamic_targets("#missing").is_empty());
+        // A $dynamicAnchor is not a plain anchor here.
+        assert_eq!(r.anchor("node"), None);
     }
 
     #[test]

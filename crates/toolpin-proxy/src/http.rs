@@ -895,40 +895,9 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         .is_some_and(|a| a.contains("text/event-stream"));
     let existing = front.session(&req);
     let has_session_header = req.headers().contains_key(SESSION_HEADER);
-    let body = match front.gate.body(req.into_body(), MAX_BODY).await {
-        Ok(b) => b,
-        Err(e @ BodyError::TimedOut(_)) => {
-            // Counted in toolpin_connections_closed_total{reason="body_timeout"}.
-            let mut r = plain(StatusCode::REQUEST_TIMEOUT, &e.to_string());
-            toolpin_front::close_after(&mut r);
-            return r;
-        }
-        Err(e @ BodyError::TooLarge(_)) => {
-            return plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("cannot read the body: {e}"),
-            )
-        }
-        Err(e @ BodyError::Unreadable(_)) => {
-            return plain(
-                StatusCode::BAD_REQUEST,
-                &format!("cannot read the body: {e}"),
-            )
-        }
-    };
-    let message: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return json_reply(
-                StatusCode::BAD_REQUEST,
-                &error_response(
-                    &Value::Null,
-                    crate::jsonrpc::PARSE_ERROR,
-                    format!("parse error: {e}"),
-                    None,
-                ),
-            )
-        }
+    let message = match read_message(&front, req.into_body()).await {
+        Ok(message) => message,
+        Err(reply) => return reply,
     };
     let is_batch = message.is_array();
     let (mut message, rejected) = match sort_out(message) {
@@ -939,85 +908,13 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         Value::Array(a) => a.first().cloned().unwrap_or(Value::Null),
         other => other.clone(),
     };
-    let method = first.get("method").and_then(Value::as_str).unwrap_or("");
-    let opens = method == "initialize";
-    let stateless = !opens
-        && !has_session_header
-        && first
-            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-            .is_some();
-    let (session_id, session) = if opens {
-        match front.open_session() {
-            Ok((id, s)) => (Some(id), s),
-            Err(open) => return session_limit_reply(&front, &first, open),
-        }
-    } else if let Some((id, s)) = existing {
-        (Some(id), s)
-    } else if stateless || method == "server/discover" {
-        let proxy = Arc::clone(&front.proxy);
-        let s = front
-            .stateless
-            .get_or_init(|| async move { HttpSession::new(&proxy, true, None) })
-            .await;
-        (None, Arc::clone(s))
-    } else if let Some(s) = front
-        .stateless
-        .get()
-        .filter(|_| !has_session_header && answers_only(&message))
-    {
-        // A stateless client's answer to a server's request (sampling,
-        // elicitation): the ids are the session's own.
-        (None, Arc::clone(s))
-    } else if has_session_header {
-        return plain(StatusCode::NOT_FOUND, "no such session; initialize again");
-    } else {
-        return json_reply(
-            StatusCode::BAD_REQUEST,
-            &error_response(
-                &Value::Null,
-                crate::jsonrpc::INVALID_REQUEST,
-                "no Mcp-Session-Id: send initialize first",
-                None,
-            ),
-        );
-    };
-
-    // Requests in the message: their answers are awaited on this POST,
-    // under ids of the front's; cancellations name those ids, or go
-    // nowhere.
-    let (tx, rx) = mpsc::unbounded_channel();
-    let mut expected = rejected.len();
-    let mut ids = Vec::new();
-    if let Ok(mut streams) = session.streams.lock() {
-        let mut admit = |m: &mut Value| {
-            if is_request(m) {
-                ids.push(streams.register(m, &tx, accepts_sse));
-                expected += 1;
-                true
-            } else if is_cancellation(m) {
-                streams.cancel(m)
-            } else {
-                true
-            }
+    let opens = first.get("method").and_then(Value::as_str) == Some("initialize");
+    let (session_id, session) =
+        match session_for(&front, &first, &message, existing, has_session_header).await {
+            Ok(found) => found,
+            Err(reply) => return reply,
         };
-        match &mut message {
-            Value::Array(batch) => batch.retain_mut(|m| admit(m)),
-            single => {
-                if !admit(single) {
-                    *single = Value::Null;
-                }
-            }
-        }
-    }
-    for e in &rejected {
-        let line = Outgoing::Json(e.clone());
-        let _ = tx.send(if accepts_sse {
-            sse_event(&line)
-        } else {
-            Bytes::from(line.to_line())
-        });
-    }
-    drop(tx);
+    let (rx, expected, ids) = register(&session, &mut message, &rejected, accepts_sse);
     let relay = match &message {
         Value::Array(batch) => !batch.is_empty(),
         single => !single.is_null(),
@@ -1050,6 +947,146 @@ async fn post(front: Arc<Front>, req: Request<Incoming>) -> Reply {
         }
     }
     reply
+}
+
+/// The JSON body of a POST, or the reply refusing it.
+async fn read_message(front: &Front, body: Incoming) -> Result<Value, Reply> {
+    let body = match front.gate.body(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(e @ BodyError::TimedOut(_)) => {
+            // Counted in toolpin_connections_closed_total{reason="body_timeout"}.
+            let mut r = plain(StatusCode::REQUEST_TIMEOUT, &e.to_string());
+            toolpin_front::close_after(&mut r);
+            return Err(r);
+        }
+        Err(e @ BodyError::TooLarge(_)) => {
+            return Err(plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("cannot read the body: {e}"),
+            ))
+        }
+        Err(e @ BodyError::Unreadable(_)) => {
+            return Err(plain(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot read the body: {e}"),
+            ))
+        }
+    };
+    serde_json::from_slice(&body).map_err(|e| {
+        json_reply(
+            StatusCode::BAD_REQUEST,
+            &error_response(
+                &Value::Null,
+                crate::jsonrpc::PARSE_ERROR,
+                format!("parse error: {e}"),
+                None,
+            ),
+        )
+    })
+}
+
+/// The session a POST belongs to (its id, `None` for the shared stateless
+/// one): a new one for `initialize`, the one its header names, or the
+/// stateless one; or the reply refusing the POST.
+async fn session_for(
+    front: &Front,
+    first: &Value,
+    message: &Value,
+    existing: Option<(String, Arc<HttpSession>)>,
+    has_session_header: bool,
+) -> Result<(Option<String>, Arc<HttpSession>), Reply> {
+    let method = first.get("method").and_then(Value::as_str).unwrap_or("");
+    let stateless = method != "initialize"
+        && !has_session_header
+        && first
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .is_some();
+    if method == "initialize" {
+        return match front.open_session() {
+            Ok((id, s)) => Ok((Some(id), s)),
+            Err(open) => Err(session_limit_reply(front, first, open)),
+        };
+    }
+    if let Some((id, s)) = existing {
+        return Ok((Some(id), s));
+    }
+    if stateless || method == "server/discover" {
+        let proxy = Arc::clone(&front.proxy);
+        let s = front
+            .stateless
+            .get_or_init(|| async move { HttpSession::new(&proxy, true, None) })
+            .await;
+        return Ok((None, Arc::clone(s)));
+    }
+    if let Some(s) = front
+        .stateless
+        .get()
+        .filter(|_| !has_session_header && answers_only(message))
+    {
+        // A stateless client's answer to a server's request (sampling,
+        // elicitation): the ids are the session's own.
+        return Ok((None, Arc::clone(s)));
+    }
+    if has_session_header {
+        return Err(plain(
+            StatusCode::NOT_FOUND,
+            "no such session; initialize again",
+        ));
+    }
+    Err(json_reply(
+        StatusCode::BAD_REQUEST,
+        &error_response(
+            &Value::Null,
+            crate::jsonrpc::INVALID_REQUEST,
+            "no Mcp-Session-Id: send initialize first",
+            None,
+        ),
+    ))
+}
+
+/// Registers the requests in `message`: their answers are awaited on this
+/// POST, under ids of the front's; cancellations name those ids, or go
+/// nowhere (and are dropped from `message`). The answers' channel (holding
+/// the `rejected` ones already), how many answers are owed, and the ids.
+fn register(
+    session: &HttpSession,
+    message: &mut Value,
+    rejected: &[Value],
+    accepts_sse: bool,
+) -> (mpsc::UnboundedReceiver<Bytes>, usize, Vec<u64>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut expected = rejected.len();
+    let mut ids = Vec::new();
+    if let Ok(mut streams) = session.streams.lock() {
+        let mut admit = |m: &mut Value| {
+            if is_request(m) {
+                ids.push(streams.register(m, &tx, accepts_sse));
+                expected += 1;
+                true
+            } else if is_cancellation(m) {
+                streams.cancel(m)
+            } else {
+                true
+            }
+        };
+        match message {
+            Value::Array(batch) => batch.retain_mut(|m| admit(m)),
+            single => {
+                if !admit(single) {
+                    *single = Value::Null;
+                }
+            }
+        }
+    }
+    for e in rejected {
+        let line = Outgoing::Json(e.clone());
+        let _ = tx.send(if accepts_sse {
+            sse_event(&line)
+        } else {
+            Bytes::from(line.to_line())
+        });
+    }
+    (rx, expected, ids)
 }
 
 /// Plain JSON: waits for every answer (none owed for a request that was

@@ -12,7 +12,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
@@ -425,26 +425,14 @@ impl Metrics {
     pub fn unknown_enum_value(&self, server: &str, tool: &str, pointer: &str) {
         let parameter = pointer.strip_prefix('/').unwrap_or(pointer);
         if let Ok(mut r) = self.rare.lock() {
-            *r.unknown_enum_values
-                .entry((
-                    bounded(server).into_owned(),
-                    bounded(tool).into_owned(),
-                    bounded(parameter).into_owned(),
-                ))
-                .or_default() += 1;
+            bump(&mut r.unknown_enum_values, [server, tool, parameter]);
         }
     }
 
     /// A drift finding found at run time.
     pub fn drift_event(&self, server: &str, rule: &str, severity: &str) {
         if let Ok(mut r) = self.rare.lock() {
-            *r.drift
-                .entry((
-                    bounded(server).into_owned(),
-                    bounded(rule).into_owned(),
-                    bounded(severity).into_owned(),
-                ))
-                .or_default() += 1;
+            bump(&mut r.drift, [server, rule, severity]);
         }
     }
 
@@ -462,10 +450,11 @@ impl Metrics {
         };
         let mut out = String::new();
         let _ = writeln!(out, "# HELP toolpin_catalog_info The pinned catalog served.\n# TYPE toolpin_catalog_info gauge");
-        let _ = writeln!(
-            out,
-            "toolpin_catalog_info{{fingerprint=\"{}\"}} 1",
-            label(catalog_fingerprint)
+        sample(
+            &mut out,
+            "toolpin_catalog_info",
+            &[("fingerprint", catalog_fingerprint)],
+            1,
         );
         let stats: Vec<(&str, &str, &ToolStats)> = tools
             .iter()
@@ -475,130 +464,141 @@ impl Metrics {
                     .map(move |(tool, t)| (server.as_str(), tool.as_str(), t))
             })
             .collect();
-        let _ = writeln!(out, "# HELP toolpin_tool_calls_total tools/call requests by tool and outcome.\n# TYPE toolpin_tool_calls_total counter");
-        for (server, tool, t) in &stats {
-            let (error, ok) = (
-                t.error.load(Ordering::Relaxed),
-                t.ok.load(Ordering::Relaxed),
-            );
-            for (outcome, n) in [("error", error), ("ok", ok)] {
-                if n > 0 {
-                    let _ = writeln!(
-                        out,
-                        "toolpin_tool_calls_total{{server=\"{}\",tool=\"{}\",outcome=\"{outcome}\"}} {n}",
-                        label(server),
-                        label(tool)
-                    );
-                }
-            }
-        }
-        let _ = writeln!(out, "# HELP toolpin_tool_errors_total Failed tools/call requests by class.\n# TYPE toolpin_tool_errors_total counter");
-        for (server, tool, t) in &stats {
-            for (class, n) in CLASSES.iter().zip(&t.errors) {
-                let n = n.load(Ordering::Relaxed);
-                if n == 0 {
-                    continue;
-                }
-                let class = class.name();
-                let _ = writeln!(
-                    out,
-                    "toolpin_tool_errors_total{{server=\"{}\",tool=\"{}\",class=\"{class}\"}} {n}",
-                    label(server),
-                    label(tool)
-                );
-            }
-        }
-        let _ = writeln!(out, "# HELP toolpin_tool_call_duration_seconds tools/call latency through the proxy.\n# TYPE toolpin_tool_call_duration_seconds histogram");
-        for (server, tool, t) in &stats {
-            let h = &t.latency;
-            let (s, t) = (label(server), label(tool));
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "toolpin_tool_call_duration_seconds_bucket{{server=\"{s}\",tool=\"{t}\",le=\"{bound}\"}} {}",
-                    h.counts[i].load(Ordering::SeqCst)
-                );
-            }
-            let count = h.count.load(Ordering::SeqCst);
-            let sum = f64::from_bits(h.sum.load(Ordering::SeqCst));
-            let _ = writeln!(
-                out,
-                "toolpin_tool_call_duration_seconds_bucket{{server=\"{s}\",tool=\"{t}\",le=\"+Inf\"}} {}",
-                count
-            );
-            let _ = writeln!(
-                out,
-                "toolpin_tool_call_duration_seconds_sum{{server=\"{s}\",tool=\"{t}\"}} {}",
-                sum
-            );
-            let _ = writeln!(
-                out,
-                "toolpin_tool_call_duration_seconds_count{{server=\"{s}\",tool=\"{t}\"}} {}",
-                count
-            );
-        }
+        render_tool_stats(&mut out, &stats);
         render_mcp_duration(&mut out, &stats);
         let _ = writeln!(out, "# HELP toolpin_tool_argument_values_total Enum argument values passed, by tool and parameter.\n# TYPE toolpin_tool_argument_values_total counter");
         for ((tool, param, value), n) in arguments.iter() {
-            let n = n.load(Ordering::Relaxed);
-            let _ = writeln!(
-                out,
-                "toolpin_tool_argument_values_total{{tool=\"{}\",parameter=\"{}\",value=\"{}\"}} {n}",
-                label(tool),
-                label(param),
-                label(value)
+            let labels = [
+                ("tool", tool.as_str()),
+                ("parameter", param.as_str()),
+                ("value", value.as_str()),
+            ];
+            sample(
+                &mut out,
+                "toolpin_tool_argument_values_total",
+                &labels,
+                n.load(Ordering::Relaxed),
             );
         }
         let _ = writeln!(out, "# HELP toolpin_unknown_enum_values_total Arguments whose value the pinned enum does not allow, by tool and parameter.\n# TYPE toolpin_unknown_enum_values_total counter");
         for ((server, tool, parameter), n) in &r.unknown_enum_values {
-            let _ = writeln!(
-                out,
-                "toolpin_unknown_enum_values_total{{server=\"{}\",tool=\"{}\",parameter=\"{}\"}} {n}",
-                label(server),
-                label(tool),
-                label(parameter)
-            );
+            let labels = [
+                ("server", server.as_str()),
+                ("tool", tool.as_str()),
+                ("parameter", parameter.as_str()),
+            ];
+            sample(&mut out, "toolpin_unknown_enum_values_total", &labels, n);
         }
         let _ = writeln!(out, "# HELP toolpin_drift_events_total Drift found upstream at run time.\n# TYPE toolpin_drift_events_total counter");
         for ((server, rule, severity), n) in &r.drift {
-            let _ = writeln!(
-                out,
-                "toolpin_drift_events_total{{server=\"{}\",rule=\"{}\",severity=\"{}\"}} {n}",
-                label(server),
-                label(rule),
-                label(severity)
-            );
+            let labels = [
+                ("server", server.as_str()),
+                ("rule", rule.as_str()),
+                ("severity", severity.as_str()),
+            ];
+            sample(&mut out, "toolpin_drift_events_total", &labels, n);
         }
         let _ = writeln!(out, "# HELP toolpin_findings_total Run-time findings and refusals by rule.\n# TYPE toolpin_findings_total counter");
         for (rule, n) in &r.findings {
-            let _ = writeln!(
-                out,
-                "toolpin_findings_total{{rule=\"{}\"}} {n}",
-                label(rule)
+            sample(
+                &mut out,
+                "toolpin_findings_total",
+                &[("rule", rule.as_str())],
+                n,
             );
         }
         let _ = writeln!(out, "# HELP toolpin_sessions_refused_total initialize requests refused because the session cap was reached.\n# TYPE toolpin_sessions_refused_total counter");
-        let _ = writeln!(
-            out,
-            "toolpin_sessions_refused_total {}",
-            self.sessions_refused.load(Ordering::Relaxed)
-        );
+        let refused = self.sessions_refused.load(Ordering::Relaxed);
+        sample(&mut out, "toolpin_sessions_refused_total", &[], refused);
         let _ = writeln!(out, "# HELP toolpin_connections_closed_total HTTP connections the proxy closed, by reason.\n# TYPE toolpin_connections_closed_total counter");
         for (reason, n) in &self.connections.counts().closed {
-            let _ = writeln!(
-                out,
-                "toolpin_connections_closed_total{{reason=\"{}\"}} {n}",
-                reason.name()
-            );
+            let labels = [("reason", reason.name())];
+            sample(&mut out, "toolpin_connections_closed_total", &labels, n);
         }
         let _ = writeln!(out, "# HELP toolpin_otlp_export_failures_total OTLP trace exports that failed (spans dropped).\n# TYPE toolpin_otlp_export_failures_total counter");
-        let _ = writeln!(
-            out,
-            "toolpin_otlp_export_failures_total {}",
-            self.export.failures()
+        let failures = self.export.failures();
+        sample(
+            &mut out,
+            "toolpin_otlp_export_failures_total",
+            &[],
+            failures,
         );
         out
     }
+}
+
+/// toolpin's own series per tool: calls by outcome, errors by class, and
+/// the latency histogram.
+fn render_tool_stats(out: &mut String, stats: &[(&str, &str, &ToolStats)]) {
+    let _ = writeln!(out, "# HELP toolpin_tool_calls_total tools/call requests by tool and outcome.\n# TYPE toolpin_tool_calls_total counter");
+    for (server, tool, t) in stats {
+        let (error, ok) = (
+            t.error.load(Ordering::Relaxed),
+            t.ok.load(Ordering::Relaxed),
+        );
+        for (outcome, n) in [("error", error), ("ok", ok)] {
+            if n > 0 {
+                let labels = [("server", *server), ("tool", *tool), ("outcome", outcome)];
+                sample(out, "toolpin_tool_calls_total", &labels, n);
+            }
+        }
+    }
+    let _ = writeln!(out, "# HELP toolpin_tool_errors_total Failed tools/call requests by class.\n# TYPE toolpin_tool_errors_total counter");
+    for (server, tool, t) in stats {
+        for (class, n) in CLASSES.iter().zip(&t.errors) {
+            let n = n.load(Ordering::Relaxed);
+            if n > 0 {
+                let labels = [
+                    ("server", *server),
+                    ("tool", *tool),
+                    ("class", class.name()),
+                ];
+                sample(out, "toolpin_tool_errors_total", &labels, n);
+            }
+        }
+    }
+    let _ = writeln!(out, "# HELP toolpin_tool_call_duration_seconds tools/call latency through the proxy.\n# TYPE toolpin_tool_call_duration_seconds histogram");
+    for (server, tool, t) in stats {
+        let h = &t.latency;
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            let bound = bound.to_string();
+            let labels = [("server", *server), ("tool", *tool), ("le", bound.as_str())];
+            let n = h.counts[i].load(Ordering::SeqCst);
+            sample(out, "toolpin_tool_call_duration_seconds_bucket", &labels, n);
+        }
+        let count = h.count.load(Ordering::SeqCst);
+        let sum = f64::from_bits(h.sum.load(Ordering::SeqCst));
+        let labels = [("server", *server), ("tool", *tool), ("le", "+Inf")];
+        sample(
+            out,
+            "toolpin_tool_call_duration_seconds_bucket",
+            &labels,
+            count,
+        );
+        let labels = [("server", *server), ("tool", *tool)];
+        sample(out, "toolpin_tool_call_duration_seconds_sum", &labels, sum);
+        sample(
+            out,
+            "toolpin_tool_call_duration_seconds_count",
+            &labels,
+            count,
+        );
+    }
+}
+
+/// One sample line, `name{label="value",...} value`, its label values
+/// escaped (no braces without labels).
+fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: impl fmt::Display) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            let comma = if i == 0 { "" } else { "," };
+            let _ = write!(out, "{comma}{k}=\"{}\"", label(v));
+        }
+        out.push('}');
+    }
+    let _ = writeln!(out, " {value}");
 }
 
 /// `mcp_server_operation_duration_seconds`: the convention's
@@ -662,6 +662,13 @@ fn render_mcp_duration(out: &mut String, stats: &[(&str, &str, &ToolStats)]) {
             "mcp_server_operation_duration_seconds_count{{{labels}}} {count}"
         );
     }
+}
+
+/// One more in the series of three label values, each cut to
+/// [`MAX_LABEL_BYTES`].
+fn bump(series: &mut BTreeMap<(String, String, String), u64>, labels: [&str; 3]) {
+    let [a, b, c] = labels.map(|l| bounded(l).into_owned());
+    *series.entry((a, b, c)).or_default() += 1;
 }
 
 /// A label value cut to [`MAX_LABEL_BYTES`] (ending in `...` when cut).

@@ -269,7 +269,40 @@ fn reshape(
                 .collect()
         })
         .unwrap_or_default();
-    // Upstream name → model name.
+    let to_model = renames(entry, &properties, address)?;
+    let visible = visible_parameters(entry, &properties, &required, &to_model, address)?;
+    let model = |name: &str| to_model.get(name).map_or(name, |m| m).to_string();
+    let mut new_props = Map::new();
+    for (key, value) in &properties {
+        if !entry.fixed.contains_key(key) && visible.contains(&model(key)) {
+            new_props.insert(model(key), value.clone());
+        }
+    }
+    let new_required: Vec<Value> = required
+        .iter()
+        .filter(|r| !entry.fixed.contains_key(*r))
+        .map(|r| model(r))
+        .filter(|m| visible.contains(m))
+        .map(Value::String)
+        .collect();
+    if let Some(obj) = shown.get_mut("inputSchema").and_then(Value::as_object_mut) {
+        obj.insert("properties".into(), Value::Object(new_props));
+        if new_required.is_empty() {
+            obj.remove("required");
+        } else {
+            obj.insert("required".into(), Value::Array(new_required));
+        }
+    }
+    Ok((shown, Some(visible)))
+}
+
+/// Upstream parameter name → model name, from the entry's renames; every
+/// renamed and fixed parameter must exist.
+fn renames<'e>(
+    entry: &'e FacadeEntry,
+    properties: &Map<String, Value>,
+    address: &str,
+) -> Result<BTreeMap<&'e str, &'e str>, String> {
     let mut to_model: BTreeMap<&str, &str> = BTreeMap::new();
     for (model, upstream) in &entry.rename {
         if !properties.contains_key(upstream) {
@@ -286,6 +319,19 @@ fn reshape(
             ));
         }
     }
+    Ok(to_model)
+}
+
+/// The model-side names the model may pass: the entry's `parameters`, or
+/// every parameter without a fixed value; each required parameter must
+/// stay visible or get a fixed value.
+fn visible_parameters(
+    entry: &FacadeEntry,
+    properties: &Map<String, Value>,
+    required: &[String],
+    to_model: &BTreeMap<&str, &str>,
+    address: &str,
+) -> Result<BTreeSet<String>, String> {
     let model_names: BTreeSet<String> = properties
         .keys()
         .filter(|k| !entry.fixed.contains_key(*k))
@@ -306,8 +352,7 @@ fn reshape(
         }
         None => model_names,
     };
-    // Every required parameter must stay visible or get a fixed value.
-    for r in &required {
+    for r in required {
         let model = to_model.get(r.as_str()).map_or(r.as_str(), |m| m);
         if !entry.fixed.contains_key(r) && !visible.contains(model) {
             return Err(format!(
@@ -315,35 +360,5 @@ fn reshape(
             ));
         }
     }
-    let mut new_props = Map::new();
-    for (key, value) in &properties {
-        if entry.fixed.contains_key(key) {
-            continue;
-        }
-        let model = to_model.get(key.as_str()).map_or(key.as_str(), |m| m);
-        if visible.contains(model) {
-            new_props.insert(model.to_string(), value.clone());
-        }
-    }
-    let new_required: Vec<Value> = required
-        .iter()
-        .filter(|r| !entry.fixed.contains_key(*r))
-        .map(|r| {
-            to_model
-                .get(r.as_str())
-                .map_or(r.as_str(), |m| m)
-                .to_string()
-        })
-        .filter(|m| visible.contains(m))
-        .map(Value::String)
-        .collect();
-    if let Some(obj) = shown.get_mut("inputSchema").and_then(Value::as_object_mut) {
-        obj.insert("properties".into(), Value::Object(new_props));
-        if new_required.is_empty() {
-            obj.remove("required");
-        } else {
-            obj.insert("required".into(), Value::Array(new_required));
-        }
-    }
-    Ok((shown, Some(visible)))
+    Ok(visible)
 }

@@ -35,6 +35,10 @@ use crate::jsonrpc::{
     INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, REQUEST_TIMEOUT,
 };
 
+mod calls;
+mod merge;
+mod results;
+
 /// What the agent declared about itself.
 #[derive(Clone, Debug)]
 struct ClientInit {
@@ -362,41 +366,44 @@ impl Session {
 
     async fn initialize(self: &Arc<Self>, id: Value, params: &Value) {
         let init = self.client_init(params, false);
-        if let Ok(mut i) = self.init.lock() {
-            *i = Some(init.clone());
+        let asked = init.protocol_version.clone();
+        let Some(mut result) = self.describe(&id, init).await else {
+            return;
+        };
+        let version = asked
+            .filter(|v| HANDSHAKE_VERSIONS.contains(&v.as_str()))
+            .unwrap_or_else(|| HANDSHAKE_VERSIONS[0].to_string());
+        result["protocolVersion"] = json!(version);
+        if let Ok(mut n) = self.negotiated.lock() {
+            *n = Some(version);
         }
-        match self.connect_all().await {
-            Err(e) => self.send(error_response(&id, INTERNAL_ERROR, e, None)),
-            Ok(upstreams) => {
-                let mut result = self.merged_description(&upstreams);
-                let version = init
-                    .protocol_version
-                    .filter(|v| HANDSHAKE_VERSIONS.contains(&v.as_str()))
-                    .unwrap_or_else(|| HANDSHAKE_VERSIONS[0].to_string());
-                result["protocolVersion"] = json!(version);
-                if let Ok(mut n) = self.negotiated.lock() {
-                    *n = Some(version);
-                }
-                self.initialized.store(true, Ordering::Relaxed);
-                self.send(result_response(&id, result));
-            }
-        }
+        self.initialized.store(true, Ordering::Relaxed);
+        self.send(result_response(&id, result));
     }
 
     async fn discover(self: &Arc<Self>, id: Value, params: &Value) {
         let init = self.client_init(params, true);
+        let Some(mut result) = self.describe(&id, init).await else {
+            return;
+        };
+        let mut versions = vec![json!(STATELESS_VERSION)];
+        versions.extend(HANDSHAKE_VERSIONS.iter().map(|v| json!(v)));
+        result["supportedVersions"] = Value::Array(versions);
+        self.initialized.store(true, Ordering::Relaxed);
+        self.send(result_response(&id, result));
+    }
+
+    /// Keeps what the agent declared, reaches every upstream and describes
+    /// them as one; `None` when the agent was answered with the failure.
+    async fn describe(self: &Arc<Self>, id: &Value, init: ClientInit) -> Option<Value> {
         if let Ok(mut i) = self.init.lock() {
             *i = Some(init);
         }
         match self.connect_all().await {
-            Err(e) => self.send(error_response(&id, INTERNAL_ERROR, e, None)),
-            Ok(upstreams) => {
-                let mut result = self.merged_description(&upstreams);
-                let mut versions = vec![json!(STATELESS_VERSION)];
-                versions.extend(HANDSHAKE_VERSIONS.iter().map(|v| json!(v)));
-                result["supportedVersions"] = Value::Array(versions);
-                self.initialized.store(true, Ordering::Relaxed);
-                self.send(result_response(&id, result));
+            Ok(upstreams) => Some(self.merged_description(&upstreams)),
+            Err(e) => {
+                self.send(error_response(id, INTERNAL_ERROR, e, None));
+                None
             }
         }
     }
@@ -488,15 +495,18 @@ impl Session {
         options
     }
 
-    /// The session to `server`, opened now if it is not open.
-    async fn upstream(self: &Arc<Self>, server: &str) -> Result<Arc<Upstream>, String> {
-        let Some(spec) = self
-            .proxy
+    /// The configured upstream named `server`.
+    fn spec(&self, server: &str) -> Option<&UpstreamSpec> {
+        self.proxy
             .settings
             .upstreams
             .iter()
             .find(|u| u.name == server)
-        else {
+    }
+
+    /// The session to `server`, opened now if it is not open.
+    async fn upstream(self: &Arc<Self>, server: &str) -> Result<Arc<Upstream>, String> {
+        let Some(spec) = self.spec(server) else {
             return Err(format!("no upstream {server:?}"));
         };
         let mut map = self.upstreams.lock().await;
@@ -543,228 +553,6 @@ impl Session {
             }
             Err(e) => self.send(error_response(&id, INVALID_PARAMS, e, None)),
         }
-    }
-
-    async fn call_tool(self: &Arc<Self>, id: Value, mut message: Value) {
-        // The message is reshaped in place: no copy of the arguments.
-        let mut params = match message.get_mut("params").map(Value::take) {
-            Some(Value::Object(p)) => p,
-            _ => Map::new(),
-        };
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let arguments = params.remove("arguments").unwrap_or(Value::Null);
-        let meta = params.get("_meta");
-        let Some((route, upstream_args)) = self.admit(&id, &name, arguments, || meta.cloned())
-        else {
-            return;
-        };
-        params.insert("name".into(), json!(route.upstream_name));
-        params.insert("arguments".into(), upstream_args);
-        message["params"] = Value::Object(params);
-        let server = route.server.clone();
-        self.forward(&server, id, Outbound::Tree(message), Some((name, route)))
-            .await;
-    }
-
-    /// A `tools/call` as the agent wrote it: checked like any other, and
-    /// relayed as text unless the facade reshapes its arguments.
-    async fn call_tool_text(self: &Arc<Self>, call: Call) {
-        let id = call.id();
-        // The scanner checked the message, so this parse does not fail; if
-        // it did, the arguments would not go unchecked.
-        let arguments = match call.arguments().map(serde_json::from_str::<Value>) {
-            None => Value::Null,
-            Some(Ok(arguments)) => arguments,
-            Some(Err(e)) => {
-                return self.send(error_response(
-                    &id,
-                    PARSE_ERROR,
-                    format!("parse error: {e}"),
-                    None,
-                ));
-            }
-        };
-        let name = call.name().to_string();
-        let Some((route, upstream_args)) = self.admit(&id, &name, arguments, || call.meta()) else {
-            return;
-        };
-        let server = route.server.clone();
-        self.forward(
-            &server,
-            id,
-            Outbound::Call(call, upstream_args),
-            Some((name, route)),
-        )
-        .await;
-    }
-
-    /// The checks every call goes through: a tool that is served, not
-    /// blocked by drift, with valid arguments. Returns its route and the
-    /// arguments in the upstream's shape, or `None` when the agent has
-    /// been answered already. A refusal gets a span (when spans are
-    /// exported) with the rule as its `error.type`; `meta` gives the
-    /// request's `_meta` for its trace context, read only then.
-    fn admit(
-        &self,
-        id: &Value,
-        name: &str,
-        arguments: Value,
-        meta: impl FnOnce() -> Option<Value>,
-    ) -> Option<(Arc<Route>, Value)> {
-        let served = self.proxy.served();
-        let catalog = self.proxy.catalog_hex.as_str();
-        let Some(tool) = served.tools.get(name) else {
-            let (rule, text) = match served.withdrawn_names.get(name) {
-                Some(reason) => (
-                    crate::refusal::TOOL_WITHDRAWN,
-                    format!("tool {name:?} is withdrawn ({reason})"),
-                ),
-                None => (
-                    toolpin_drift::rules::UNKNOWN_TOOL_CALLED.id,
-                    format!("unknown tool {name:?}: it is not in the pinned catalog"),
-                ),
-            };
-            self.proxy.events.emit(
-                "refused",
-                json!({"rule": rule, "tool": name, "message": text, "catalog": catalog}),
-            );
-            self.proxy.metrics.refused("", name, rule);
-            self.refused_span(id, name, None, meta, rule, INVALID_PARAMS, &text);
-            self.send(error_response(
-                id,
-                INVALID_PARAMS,
-                text,
-                Some(json!({"toolpin": {"rule": rule, "catalog": catalog}})),
-            ));
-            return None;
-        };
-        let route = Arc::clone(&tool.route);
-        if let Some(blocked) = &route.blocked {
-            let text = format!(
-                "tool {name:?} cannot be called: it changed upstream ({}: {}); the pinned definition is kept until the change is reviewed",
-                blocked.rule, blocked.message
-            );
-            self.proxy.events.emit(
-                "refused",
-                json!({"rule": blocked.rule, "server": route.server, "tool": name, "message": text, "catalog": catalog}),
-            );
-            self.proxy
-                .metrics
-                .refused(&route.server, name, &blocked.rule);
-            self.refused_span(
-                id,
-                name,
-                Some(&route),
-                meta,
-                &blocked.rule,
-                INTERNAL_ERROR,
-                &text,
-            );
-            if let Some(record) = &self.proxy.settings.record {
-                record.refused(&crate::record::RuntimeRefusal {
-                    environment: &self.proxy.settings.catalog.environment,
-                    server: &route.server,
-                    tool: &route.pinned_name,
-                    pinned: &route.fingerprint.to_string(),
-                    live: blocked.live.as_deref(),
-                    rule: &blocked.rule,
-                    severity: blocked.severity,
-                    message: &blocked.message,
-                });
-            }
-            self.send(error_response(
-                id,
-                INTERNAL_ERROR,
-                text,
-                Some(json!({"toolpin": {"rule": blocked.rule, "catalog": catalog}})),
-            ));
-            return None;
-        }
-        let upstream_args = match route.to_upstream(arguments) {
-            Ok(a) => a,
-            Err(e) => {
-                let text = format!("invalid arguments for tool {name:?}: {e}");
-                self.proxy
-                    .metrics
-                    .refused(&route.server, name, crate::refusal::INVALID_ARGUMENTS);
-                self.refused_span(
-                    id,
-                    name,
-                    Some(&route),
-                    meta,
-                    crate::refusal::INVALID_ARGUMENTS,
-                    INVALID_PARAMS,
-                    &text,
-                );
-                self.send(error_response(id, INVALID_PARAMS, text, None));
-                return None;
-            }
-        };
-        self.proxy
-            .metrics
-            .arguments(name, &route.input_schema, &upstream_args);
-        if self.proxy.settings.validation != crate::Validation::Off {
-            // A schema too costly to check in full is not held against
-            // the call.
-            let violations: Vec<_> = route
-                .input
-                .validate(&upstream_args)
-                .into_iter()
-                .filter(|v| v.kind != ViolationKind::LimitExceeded)
-                .collect();
-            for v in &violations {
-                if let ViolationKind::UnknownEnumValue { .. } = v.kind {
-                    self.proxy.events.emit(
-                        "finding",
-                        json!({"rule": toolpin_drift::rules::RESULT_UNKNOWN_ENUM_VALUE.id, "where": "arguments", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
-                    );
-                    self.proxy
-                        .metrics
-                        .finding(toolpin_drift::rules::RESULT_UNKNOWN_ENUM_VALUE.id);
-                    self.proxy
-                        .metrics
-                        .unknown_enum_value(&route.server, name, &v.pointer);
-                }
-            }
-            if !violations.is_empty() {
-                let summary: Vec<String> = violations
-                    .iter()
-                    .take(5)
-                    .map(|v| v.message.clone())
-                    .collect();
-                let text = format!(
-                    "invalid arguments for tool {name:?}: {}",
-                    summary.join("; ")
-                );
-                self.proxy.events.emit(
-                    "invalid-arguments",
-                    json!({"server": route.server, "tool": name, "message": text, "enforced": self.proxy.settings.validation == crate::Validation::Enforce}),
-                );
-                if self.proxy.settings.validation == crate::Validation::Enforce {
-                    self.proxy.metrics.refused(
-                        &route.server,
-                        name,
-                        crate::refusal::INVALID_ARGUMENTS,
-                    );
-                    self.refused_span(
-                        id,
-                        name,
-                        Some(&route),
-                        meta,
-                        crate::refusal::INVALID_ARGUMENTS,
-                        INVALID_PARAMS,
-                        &text,
-                    );
-                    self.send(error_response(id, INVALID_PARAMS, text, None));
-                    return None;
-                }
-            }
-        }
-        Some((route, upstream_args))
     }
 
     /// Relays a request to `server`; the answer comes back through
@@ -897,37 +685,6 @@ impl Session {
         })
     }
 
-    /// The span of a call refused before it went upstream: `rule` is its
-    /// `error.type`, `code` the JSON-RPC error the agent is answered with.
-    #[allow(clippy::too_many_arguments)]
-    fn refused_span(
-        &self,
-        id: &Value,
-        name: &str,
-        route: Option<&Route>,
-        meta: impl FnOnce() -> Option<Value>,
-        rule: &str,
-        code: i64,
-        message: &str,
-    ) {
-        if !self.proxy.telemetry.enabled() {
-            return;
-        }
-        let meta = meta();
-        let fingerprint = route.map(|r| r.fingerprint.to_hex());
-        let route = route.zip(fingerprint.as_deref());
-        let Some(span) = self.span(id, name, route, meta.as_ref()) else {
-            return;
-        };
-        let message = self.proxy.settings.redactor.redact(message);
-        span.finish(Some(crate::telemetry::Failure {
-            error_type: rule,
-            status_code: Some(code),
-            class: ErrorClass::Validation.name(),
-            message: &message,
-        }));
-    }
-
     /// After a request went upstream (`Ok`) or could not.
     fn relayed(
         &self,
@@ -1032,158 +789,6 @@ impl Session {
             );
         }
         self.send(error_response(id, code, message, None));
-    }
-
-    /// `logging/setLevel`: to every upstream that offers `capability`.
-    async fn broadcast_request(self: &Arc<Self>, id: Value, message: Value, capability: &str) {
-        let method = message
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let params = message.get("params").cloned().unwrap_or(json!({}));
-        let upstreams = match self.connect_all().await {
-            Ok(u) => u,
-            Err(e) => return self.send(error_response(&id, INTERNAL_ERROR, e, None)),
-        };
-        let targets: Vec<Arc<Upstream>> = upstreams
-            .into_iter()
-            .filter(|u| offers(u, capability))
-            .collect();
-        if targets.len() == 1 {
-            let server = targets[0].name.clone();
-            return self
-                .forward(&server, id, Outbound::Tree(message), None)
-                .await;
-        }
-        let timeout = self.proxy.settings.call_timeout;
-        for u in &targets {
-            if let Err(e) = u.call(&method, params.clone(), timeout).await {
-                return self.send(error_response(
-                    &id,
-                    INTERNAL_ERROR,
-                    format!("upstream {}: {e}", u.name),
-                    None,
-                ));
-            }
-        }
-        self.send(result_response(&id, json!({})));
-    }
-
-    /// `resources/list`, `resources/templates/list`, `prompts/list`: one
-    /// upstream's answer relayed, or every upstream's merged.
-    async fn list_merged(self: &Arc<Self>, id: Value, message: Value, method: &str) {
-        let (capability, key) = match method {
-            "prompts/list" => ("prompts", "prompts"),
-            "resources/templates/list" => ("resources", "resourceTemplates"),
-            _ => ("resources", "resources"),
-        };
-        let upstreams = match self.connect_all().await {
-            Ok(u) => u,
-            Err(e) => return self.send(error_response(&id, INTERNAL_ERROR, e, None)),
-        };
-        let targets: Vec<Arc<Upstream>> = upstreams
-            .into_iter()
-            .filter(|u| offers(u, capability))
-            .collect();
-        match targets.as_slice() {
-            [] => self.send(error_response(
-                &id,
-                METHOD_NOT_FOUND,
-                format!("no upstream serves {method}"),
-                None,
-            )),
-            [one] => {
-                let server = one.name.clone();
-                self.forward(&server, id, Outbound::Tree(message), None)
-                    .await
-            }
-            many => {
-                let params = message.get("params").cloned().unwrap_or(json!({}));
-                let timeout = self.proxy.settings.call_timeout;
-                let mut merged = Vec::new();
-                for u in many {
-                    match u.call(method, params.clone(), timeout).await {
-                        Ok(result) => {
-                            for item in result
-                                .get(key)
-                                .and_then(Value::as_array)
-                                .cloned()
-                                .unwrap_or_default()
-                            {
-                                self.learn_owner(&u.name, method, &item);
-                                merged.push(item);
-                            }
-                        }
-                        Err(e) => {
-                            return self.send(error_response(
-                                &id,
-                                INTERNAL_ERROR,
-                                format!("upstream {}: {e}", u.name),
-                                None,
-                            ))
-                        }
-                    }
-                }
-                self.send(result_response(&id, json!({ key: merged })));
-            }
-        }
-    }
-
-    fn learn_owner(&self, server: &str, method: &str, item: &Value) {
-        let (map, field) = match method {
-            "prompts/list" => (&self.prompt_owner, "name"),
-            "resources/templates/list" => (&self.resource_owner, "uriTemplate"),
-            _ => (&self.resource_owner, "uri"),
-        };
-        if let (Some(k), Ok(mut m)) = (item.get(field).and_then(Value::as_str), map.lock()) {
-            m.insert(k.to_string(), server.to_string());
-        }
-    }
-
-    /// Which upstream serves a request other than the ones handled above:
-    /// the only one; else by the resource URI or prompt name it names;
-    /// else the first that offers the capability; else the first.
-    async fn owner_of(&self, method: &str, params: &Value) -> Option<String> {
-        let all = &self.proxy.settings.upstreams;
-        if all.len() <= 1 {
-            return all.first().map(|u| u.name.clone());
-        }
-        let by_uri = |uri: &str| self.resource_owner.lock().ok()?.get(uri).cloned();
-        let by_prompt = |name: &str| self.prompt_owner.lock().ok()?.get(name).cloned();
-        let known = match method {
-            m if m.starts_with("resources/") => {
-                params.get("uri").and_then(Value::as_str).and_then(by_uri)
-            }
-            "prompts/get" => params
-                .get("name")
-                .and_then(Value::as_str)
-                .and_then(by_prompt),
-            "completion/complete" => {
-                let r = params.get("ref");
-                match r.and_then(|r| r.get("type")).and_then(Value::as_str) {
-                    Some("ref/prompt") => r
-                        .and_then(|r| r.get("name"))
-                        .and_then(Value::as_str)
-                        .and_then(by_prompt),
-                    _ => r
-                        .and_then(|r| r.get("uri"))
-                        .and_then(Value::as_str)
-                        .and_then(by_uri),
-                }
-            }
-            _ => None,
-        };
-        if known.is_some() {
-            return known;
-        }
-        let capability = method.split('/').next().unwrap_or("");
-        let upstreams = self.upstreams.lock().await;
-        upstreams
-            .values()
-            .find(|u| offers(u, capability))
-            .map(|u| u.name.clone())
-            .or_else(|| all.first().map(|u| u.name.clone()))
     }
 
     // ---- the agent's notifications and answers --------------------------
@@ -1328,232 +933,4 @@ impl Session {
         };
         let _ = self.to_client.send(out);
     }
-
-    fn on_upstream_message(
-        self: &Arc<Self>,
-        server: String,
-        mut message: Value,
-        related: Option<Value>,
-    ) {
-        let method = message
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let id = message.get("id").cloned();
-        if let Some(original) = id {
-            // A server's request to the agent (sampling, elicitation, roots,
-            // ping): an id of the proxy's, mapped back on the answer.
-            let n = self.next_client_request.fetch_add(1, Ordering::Relaxed);
-            let front_id = json!(format!("toolpin-{n}"));
-            if let Ok(mut m) = self.client_requests.lock() {
-                m.insert(id_key(&front_id), (server, original));
-            }
-            message["id"] = front_id;
-            self.send_related(message, related);
-            return;
-        }
-        match method.as_str() {
-            "notifications/tools/list_changed" => {
-                // One listing at a time per server; notifications that
-                // arrive meanwhile make one more round.
-                let start = match self.recapturing.lock() {
-                    Ok(mut r) => match r.get_mut(&server) {
-                        Some(again) => {
-                            *again = true;
-                            false
-                        }
-                        None => {
-                            r.insert(server.clone(), false);
-                            true
-                        }
-                    },
-                    Err(_) => false,
-                };
-                if start {
-                    let me = Arc::clone(self);
-                    tokio::spawn(async move {
-                        loop {
-                            me.recapture(&server).await;
-                            let again = me.recapturing.lock().ok().map(|mut r| {
-                                let again = r.get(&server).copied().unwrap_or(false);
-                                if again {
-                                    r.insert(server.clone(), false);
-                                } else {
-                                    r.remove(&server);
-                                }
-                                again
-                            });
-                            if again != Some(true) {
-                                return;
-                            }
-                        }
-                    });
-                }
-            }
-            "notifications/cancelled" => {
-                // The server gave up on one of its requests to the agent.
-                let Some(request) = message.pointer("/params/requestId").cloned() else {
-                    return;
-                };
-                let front = self.client_requests.lock().ok().and_then(|mut m| {
-                    let key = m
-                        .iter()
-                        .find(|(_, (s, orig))| *s == server && *orig == request)
-                        .map(|(k, _)| k.clone())?;
-                    m.remove(&key);
-                    serde_json::from_str::<Value>(&key).ok()
-                });
-                if let Some(front) = front {
-                    message["params"]["requestId"] = front;
-                    self.send(message);
-                }
-            }
-            _ => self.send_related(message, related),
-        }
-    }
-
-    /// Checks a `tools/call` result against the pinned outputSchema, and
-    /// counts it; returns the error class and `error.type` of a failed
-    /// call. The error type is the convention's: the JSON-RPC error code
-    /// (`_OTHER` without one), or `tool_error` for a result with `isError`.
-    fn check_result(
-        &self,
-        name: &str,
-        route: &Route,
-        reply: &Reply,
-        started: Instant,
-    ) -> Option<(ErrorClass, std::borrow::Cow<'static, str>)> {
-        let seconds = started.elapsed().as_secs_f64();
-        let catalog = self.proxy.catalog_hex.as_str();
-        let error: Option<(ErrorClass, std::borrow::Cow<'static, str>)> = if reply.error().is_some()
-        {
-            let (code, message) = reply.error_code_message().unwrap_or((None, String::new()));
-            let error_type = match code {
-                Some(c) => c.to_string().into(),
-                None => crate::metrics::OTHER_ERROR_TYPE.into(),
-            };
-            Some((ErrorClass::of_upstream(code, &message), error_type))
-        } else if reply.is_error() {
-            Some((
-                ErrorClass::of_upstream(None, &reply.first_text()),
-                "tool_error".into(),
-            ))
-        } else {
-            None
-        };
-        if let Some((class, error_type)) = &error {
-            self.proxy
-                .metrics
-                .call_as(&route.server, name, seconds, Some((*class, error_type)));
-            return error;
-        }
-        self.proxy.metrics.call(&route.server, name, seconds, None);
-        let (Some(validator), Some(structured)) = (&route.output, reply.structured_content())
-        else {
-            return None;
-        };
-        // Parsed only when a pinned outputSchema has something to say.
-        let Ok(structured) = serde_json::from_str::<Value>(structured) else {
-            return None;
-        };
-        for v in validator.validate(&structured) {
-            let rule = match v.kind {
-                ViolationKind::UnknownEnumValue { .. } => {
-                    toolpin_drift::rules::RESULT_UNKNOWN_ENUM_VALUE.id
-                }
-                ViolationKind::LimitExceeded => continue,
-                ViolationKind::Nonconformant => toolpin_drift::rules::RESULT_NONCONFORMANT.id,
-            };
-            self.proxy.metrics.finding(rule);
-            self.proxy.events.emit(
-                "finding",
-                json!({"rule": rule, "where": "result", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
-            );
-        }
-        None
-    }
-
-    /// On `notifications/tools/list_changed`: lists the server's tools
-    /// again over this session and applies the drift policy.
-    async fn recapture(self: &Arc<Self>, server: &str) {
-        let Some(spec) = self
-            .proxy
-            .settings
-            .upstreams
-            .iter()
-            .find(|u| u.name == server)
-        else {
-            return;
-        };
-        let upstream = self.upstreams.lock().await.get(server).cloned();
-        let Some(upstream) = upstream else { return };
-        let mut builder = PinBuilder::new(spec.transform.clone());
-        let mut cursor: Option<Value> = None;
-        let mut seen = std::collections::HashSet::new();
-        let timeout = spec.options.timeouts.page;
-        for _ in 0..spec.options.max_pages.max(1) {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page = match upstream.call("tools/list", params, timeout).await {
-                Ok(p) => p,
-                // The agent went away meanwhile: nothing to compare for.
-                Err(_) if upstream.is_shutting_down() => return,
-                Err(e) => {
-                    self.proxy
-                        .events
-                        .emit("recapture-failed", json!({"server": server, "message": e}));
-                    return;
-                }
-            };
-            for tool in page
-                .get("tools")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-            {
-                if let Err(e) = builder.push(tool) {
-                    self.proxy.events.emit(
-                        "recapture-failed",
-                        json!({"server": server, "message": e.to_string()}),
-                    );
-                    return;
-                }
-            }
-            match page.get("nextCursor") {
-                Some(c) if !c.is_null() && seen.insert(c.to_string()) => cursor = Some(c.clone()),
-                _ => break,
-            }
-        }
-        let pinned = self.proxy.settings.catalog.servers.get(server);
-        let source = pinned.map(|p| p.source.clone()).unwrap_or(Value::Null);
-        // The instructions this session was opened with, pinned with the
-        // tools (a server's instructions are part of what drifts).
-        let instructions = upstream
-            .opened
-            .result
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let mut live = builder
-            .finish(source, "mcp", None)
-            .with_instructions(instructions);
-        // Compared as `lock` pinned it: with the secrets it echoes redacted.
-        live.redact(&self.proxy.settings.credentials);
-        let failures = self.proxy.apply_drift(server, &live);
-        for f in failures {
-            self.proxy
-                .events
-                .emit("drift-fail", json!({"server": server, "message": f}));
-        }
-    }
-}
-
-fn offers(u: &Upstream, capability: &str) -> bool {
-    u.opened
-        .capabilities
-        .as_ref()
-        .is_none_or(|c| c.get(capability).is_some())
 }

@@ -117,6 +117,41 @@ pub struct Upstream {
     shutting_down: std::sync::atomic::AtomicBool,
 }
 
+/// The writer of an upstream: one message at a time, in order, whatever
+/// else is queued going in the same write. `writing_since` holds when the
+/// current write started (milliseconds after `epoch`, 0 when idle).
+fn spawn_writer(
+    relay: Arc<tokio::sync::Mutex<Option<Relay>>>,
+    mut queue: mpsc::UnboundedReceiver<Frame>,
+    writing_since: Arc<std::sync::atomic::AtomicU64>,
+    epoch: Instant,
+) {
+    tokio::spawn(async move {
+        let mut batch = Vec::new();
+        while let Some(message) = queue.recv().await {
+            batch.clear();
+            batch.push(message);
+            while batch.len() < 256 {
+                match queue.try_recv() {
+                    Ok(m) => batch.push(m),
+                    Err(_) => break,
+                }
+            }
+            let mut guard = relay.lock().await;
+            let Some(r) = guard.as_mut() else { return };
+            let now = epoch.elapsed().as_millis() as u64;
+            writing_since.store(now.max(1), Ordering::Relaxed);
+            let sent = r.send_all(&batch).await;
+            writing_since.store(0, Ordering::Relaxed);
+            // A failed write means the server is gone; the reader sees
+            // the close and answers every call in flight.
+            if sent.is_err() {
+                return;
+            }
+        }
+    });
+}
+
 /// How long a closing stdio server gets before it is killed: well under
 /// the 2 s the SDKs give the proxy itself before they signal it.
 const CLOSE_GRACE: Duration = Duration::from_millis(800);
@@ -152,7 +187,7 @@ impl Upstream {
         let (relay, mut incoming, early) = client.into_relay();
         let pid = relay.process_id();
         let relay = Arc::new(tokio::sync::Mutex::new(Some(relay)));
-        let (outbox, mut queue) = mpsc::unbounded_channel::<Frame>();
+        let (outbox, queue) = mpsc::unbounded_channel::<Frame>();
         let writing_since = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let epoch = Instant::now();
         let upstream = Arc::new(Self {
@@ -169,32 +204,7 @@ impl Upstream {
             closed: Mutex::new(None),
             shutting_down: std::sync::atomic::AtomicBool::new(false),
         });
-        // The writer: one message at a time, in order.
-        tokio::spawn(async move {
-            let mut batch = Vec::new();
-            while let Some(message) = queue.recv().await {
-                // Whatever else is queued goes in the same write.
-                batch.clear();
-                batch.push(message);
-                while batch.len() < 256 {
-                    match queue.try_recv() {
-                        Ok(m) => batch.push(m),
-                        Err(_) => break,
-                    }
-                }
-                let mut guard = relay.lock().await;
-                let Some(r) = guard.as_mut() else { return };
-                let now = epoch.elapsed().as_millis() as u64;
-                writing_since.store(now.max(1), Ordering::Relaxed);
-                let sent = r.send_all(&batch).await;
-                writing_since.store(0, Ordering::Relaxed);
-                // A failed write means the server is gone; the reader sees
-                // the close and answers every call in flight.
-                if sent.is_err() {
-                    return;
-                }
-            }
-        });
+        spawn_writer(relay, queue, writing_since, epoch);
         for message in early {
             events(Event::Message(spec.name.clone(), message, None));
         }

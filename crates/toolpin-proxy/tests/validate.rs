@@ -10,6 +10,7 @@ use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{json, Value};
+use toolpin_manifest::schema::{RefError, Resolver, Target};
 use toolpin_proxy::validate::{Validator, Violation, ViolationKind, MAX_VIOLATIONS};
 
 // ---------------------------------------------------------------------------
@@ -1035,6 +1036,113 @@ fn anchors_and_own_id() {
         3
     );
     assert!(Validator::new(&schema).unsupported().is_empty());
+}
+
+/// `$defs` `d0` .. `d21`, each applying the next one twice: a worst case
+/// of about 2^22 evaluations, over the validator's budget.
+fn doubling_chain(defs: &mut serde_json::Map<String, Value>) {
+    for i in 0..22 {
+        let next = format!("#/$defs/d{}", i + 1);
+        defs.insert(
+            format!("d{i}"),
+            json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
+        );
+    }
+    defs.insert("d22".into(), json!({"type": "string"}));
+}
+
+#[test]
+fn duplicate_anchor_follows_the_shared_resolver() {
+    // Two subschemas name themselves `n`: the shared resolver (the one the
+    // drift engine reads a `$ref` with) takes the first in document order,
+    // a cheap string schema; the other applies the doubling chain. The
+    // proxy must follow the same one: its cost graph followed the last,
+    // and refused the whole schema as over budget; the crate, left to
+    // itself, evaluates the last one too.
+    let mut defs = serde_json::Map::new();
+    defs.insert("cheap".into(), json!({"$anchor": "n", "type": "string"}));
+    defs.insert(
+        "costly".into(),
+        json!({"$anchor": "n", "$ref": "#/$defs/d0"}),
+    );
+    doubling_chain(&mut defs);
+    let schema = json!({"$defs": defs, "properties": {"a": {"$ref": "#n"}}});
+    let shared = Resolver::new(&schema);
+    match shared.target("#n") {
+        Ok(Target::Local { pointer, .. }) => assert_eq!(pointer, "/$defs/cheap"),
+        other => panic!("the shared resolver does not follow #n: {other:?}"),
+    }
+    let v = Validator::new(&schema);
+    assert!(v.unsupported().is_empty(), "{:?}", v.unsupported());
+    ok(schema.clone(), json!({"a": "x"}));
+    let x = one(schema, json!({"a": 5}));
+    assert_eq!(
+        (x.keyword, x.schema_pointer.as_str()),
+        ("type", "/$defs/cheap/type")
+    );
+}
+
+#[test]
+fn anchor_inside_data_is_not_followed() {
+    // An `$anchor` inside `examples` (or `const`) is data: the shared
+    // resolver does not find it, so the `$ref` to it does not resolve and
+    // is dropped alone. The proxy's cost graph followed it into the
+    // doubling chain and refused the whole schema as over budget.
+    for data in ["examples", "const"] {
+        let mut defs = serde_json::Map::new();
+        doubling_chain(&mut defs);
+        let held = json!({"$anchor": "x", "$ref": "#/$defs/d0"});
+        let held = if data == "examples" {
+            json!([held])
+        } else {
+            held
+        };
+        defs.insert("holder".into(), json!({ data: held }));
+        let schema = json!({
+            "$defs": defs,
+            "properties": {"a": {"$ref": "#x"}, "b": {"type": "integer"}}
+        });
+        assert_eq!(
+            Resolver::new(&schema).target("#x"),
+            Err(RefError::NotFound("#x".into())),
+            "{data}"
+        );
+        let v = Validator::new(&schema);
+        assert_eq!(
+            v.unsupported(),
+            ["#/properties/a/$ref: $ref \"#x\" does not resolve; treated as always valid"],
+            "{data}"
+        );
+        let x = one(schema, json!({"a": 1, "b": "no"}));
+        assert_eq!((x.keyword, x.pointer.as_str()), ("type", "/b"), "{data}");
+    }
+}
+
+#[test]
+fn ref_the_crate_cannot_follow_is_dropped_alone() {
+    // `#a%20b` names the anchor `a b` (a `$ref` is a URI reference); the
+    // meta-schema refuses that name, and the crate then looks `a%20b` up
+    // undecoded and answers NoSuchAnchor. That reference alone is dropped,
+    // by the error's kind and the anchor it names, and the rest of the
+    // schema is still judged (matching the crate's error text missed it
+    // and gave up on the whole schema).
+    let schema = json!({
+        "$defs": {"s": {"$dynamicAnchor": "a b", "type": "string"}},
+        "properties": {"a": {"$dynamicRef": "#a%20b"}, "b": {"type": "integer"}}
+    });
+    let v = Validator::new(&schema);
+    let notes = v.unsupported();
+    assert!(
+        notes.iter().any(|n| n
+            == "#/properties/a/$dynamicRef: $ref \"#a%20b\" does not resolve; treated as always valid"),
+        "{notes:?}"
+    );
+    assert!(
+        !notes.iter().any(|n| n.contains("does not compile")),
+        "{notes:?}"
+    );
+    let x = one(schema, json!({"a": 1, "b": "no"}));
+    assert_eq!((x.keyword, x.pointer.as_str()), ("type", "/b"));
 }
 
 #[test]

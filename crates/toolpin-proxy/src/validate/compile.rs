@@ -1,0 +1,247 @@
+//! Compiling: what the crate rejects is removed from the copy (each
+//! noted) until it compiles; decided by the error's kind, never its text.
+
+use super::*;
+
+/// Compile `schema`, removing what the crate rejects (each noted) until it
+/// compiles; `None` (everything accepted) when that does not settle.
+pub(super) fn build(schema: &mut Value, notes: &mut Notes) -> Option<jsonschema::Validator> {
+    for _ in 0..MAX_ATTEMPTS {
+        // `offline`: a `$ref` the layer missed still never fetches.
+        let e = match jsonschema::options()
+            .should_validate_formats(true)
+            .offline()
+            .build(schema)
+        {
+            Ok(v) => return Some(v),
+            Err(e) => e,
+        };
+        let at = e.instance_path().as_str().to_string();
+        let fixed = if let ValidationErrorKind::Referencing(r) = e.kind() {
+            remove_refs_named(schema, r, notes)
+        } else if at.is_empty() {
+            false
+        } else {
+            neutralise_keyword(schema, &at, e.kind().keyword(), notes)
+        };
+        if !fixed {
+            break;
+        }
+    }
+    notes.note("", "the schema does not compile; treated as always valid");
+    None
+}
+
+/// Remove the `$ref`s a resolution error names (see [`names_ref`]).
+pub(super) fn remove_refs_named(
+    schema: &mut Value,
+    error: &ReferencingError,
+    notes: &mut Notes,
+) -> bool {
+    let mut refs = Vec::new();
+    let mut stack = vec![(&*schema, String::new())];
+    while let Some((v, ptr)) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                for (k, c) in m {
+                    let p = format!("{ptr}/{}", escape(k));
+                    if let ("$ref" | "$dynamicRef" | "$recursiveRef", Value::String(r)) =
+                        (k.as_str(), c)
+                    {
+                        if names_ref(error, r) {
+                            refs.push((p.clone(), r.clone()));
+                        }
+                    }
+                    stack.push((c, p));
+                }
+            }
+            Value::Array(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    stack.push((c, format!("{ptr}/{i}")));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut any = false;
+    for (p, r) in refs {
+        if remove_at(schema, &p) {
+            notes.note(
+                &p,
+                format_args!(
+                    "$ref {} does not resolve; treated as always valid",
+                    excerpt(&r, MESSAGE_EXCERPT)
+                ),
+            );
+            any = true;
+        }
+    }
+    any
+}
+
+/// Whether the crate's resolution `error` is about `reference`, decided by
+/// the error's kind and the part it names: the pointer or anchor of a
+/// fragment (as written or percent-decoded), or the document it could not
+/// retrieve (the crate names it as an absolute URI).
+pub(super) fn names_ref(error: &ReferencingError, reference: &str) -> bool {
+    use ReferencingError as E;
+    let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+    let fragment_is = |named: &str| {
+        !named.is_empty()
+            && (fragment == named || percent_decode(fragment).as_deref() == Some(named))
+    };
+    match error {
+        E::PointerToNowhere { pointer }
+        | E::InvalidPercentEncoding { pointer, .. }
+        | E::InvalidArrayIndex { pointer, .. } => fragment_is(pointer),
+        E::NoSuchAnchor { anchor } | E::InvalidAnchor { anchor } => fragment_is(anchor),
+        E::Unretrievable { uri, .. } => {
+            let uri = uri.strip_suffix('#').unwrap_or(uri);
+            !base.is_empty()
+                && (uri == base
+                    || uri
+                        .strip_suffix(base)
+                        .is_some_and(|head| head.ends_with('/')))
+        }
+        _ => false,
+    }
+}
+
+/// Remove what an error at `at` (a pointer into the schema, from checking
+/// it against its meta-schema) is about: the keyword holding `at`, or the
+/// subschema at `at`.
+pub(super) fn neutralise_keyword(
+    schema: &mut Value,
+    at: &str,
+    check: &str,
+    notes: &mut Notes,
+) -> bool {
+    let Some(tokens) = at
+        .strip_prefix('/')
+        .map(|r| r.split('/').map(unescape).collect::<Option<Vec<_>>>())
+    else {
+        return false;
+    };
+    let Some(tokens) = tokens else { return false };
+    // Walk the schema positions along the tokens.
+    let mut ptr = String::new();
+    let mut i = 0;
+    while let Some(kw) = tokens.get(i) {
+        let kw_ptr = format!("{ptr}/{}", escape(kw));
+        let next = match holds(kw) {
+            Holds::One => 1,
+            Holds::Named | Holds::List | Holds::Dependencies => 2,
+            Holds::OneOrList => {
+                if tokens
+                    .get(i + 1)
+                    .is_some_and(|t| t.parse::<usize>().is_ok())
+                    && lookup(schema, &kw_ptr).is_some_and(Value::is_array)
+                {
+                    2
+                } else {
+                    1
+                }
+            }
+            Holds::Value => 0,
+        };
+        let end = i + next;
+        if next == 0 || end > tokens.len() {
+            // The keyword's own value is at fault.
+            let pattern = (kw == "pattern")
+                .then(|| {
+                    lookup(schema, &kw_ptr)
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+                .flatten();
+            if !remove_at(schema, &kw_ptr) {
+                return false;
+            }
+            match pattern {
+                Some(p) => notes.note(
+                    &kw_ptr,
+                    format_args!(
+                        "pattern {} is not supported (not a valid regular expression); ignored",
+                        excerpt(&p, MESSAGE_EXCERPT)
+                    ),
+                ),
+                None => notes.note(
+                    &kw_ptr,
+                    format_args!("malformed value (fails the meta-schema's {check}); ignored"),
+                ),
+            }
+            if kw_ptr.contains("/patternProperties/") || kw == "patternProperties" {
+                additional_off(schema, &ptr, notes);
+            }
+            return true;
+        }
+        for t in tokens.get(i..end).unwrap_or_default() {
+            ptr.push('/');
+            ptr.push_str(&escape(t));
+        }
+        i = end;
+    }
+    // The subschema itself is at fault.
+    if !neutralise_at(schema, &ptr) {
+        return false;
+    }
+    if let Some((parent, pat)) = ptr.rsplit_once("/patternProperties/") {
+        notes.note(
+            &ptr,
+            format_args!(
+                "pattern {} is not supported (not a valid regular expression); ignored",
+                excerpt(&unescape(pat).unwrap_or_default(), MESSAGE_EXCERPT)
+            ),
+        );
+        // Which names the entry matched is unknown.
+        if let Some(p) = lookup_mut(schema, parent).and_then(Value::as_object_mut) {
+            let pat = ptr.rsplit_once('/').map(|x| x.1).and_then(unescape);
+            if let (Some(Value::Object(pp)), Some(pat)) = (p.get_mut("patternProperties"), pat) {
+                pp.remove(&pat);
+            }
+        }
+        additional_off(schema, parent, notes);
+    } else {
+        notes.note(
+            &ptr,
+            format_args!(
+                "not a valid schema (fails the meta-schema's {check}); treated as always valid"
+            ),
+        );
+    }
+    true
+}
+
+/// `additionalProperties` of the schema at `ptr` is not judged (a
+/// `patternProperties` entry was dropped).
+pub(super) fn additional_off(schema: &mut Value, ptr: &str, notes: &mut Notes) {
+    let kp = format!("{ptr}/additionalProperties");
+    if remove_at(schema, &kp) {
+        notes.note(&kp, "ignored: a patternProperties pattern is not supported");
+    }
+}
+
+/// Remove the keyword at `ptr` (its parent must be an object).
+pub(super) fn remove_at(schema: &mut Value, ptr: &str) -> bool {
+    let Some((parent, last)) = ptr.rsplit_once('/') else {
+        return false;
+    };
+    let Some(key) = unescape(last) else {
+        return false;
+    };
+    match lookup_mut(schema, parent) {
+        Some(Value::Object(m)) => m.remove(&key).is_some(),
+        _ => false,
+    }
+}
+
+/// Replace the schema at `ptr` with `true`.
+pub(super) fn neutralise_at(schema: &mut Value, ptr: &str) -> bool {
+    match lookup_mut(schema, ptr) {
+        Some(v) => {
+            *v = Value::Bool(true);
+            true
+        }
+        None => false,
+    }
+}
