@@ -21,37 +21,33 @@ use toolpin_capture::openapi::DEFAULT_FETCH_TIMEOUT;
 use toolpin_capture::record::{Merge, RecordSpec};
 use toolpin_capture::{DocumentLocation, Endpoint, Format, OpenApiSpec, Source};
 use toolpin_drift::policy::{check_rule_id, parse_severity, IgnoreEntry, Level, Policy, Preset};
+use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location, Message};
 use toolpin_manifest::{Glob, Pointer, ToolFormat, Transform};
 
 use crate::expand::{expand, expand_url, Expanded};
 
 /// A configuration error: one line for the user, naming the file (and,
 /// where it can, the line, column and key).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    message: String,
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// At a line and column of the file: `origin:line:column: message`.
+    #[error(transparent)]
+    At(#[from] Diagnostic),
+    /// About the file as a whole or what it names, as written.
+    #[error(transparent)]
+    Other(#[from] Message),
 }
 
 impl Error {
     pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
+        Error::Other(Message::new(message))
     }
 
-    /// The message as written.
-    pub fn message(&self) -> &str {
-        &self.message
+    /// The message as shown.
+    pub fn message(&self) -> String {
+        self.to_string()
     }
 }
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// Default deadline for an `exec` source.
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
@@ -207,8 +203,7 @@ fn resolve_evals(
     dir: &Path,
 ) -> Result<Evals, Error> {
     let at = |span: std::ops::Range<usize>, message: String| {
-        let (line, column) = line_column(text, span.start);
-        Error::new(format!("{origin}:{line}:{column}: {message}"))
+        Error::At(Diagnostic::schema(origin, text, span.start, message))
     };
     let mut out = Evals::default();
     for (name, cfg) in evals {
@@ -319,17 +314,6 @@ fn resolve_evals(
         out.routing.insert(tag.into_inner(), list);
     }
     Ok(out)
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut start = offset.min(text.len());
-    while !text.is_char_boundary(start) {
-        start -= 1;
-    }
-    let line = text[..start].matches('\n').count() + 1;
-    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-    (line, text[line_start..start].chars().count() + 1)
 }
 
 /// `[policy]`: which findings fail the check.
@@ -840,8 +824,7 @@ fn usage_thresholds(
                     && after.starts_with('=')
             })
             .map_or(span.start, |(i, _)| span.start + i);
-        let (line, column) = line_column(text, offset);
-        return Err(Error::new(format!("{origin}:{line}:{column}: {message}")));
+        return Err(Diagnostic::schema(origin, text, offset, message).into());
     }
     Ok(thresholds)
 }
@@ -875,7 +858,6 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> Error {
     let Some(span) = e.span() else {
         return Error::new(format!("{origin}: {message}"));
     };
-    let (line_no, column) = line_column(text, span.start);
     let line_start = text
         .get(..span.start.min(text.len()))
         .and_then(|before| before.rfind('\n'))
@@ -890,7 +872,12 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> Error {
         Some(k) if !message.contains(&format!("`{k}`")) => format!("key `{k}`: {message}"),
         _ => message,
     };
-    Error::new(format!("{origin}:{line_no}:{column}: {named}"))
+    Diagnostic::new(
+        Kind::Syntax,
+        Location::in_text(origin, text, span.start),
+        named,
+    )
+    .into()
 }
 
 /// The environment's name, its servers, and their `vendor` keys.
@@ -1953,14 +1940,6 @@ enabled = false
             .to_string();
         assert!(e.contains("toolpin.toml:4:1") && e.contains("alpah"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn line_column_counts_characters() {
-        assert_eq!(line_column("ab\ncé = 1", 6), (2, 3));
-        assert_eq!(line_column("x", 99), (1, 2));
-        // Inside a multi-byte character: its start.
-        assert_eq!(line_column("é", 1), (1, 1));
     }
 
     #[test]

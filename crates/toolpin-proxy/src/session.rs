@@ -19,6 +19,7 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use toolpin_capture::mcp::{VersionChoice, HANDSHAKE_VERSIONS, STATELESS_VERSION};
+use toolpin_manifest::wire::event;
 use toolpin_manifest::PinBuilder;
 
 use crate::metrics::ErrorClass;
@@ -524,7 +525,7 @@ impl Session {
         if restarting {
             self.proxy
                 .events
-                .emit("upstream-restarted", json!({"server": server}));
+                .emit(event::UPSTREAM_RESTARTED, json!({"server": server}));
         }
         map.insert(server.to_string(), Arc::clone(&upstream));
         Ok(upstream)
@@ -629,7 +630,7 @@ impl Session {
                 ),
             };
             self.proxy.events.emit(
-                "refused",
+                event::REFUSED,
                 json!({"rule": rule, "tool": name, "message": text, "catalog": catalog}),
             );
             self.proxy.metrics.refused("", name, rule);
@@ -649,7 +650,7 @@ impl Session {
                 blocked.rule, blocked.message
             );
             self.proxy.events.emit(
-                "refused",
+                event::REFUSED,
                 json!({"rule": blocked.rule, "server": route.server, "tool": name, "message": text, "catalog": catalog}),
             );
             self.proxy
@@ -719,7 +720,7 @@ impl Session {
             for v in &violations {
                 if let ViolationKind::UnknownEnumValue { .. } = v.kind {
                     self.proxy.events.emit(
-                        "finding",
+                        event::FINDING,
                         json!({"rule": toolpin_drift::rules::RESULT_UNKNOWN_ENUM_VALUE.id, "where": "arguments", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
                     );
                     self.proxy
@@ -741,7 +742,7 @@ impl Session {
                     summary.join("; ")
                 );
                 self.proxy.events.emit(
-                    "invalid-arguments",
+                    event::INVALID_ARGUMENTS,
                     json!({"server": route.server, "tool": name, "message": text, "enforced": self.proxy.settings.validation == crate::Validation::Enforce}),
                 );
                 if self.proxy.settings.validation == crate::Validation::Enforce {
@@ -965,7 +966,7 @@ impl Session {
                 // wedged: kill it; the next request starts it again.
                 if up.write_stalled_for().is_some_and(|d| d >= timeout) {
                     self.proxy.events.emit(
-                        "upstream-wedged",
+                        event::UPSTREAM_WEDGED,
                         json!({"server": server, "message": "the server stopped reading its input; killed"}),
                     );
                     up.kill();
@@ -1295,7 +1296,7 @@ impl Session {
             }
             Event::Closed(server, reason, calls) => {
                 self.proxy.events.emit(
-                    "upstream-closed",
+                    event::UPSTREAM_CLOSED,
                     json!({"server": server, "reason": reason, "in_flight": calls.len()}),
                 );
                 if let Ok(mut m) = self.client_requests.lock() {
@@ -1467,7 +1468,7 @@ impl Session {
             };
             self.proxy.metrics.finding(rule);
             self.proxy.events.emit(
-                "finding",
+                event::FINDING,
                 json!({"rule": rule, "where": "result", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
             );
         }
@@ -1502,9 +1503,10 @@ impl Session {
                 // The agent went away meanwhile: nothing to compare for.
                 Err(_) if upstream.is_shutting_down() => return,
                 Err(e) => {
-                    self.proxy
-                        .events
-                        .emit("recapture-failed", json!({"server": server, "message": e}));
+                    self.proxy.events.emit(
+                        event::RECAPTURE_FAILED,
+                        json!({"server": server, "message": e}),
+                    );
                     return;
                 }
             };
@@ -1516,7 +1518,7 @@ impl Session {
             {
                 if let Err(e) = builder.push(tool) {
                     self.proxy.events.emit(
-                        "recapture-failed",
+                        event::RECAPTURE_FAILED,
                         json!({"server": server, "message": e.to_string()}),
                     );
                     return;
@@ -1546,7 +1548,7 @@ impl Session {
         for f in failures {
             self.proxy
                 .events
-                .emit("drift-fail", json!({"server": server, "message": f}));
+                .emit(event::DRIFT_FAIL, json!({"server": server, "message": f}));
         }
     }
 }

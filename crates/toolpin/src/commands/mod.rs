@@ -29,6 +29,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use toolpin_capture::{servers, Format};
+use toolpin_manifest::text::plural;
 use toolpin_manifest::{lockfile, Catalog};
 use toolpin_report::{ColorChoice, Style};
 
@@ -179,11 +180,6 @@ fn lockfile_path(args: &ConfigArgs) -> Result<PathBuf, CliError> {
         Some(p) => Ok(p.clone()),
         None => Ok(config::load(&args.config, args.env.as_deref())?.default_lockfile()),
     }
-}
-
-/// `1 change`, `2 changes`.
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a message.

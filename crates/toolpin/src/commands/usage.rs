@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use toolpin_config::ledger::LedgerLocation;
 use toolpin_ledger::Ledger;
-use toolpin_usage::{Aggregates, IngestReport, Input, Options};
+use toolpin_manifest::text::plural_of;
+use toolpin_usage::{Aggregates, IngestReport, Input, Options, Timestamp};
 
 use super::{display, print, Outcome};
 use crate::cli::{
@@ -17,9 +18,6 @@ use crate::cli::{
 };
 use crate::config;
 use crate::error::CliError;
-
-/// Nanoseconds in an hour: the store's keys are unix hours.
-const HOUR_NANOS: u64 = 3_600_000_000_000;
 
 /// The store's file beside the configuration when the ledger is off.
 const STORE_FILE: &str = "toolpin.usage.db";
@@ -31,13 +29,6 @@ pub fn run(command: &UsageCommand, quiet: bool) -> Result<Outcome, CliError> {
         UsageCommand::Report(args) => report(args, quiet),
         UsageCommand::Compact(args) => compact(args, quiet),
     }
-}
-
-fn now_nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
 }
 
 fn options(read: &UsageReadArgs) -> Options {
@@ -211,9 +202,6 @@ fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
         shown: String,
         max_names: usize,
     }
-    fn plural(n: u64, one: &str, many: &str) -> String {
-        format!("{n} {}", if n == 1 { one } else { many })
-    }
     impl ServeEvents for Printer {
         fn listening(&self, addr: std::net::SocketAddr) {
             // Always printed: with port 0 it is how the caller learns it.
@@ -226,8 +214,8 @@ fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
             if !self.quiet {
                 eprintln!(
                     "usage serve: stored {} under {}",
-                    plural(calls, "call", "calls"),
-                    plural(keys as u64, "key", "keys")
+                    plural_of(calls, "call", "calls"),
+                    plural_of(keys as u64, "key", "keys")
                 );
             }
             // Always printed: calls under "(other)" are news.
@@ -260,19 +248,19 @@ fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
             if n.busy > 0 {
                 what.push(format!(
                     "{} answered 503 (the buffer was full: see --max-buffer)",
-                    plural(n.busy, "export", "exports")
+                    plural_of(n.busy, "export", "exports")
                 ));
             }
             if n.too_large > 0 {
                 what.push(format!(
                     "{} answered 413 (see --max-body)",
-                    plural(n.too_large, "export", "exports")
+                    plural_of(n.too_large, "export", "exports")
                 ));
             }
             if n.body_timeouts > 0 {
                 what.push(format!(
                     "{} not received within --body-timeout (408)",
-                    plural(n.body_timeouts, "body", "bodies")
+                    plural_of(n.body_timeouts, "body", "bodies")
                 ));
             }
             if !n.closed.is_empty() {
@@ -286,7 +274,7 @@ fn serve(args: &UsageServeArgs, quiet: bool) -> Result<Outcome, CliError> {
             if n.accept_failures > 0 {
                 what.push(format!(
                     "{} failed ({}); retried with a pause",
-                    plural(n.accept_failures, "accept", "accepts"),
+                    plural_of(n.accept_failures, "accept", "accepts"),
                     n.accept_error.as_deref().unwrap_or("")
                 ));
             }
@@ -349,8 +337,7 @@ fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
             eprintln!("note: a committed lockfile was skipped: {unreadable}");
         }
     }
-    let now = now_nanos();
-    let until_hour = now / HOUR_NANOS + 1;
+    let until_hour = Timestamp::now().unix_hour() + 1;
     let from_hour = until_hour.saturating_sub(args.days * 24);
     let aggregates = if args.files.is_empty() {
         let mut store = open_store(&args.store, cfg.as_ref(), true)?;
@@ -388,7 +375,7 @@ fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
 fn compact(args: &UsageCompactArgs, quiet: bool) -> Result<Outcome, CliError> {
     let cfg = optional_config(&args.store.config)?;
     let mut store = open_store(&args.store, cfg.as_ref(), true)?;
-    let now_hour = now_nanos() / HOUR_NANOS;
+    let now_hour = Timestamp::now().unix_hour();
     let hourly_before = now_hour.saturating_sub(args.hourly_days * 24);
     let delete_before = args.retain_days.map(|d| now_hour.saturating_sub(d * 24));
     let done = store
