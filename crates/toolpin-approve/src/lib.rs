@@ -14,31 +14,7 @@ use toolpin_manifest::{Catalog, Fingerprint, Glob, PinnedTool, ServerPin};
 
 /// A change that cannot be accepted, or an approvals log that cannot be
 /// read or written: one line for the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    message: String,
-}
-
-impl Error {
-    pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
-    }
-
-    /// The message as written.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}
+pub use toolpin_manifest::diagnostic::Message as Error;
 
 /// Version of the approvals record layout (the `version` member).
 pub const RECORD_VERSION: u64 = 1;

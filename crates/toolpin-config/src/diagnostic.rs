@@ -4,6 +4,10 @@
 
 use serde::de::DeserializeOwned;
 
+use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location};
+/// The one place a byte offset becomes a line and a column.
+pub use toolpin_manifest::diagnostic::line_column;
+
 use crate::Error;
 
 /// A configuration file as read: where it came from (for messages) and
@@ -25,8 +29,7 @@ impl Document {
 
     /// An error at byte `offset`: `origin:line:column: message`.
     pub fn error_at(&self, offset: usize, message: impl std::fmt::Display) -> Error {
-        let (line, column) = line_column(&self.text, offset);
-        Error::new(format!("{}:{line}:{column}: {message}", self.origin))
+        Diagnostic::schema(&self.origin, &self.text, offset, message).into()
     }
 
     /// An error about the file as a whole: `origin: message`.
@@ -61,30 +64,11 @@ impl Document {
             Some(k) if !message.contains(&format!("`{k}`")) => format!("key `{k}`: {message}"),
             _ => message,
         };
-        self.error_at(span.start, named)
-    }
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut start = offset.min(text.len());
-    while !text.is_char_boundary(start) {
-        start -= 1;
-    }
-    let line = text[..start].matches('\n').count() + 1;
-    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-    (line, text[line_start..start].chars().count() + 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn line_column_counts_characters() {
-        assert_eq!(line_column("ab\ncé = 1", 6), (2, 3));
-        assert_eq!(line_column("x", 99), (1, 2));
-        // Inside a multi-byte character: its start.
-        assert_eq!(line_column("é", 1), (1, 1));
+        Diagnostic::new(
+            Kind::Syntax,
+            Location::in_text(&self.origin, text, span.start),
+            named,
+        )
+        .into()
     }
 }

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
+use toolpin_manifest::diagnostic::{Diagnostic, Message};
 
 pub use diagnostic::{line_column, Document};
 pub use evals::{Eval, Evals, Route, EVAL_VARS};
@@ -38,31 +39,26 @@ pub use timeout::{parse_timeout, TimeoutValue};
 
 /// A configuration error: one line for the user, naming the file (and,
 /// where it can, the line, column and key).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    message: String,
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// At a line and column of the file: `origin:line:column: message`.
+    #[error(transparent)]
+    At(#[from] Diagnostic),
+    /// About the file as a whole or what it names, as written.
+    #[error(transparent)]
+    Other(#[from] Message),
 }
 
 impl Error {
     pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
+        Error::Other(Message::new(message))
     }
 
-    /// The message as written.
-    pub fn message(&self) -> &str {
-        &self.message
+    /// The message as shown.
+    pub fn message(&self) -> String {
+        self.to_string()
     }
 }
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// Default deadline for an `exec` source.
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);

@@ -14,6 +14,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use toml::Spanned;
+use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location, Message};
 use toolpin_manifest::Catalog;
 
 use crate::derive;
@@ -32,26 +33,21 @@ pub const DEFAULT_REPEATS: u64 = 1;
 pub const MAX_REPEATS: u64 = 100;
 
 /// A contracts file that cannot be used: one line, located where it can be.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    message: String,
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// At a line and column of the file: `origin:line:column: message`.
+    #[error(transparent)]
+    At(#[from] Diagnostic),
+    /// About the file as a whole, the lockfile or a server, as written.
+    #[error(transparent)]
+    Other(#[from] Message),
 }
 
 impl Error {
     pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
+        Error::Other(Message::new(message))
     }
 }
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// Whether a contract may call a tool its pin does not call read-only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -374,17 +370,6 @@ struct ProbeIn {
     timeout_ms: Option<Spanned<i64>>,
 }
 
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut start = offset.min(text.len());
-    while !text.is_char_boundary(start) {
-        start -= 1;
-    }
-    let line = text[..start].matches('\n').count() + 1;
-    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-    (line, text[line_start..start].chars().count() + 1)
-}
-
 /// Locates messages in one file's text.
 struct At<'a> {
     origin: &'a str,
@@ -393,8 +378,7 @@ struct At<'a> {
 
 impl At<'_> {
     fn error(&self, span: &Range<usize>, message: impl fmt::Display) -> Error {
-        let (line, column) = line_column(self.text, span.start);
-        Error::new(format!("{}:{line}:{column}: {message}", self.origin))
+        Diagnostic::schema(self.origin, self.text, span.start, message).into()
     }
 
     /// An integer setting within `1..=max`, or `default` when absent.
@@ -535,7 +519,12 @@ fn toml_error(origin: &str, text: &str, e: &toml::de::Error) -> Error {
         Some(k) if !message.contains(&format!("`{k}`")) => format!("key `{k}`: {message}"),
         _ => message,
     };
-    At { origin, text }.error(&span, message)
+    Diagnostic::new(
+        Kind::Syntax,
+        Location::in_text(origin, text, span.start),
+        message,
+    )
+    .into()
 }
 
 impl Contracts {

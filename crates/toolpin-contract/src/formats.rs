@@ -79,15 +79,8 @@ fn full_date(s: &str) -> bool {
     let (Some(y), Some(m), Some(d)) = (digits(&b[..4]), digits(&b[5..7]), digits(&b[8..10])) else {
         return false;
     };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&d)
+    toolpin_manifest::time::days_in_month(i64::from(y), m)
+        .is_some_and(|days| (1..=days).contains(&d))
 }
 
 /// RFC 3339 `partial-time`: `hh:mm:ss` with optional `.fraction`; a leap

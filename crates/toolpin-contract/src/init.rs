@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
+use toolpin_manifest::text::{controls_as_spaces, toml_key as key, toml_string as string};
 use toolpin_manifest::Catalog;
 
 use crate::derive::{self, Derived};
@@ -24,39 +25,6 @@ pub struct Starter {
     pub probes: usize,
     /// Placeholder arguments to fill in, in the active contracts.
     pub placeholders: usize,
-}
-
-/// A TOML key: bare when it can be, else a basic string.
-fn key(k: &str) -> String {
-    if !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        k.to_string()
-    } else {
-        string(k)
-    }
-}
-
-/// A TOML basic string.
-fn string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// A JSON value as an inline TOML value; `None` for what TOML cannot hold
@@ -98,14 +66,6 @@ fn inline(map: &Map<String, Value>) -> Option<String> {
         .map(|(k, v)| Some(format!("{} = {}", key(k), value(v)?)))
         .collect();
     Some(format!("{{ {} }}", parts?.join(", ")))
-}
-
-/// Text for a comment: control characters (a newline would end the
-/// comment) become spaces.
-fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// One line of a description, printable, at most 100 characters.
@@ -154,7 +114,7 @@ fn contract_lines(name: &str, d: &Derived, full: bool, out: &mut Vec<String>) ->
             out.push(String::new());
             out.push(format!(
                 "# {}: {} enum values; calls for the first {} only.",
-                one_line(&e.name),
+                controls_as_spaces(&e.name),
                 e.total,
                 e.values.len()
             ));
@@ -184,10 +144,10 @@ fn contract_lines(name: &str, d: &Derived, full: bool, out: &mut Vec<String>) ->
             continue;
         };
         out.push(String::new());
-        let shown = one_line(param);
+        let shown = controls_as_spaces(param);
         out.push(format!(
             "# Without {shown}, and with {shown} = {} passed explicitly: the same result shape and size.",
-            one_line(&rendered)
+            controls_as_spaces(&rendered)
         ));
         out.push(format!("[[{table}.default_probes]]"));
         out.push(format!("parameter = {}", string(param)));
@@ -254,7 +214,7 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
         let d = derive::derive(tool.get("inputSchema"));
         let full = file::read_only(&tool);
         text.push('\n');
-        let shown = one_line(&name);
+        let shown = controls_as_spaces(&name);
         let _ = writeln!(
             text,
             "# ── {shown} {}",
@@ -264,7 +224,7 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
             let _ = writeln!(text, "# {line}");
         }
         for note in &d.notes {
-            let _ = writeln!(text, "# Note: {}", one_line(note));
+            let _ = writeln!(text, "# Note: {}", controls_as_spaces(note));
         }
         let mut lines = Vec::new();
         let (calls, probes) = contract_lines(&name, &d, full, &mut lines);
@@ -280,7 +240,7 @@ pub fn init(catalog: &Catalog, lockfile: &str) -> Starter {
         } else {
             starter.commented += 1;
             let why = file::not_read_only(&tool).unwrap_or_default();
-            let _ = writeln!(text, "# Not called: {}.", one_line(&why));
+            let _ = writeln!(text, "# Not called: {}.", controls_as_spaces(&why));
             text.push_str(concat!(
                 "# To call it anyway, uncomment this contract and give the arguments yourself.\n",
                 "#\n",

@@ -14,47 +14,50 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding};
+use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location, Message};
+use toolpin_manifest::text::plural_of;
 use toolpin_report::style::printable;
 use toolpin_report::Style;
 
 use toolpin_config::{Evals, Route};
 
 /// An eval that could not be run: one line for the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    message: String,
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// In a results file: `PATH: message` or `PATH:LINE: message`.
+    #[error(transparent)]
+    At(#[from] Diagnostic),
+    /// Running the eval, as written.
+    #[error(transparent)]
+    Other(#[from] Message),
 }
 
 impl Error {
     pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-        }
+        Error::Other(Message::new(message))
     }
 
     /// `PATH: message`.
     pub fn at(path: &std::path::Path, message: impl std::fmt::Display) -> Self {
-        Self::new(format!("{}: {message}", display(path)))
+        Diagnostic::new(
+            Kind::Input,
+            Location::file(display(path)),
+            message.to_string(),
+        )
+        .into()
     }
 
     /// `PATH:LINE: message`.
     pub fn at_line(path: &std::path::Path, line: usize, message: impl std::fmt::Display) -> Self {
-        Self::new(format!("{}:{line}: {message}", display(path)))
+        let at = Location::line(display(path), line);
+        Diagnostic::new(Kind::Input, at, message.to_string()).into()
     }
 
-    /// The message as written.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+    /// The message as shown.
+    pub fn message(&self) -> String {
+        self.to_string()
     }
 }
-
-impl std::error::Error for Error {}
 
 /// A path as messages show it: without a leading `./`.
 fn display(path: &std::path::Path) -> String {
@@ -129,10 +132,6 @@ fn unrouted_reason(evals: &Evals, tag: &str) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// The plan for people (`check --plan`).
 pub fn render_text(
     plan: &Plan,
@@ -148,7 +147,7 @@ pub fn render_text(
         } else if verdict.failing.is_empty() {
             format!(
                 "{}, none failing the policy",
-                plural(c.findings.len(), "finding", "findings")
+                plural_of(c.findings.len(), "finding", "findings")
             )
         } else {
             "the failing findings ask for no re-run".to_string()
@@ -158,13 +157,13 @@ pub fn render_text(
     }
     let count = match plan.evals.len() {
         0 => "no eval".to_string(),
-        n => plural(n, "eval", "evals"),
+        n => plural_of(n, "eval", "evals"),
     };
     let _ = writeln!(
         out,
         "{} {count} for {}",
         s.bold("plan:"),
-        plural(plan.finding_count(), "failing finding", "failing findings"),
+        plural_of(plan.finding_count(), "failing finding", "failing findings"),
     );
     for (name, planned) in &plan.evals {
         let _ = writeln!(out, "\n{}", s.bold(&format!("eval {name}")));

@@ -559,22 +559,7 @@ fn run_one(
 fn stderr_tail(path: &Path) -> String {
     let text = std::fs::read(path).unwrap_or_default();
     let text = String::from_utf8_lossy(&text);
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    lines[lines.len().saturating_sub(3)..]
-        .iter()
-        .map(|l| {
-            if l.chars().count() > 300 {
-                l.chars().take(300).collect::<String>() + "…"
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" | ")
+    toolpin_manifest::text::stderr_tail(&text.lines().collect::<Vec<_>>())
 }
 
 fn seconds(d: Duration) -> String {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
+use toolpin_manifest::text::plural_s;
 
 use super::{jsonc, Client, Context};
 
@@ -92,7 +93,7 @@ pub fn parse(client: Client, text: &str, ctx: &Context) -> Result<Parsed, String
                 if others > 0 {
                     parsed.notes.push(format!(
                         "{others} server{} listed there for other projects {} not included.",
-                        plural(others),
+                        plural_s(others),
                         if others == 1 { "is" } else { "are" }
                     ));
                 }
@@ -116,14 +117,6 @@ pub fn parse(client: Client, text: &str, ctx: &Context) -> Result<Parsed, String
         }
     }
     Ok(parsed)
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 fn same_path(a: &Path, b: &Path) -> bool {

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 
+use toolpin_manifest::text::{toml_key as key, toml_string as quote};
+
 use super::clients::{env_name, is_reference, push_note, Found, Parsed, Source};
 use super::Client;
 
@@ -692,39 +694,6 @@ fn glob_escape(name: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// A TOML basic string.
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A TOML key: bare when it can be.
-fn key(k: &str) -> String {
-    if !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        k.to_string()
-    } else {
-        quote(k)
-    }
 }
 
 fn array(items: &[String]) -> String {

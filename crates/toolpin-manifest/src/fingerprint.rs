@@ -56,13 +56,7 @@ impl Fingerprint {
     }
 
     pub fn to_hex(&self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push(HEX[(b >> 4) as usize] as char);
-            s.push(HEX[(b & 0xf) as usize] as char);
-        }
-        s
+        crate::text::hex(&self.0)
     }
 
     /// The first [`SHORT_LEN`] hex digits.

@@ -11,7 +11,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// toolpin's state directory beside toolpin.toml: what a run keeps for
 /// itself (the default ledger), never meant for version control.
@@ -184,10 +183,7 @@ fn create_temp(dir: &Path, target: &Path) -> io::Result<(PathBuf, File)> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("toolpin");
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos = crate::time::Timestamp::now().since_epoch().subsec_nanos();
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{stem}.{}.{nanos}.{n}.tmp", std::process::id()));

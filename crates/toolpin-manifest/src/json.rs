@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::diagnostic::line_column as line_col;
+
 /// Why bytes are not a usable JSON document.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{origin}:{line}:{column}: {message}")]
@@ -151,16 +153,6 @@ pub fn reject_duplicate_keys(text: &str, origin: &str) -> Result<(), JsonError> 
         i += 1;
     }
     Ok(())
-}
-
-fn line_col(bytes: &[u8], offset: usize) -> (usize, usize) {
-    let before = &bytes[..offset.min(bytes.len())];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let start = before
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |p| p + 1);
-    (line, offset - start + 1)
 }
 
 #[cfg(test)]

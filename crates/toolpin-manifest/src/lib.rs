@@ -5,6 +5,7 @@
 //! dropped except what normalization (docs/fingerprint.md) says.
 
 pub mod catalog;
+pub mod diagnostic;
 pub mod export;
 pub mod fingerprint;
 pub mod format;
@@ -19,7 +20,9 @@ pub mod pretty;
 pub mod redact;
 pub mod schema;
 pub mod severity;
+pub mod text;
 pub mod time;
+pub mod wire;
 
 pub use catalog::{Catalog, CatalogError, PinBuilder, PinnedTool, ServerPin};
 pub use fingerprint::Fingerprint;

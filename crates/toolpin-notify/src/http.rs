@@ -10,6 +10,7 @@ use reqwest::blocking;
 use reqwest::header::HeaderMap;
 use reqwest::Method;
 use toolpin_config::notify::{Secret, Sink, SinkKind};
+use toolpin_manifest::text::one_line;
 
 use crate::DeliveryError;
 
@@ -245,8 +246,4 @@ fn excerpt(body: &str) -> String {
     } else {
         text
     }
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -46,7 +46,7 @@ pub fn pagerduty_dedup_key(event: &Event) -> String {
         return key;
     }
     let digest = Sha256::digest(key.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = toolpin_manifest::text::hex(&digest);
     format!("toolpin-{hex}-{}", event.id)
 }
 

@@ -92,11 +92,7 @@ pub fn signature(secret: &[u8], body: &[u8]) -> String {
     let hex = match Hmac::<Sha256>::new_from_slice(secret) {
         Ok(mut mac) => {
             mac.update(body);
-            mac.finalize()
-                .into_bytes()
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
+            toolpin_manifest::text::hex(&mac.finalize().into_bytes())
         }
         Err(_) => String::new(),
     };

@@ -49,8 +49,5 @@ pub use error::Error;
 
 /// Now, in unix seconds (the ledger is always handed its time).
 pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    toolpin_manifest::time::Timestamp::now().unix_seconds()
 }

@@ -41,7 +41,8 @@ pub use toolpin_front::{
     DEFAULT_MAX_CONNECTIONS,
 };
 use toolpin_front::{Counts, Gate, Limits, Tally};
-use toolpin_usage::{read_body, Aggregates, BodyError, Encoding, IngestReport, Options};
+use toolpin_manifest::text::json_string;
+use toolpin_usage::{read_body, Aggregates, BodyError, Encoding, IngestReport, Options, Timestamp};
 
 /// The path the SDKs post traces to (`OTEL_EXPORTER_OTLP_ENDPOINT` + this).
 pub const TRACES_PATH: &str = "/v1/traces";
@@ -66,7 +67,7 @@ pub const DEFAULT_MAX_NAMES: usize = 10_000;
 /// sends: see docs/usage.md ("Limits of usage serve").
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// How spans are read (`now_nanos` is taken afresh for each request).
+    /// How spans are read (`now` is taken afresh for each request).
     pub options: Options,
     /// Largest body, as sent and once decompressed; also the most one
     /// request's tool calls and the aggregates they make may take once
@@ -318,7 +319,7 @@ impl Receiver {
         };
         let body = inflated.as_deref().unwrap_or(body);
         let mut options = self.settings.options.clone();
-        options.now_nanos = now_nanos();
+        options.now = Timestamp::now();
         let mut report = IngestReport::new(options.examples);
         let read = read_body(body, encoding, "otlp", &options, &mut report);
         // The decompressed body is not held while waiting for the buffer.
@@ -366,13 +367,6 @@ impl Receiver {
     }
 }
 
-fn now_nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
 type Body = Full<Bytes>;
 
 fn answer(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Body> {
@@ -408,22 +402,6 @@ fn proto_string(out: &mut Vec<u8>, field: u64, s: &str) {
     varint(out, field << 3 | 2);
     varint(out, s.len() as u64);
     out.extend_from_slice(s.as_bytes());
-}
-
-/// A JSON string literal.
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// `ExportTraceServiceResponse`, with `partial_success` when spans were

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
-use toolpin_manifest::Redactor;
+use toolpin_manifest::{wire, Redactor};
 
 /// Longest string kept in an event, in bytes: the log keeps the detail the
 /// metrics drop (a whole made-up tool name), but one absurd name cannot make
@@ -43,10 +43,10 @@ impl Sink {
         }
         let mut record = Map::new();
         record.insert(
-            "time".into(),
+            wire::event::TIME.into(),
             json!(toolpin_manifest::time::now_utc_millis()),
         );
-        record.insert("event".into(), json!(event));
+        record.insert(wire::event::EVENT.into(), json!(event));
         if let Value::Object(f) = fields {
             record.extend(f);
         }

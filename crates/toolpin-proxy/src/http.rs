@@ -46,6 +46,7 @@ use toolpin_front::{BodyError, Gate};
 pub use toolpin_front::{
     Limits, DEFAULT_BODY_TIMEOUT, DEFAULT_CONNECTION_IDLE, DEFAULT_HEADER_READ_TIMEOUT,
 };
+use toolpin_manifest::wire::event;
 
 use crate::session::{error_response, Session};
 use crate::wire::Outgoing;
@@ -506,7 +507,7 @@ pub async fn serve(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     proxy.events.emit(
-        "listening",
+        event::LISTENING,
         json!({"address": local.to_string(), "endpoint": format!("http://{local}/mcp")}),
     );
     let front = Front::new(proxy, options);
@@ -538,7 +539,7 @@ pub async fn serve(proxy: Arc<Proxy>, addr: &str, options: Options) -> std::io::
                     m.remove(&id);
                 }
                 f.proxy.events.emit(
-                    "session-expired",
+                    event::SESSION_EXPIRED,
                     json!({"idle_seconds": limit.as_secs_f64()}),
                 );
                 s.session.close().await;
@@ -571,7 +572,7 @@ async fn accept_loop(
     let proxy = Arc::clone(&front.proxy);
     let accept_failed = move |e: &std::io::Error, pause: Duration| {
         proxy.events.emit(
-            "accept-failed",
+            event::ACCEPT_FAILED,
             json!({"message": e.to_string(), "retry_ms": pause.as_millis() as u64}),
         );
     };
@@ -705,7 +706,7 @@ async fn handle(front: Arc<Front>, req: Request<Incoming>, metrics_only: bool) -
         front
             .proxy
             .events
-            .emit("refused-host", json!({"host": req.headers().get(HOST).and_then(|h| h.to_str().ok()), "origin": req.headers().get(ORIGIN).and_then(|h| h.to_str().ok())}));
+            .emit(event::REFUSED_HOST, json!({"host": req.headers().get(HOST).and_then(|h| h.to_str().ok()), "origin": req.headers().get(ORIGIN).and_then(|h| h.to_str().ok())}));
         return plain(StatusCode::FORBIDDEN, why);
     }
     let path = req.uri().path().to_string();
@@ -786,7 +787,7 @@ fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>, abandon: Option<Abandon>) ->
 fn session_limit_reply(front: &Front, request: &Value, open: usize) -> Reply {
     let max = front.options.max_sessions;
     front.proxy.events.emit(
-        "session-refused",
+        event::SESSION_REFUSED,
         json!({"reason": "max_sessions", "max_sessions": max, "open": open}),
     );
     front.proxy.metrics.session_refused();
@@ -808,10 +809,7 @@ fn session_limit_reply(front: &Front, request: &Value, open: usize) -> Reply {
 
 /// A session id nobody can guess: 128 bits from the system's generator.
 fn new_session_id() -> String {
-    crate::telemetry::random_bytes::<16>()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    toolpin_manifest::text::hex(&crate::telemetry::random_bytes::<16>())
 }
 
 /// Why a message cannot be handled, as the JSON-RPC error that answers

@@ -121,6 +121,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::broadcast;
 use toolpin_drift::{Kind, Severity};
+use toolpin_manifest::wire::event;
 use toolpin_manifest::{Catalog, ServerPin};
 
 pub use served::{Blocked, FacadeEntry, Served};
@@ -375,23 +376,26 @@ impl Proxy {
                 }
                 for (tool, reason) in &reasons {
                     if !before.contains_key(tool) {
-                        self.events
-                            .emit("tool-withdrawn", json!({"tool": tool, "reason": reason}));
+                        self.events.emit(
+                            event::TOOL_WITHDRAWN,
+                            json!({"tool": tool, "reason": reason}),
+                        );
                     }
                 }
                 for tool in before.keys() {
                     if !reasons.contains_key(tool) {
-                        self.events.emit("tool-restored", json!({"tool": tool}));
+                        self.events
+                            .emit(event::TOOL_RESTORED, json!({"tool": tool}));
                     }
                 }
                 if let Ok(mut f) = self.flagged.lock() {
                     *f = reasons;
                 }
                 if let Err(e) = self.rebuild() {
-                    self.events.emit("flags-error", json!({"message": e}));
+                    self.events.emit(event::FLAGS_ERROR, json!({"message": e}));
                 }
             }
-            Err(e) => self.events.emit("flags-error", json!({"message": e})),
+            Err(e) => self.events.emit(event::FLAGS_ERROR, json!({"message": e})),
         }
     }
 
@@ -431,7 +435,7 @@ impl Proxy {
         let mut incompatible: BTreeMap<String, Blocked> = BTreeMap::new();
         for f in &comparison.findings {
             self.events.emit(
-                "drift",
+                event::DRIFT,
                 json!({
                     "server": server,
                     "tool": f.tool,
@@ -490,7 +494,7 @@ impl Proxy {
             b.extend(incompatible);
         }
         if let Err(e) = self.rebuild() {
-            self.events.emit("facade-error", json!({"message": e}));
+            self.events.emit(event::FACADE_ERROR, json!({"message": e}));
         }
         failures
     }

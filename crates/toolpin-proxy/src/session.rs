@@ -11,6 +11,7 @@
 //!   (progress, logging, cancellation) in both directions. A message the
 //!   proxy does not understand goes through untouched.
 
+use toolpin_manifest::wire::event;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -534,7 +535,7 @@ impl Session {
         if restarting {
             self.proxy
                 .events
-                .emit("upstream-restarted", json!({"server": server}));
+                .emit(event::UPSTREAM_RESTARTED, json!({"server": server}));
         }
         map.insert(server.to_string(), Arc::clone(&upstream));
         Ok(upstream)
@@ -722,7 +723,7 @@ impl Session {
                 // wedged: kill it; the next request starts it again.
                 if up.write_stalled_for().is_some_and(|d| d >= timeout) {
                     self.proxy.events.emit(
-                        "upstream-wedged",
+                        event::UPSTREAM_WEDGED,
                         json!({"server": server, "message": "the server stopped reading its input; killed"}),
                     );
                     up.kill();
@@ -900,7 +901,7 @@ impl Session {
             }
             Event::Closed(server, reason, calls) => {
                 self.proxy.events.emit(
-                    "upstream-closed",
+                    event::UPSTREAM_CLOSED,
                     json!({"server": server, "reason": reason, "in_flight": calls.len()}),
                 );
                 if let Ok(mut m) = self.client_requests.lock() {

@@ -22,10 +22,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use toolpin_manifest::text::hex;
+use toolpin_manifest::time::Timestamp;
+use toolpin_manifest::wire::{event, resource, span};
 
 /// Spans sent per export request.
 const BATCH: usize = 512;
@@ -85,7 +88,7 @@ impl Health {
             "failures_total": self.failures(),
         });
         match self.log.get() {
-            Some(log) => log.emit("otlp-export-failed", fields),
+            Some(log) => log.emit(event::OTLP_EXPORT_FAILED, fields),
             None => eprintln!("toolpin proxy: OTLP export failed: {why}"),
         }
     }
@@ -172,7 +175,7 @@ pub struct CallSpan {
     parent: Option<String>,
     flags: String,
     name: String,
-    start_nanos: u128,
+    start: Timestamp,
     attributes: Vec<Value>,
 }
 
@@ -260,34 +263,37 @@ impl Telemetry {
         // The MCP server span's attributes (semantic-conventions-genai,
         // docs/gen-ai/mcp.md; the list kept in docs/otel/mcp-semconv.json).
         let mut attributes = Vec::with_capacity(14);
-        attributes.push(s("mcp.method.name", "tools/call"));
-        attributes.push(s("gen_ai.operation.name", "execute_tool"));
-        attributes.push(s("gen_ai.tool.name", info.tool));
-        attributes.push(s("network.transport", info.link.transport));
+        attributes.push(s(span::MCP_METHOD_NAME, span::METHOD_TOOLS_CALL));
+        attributes.push(s(span::GEN_AI_OPERATION_NAME, span::OPERATION_EXECUTE_TOOL));
+        attributes.push(s(span::GEN_AI_TOOL_NAME, info.tool));
+        attributes.push(s(span::NETWORK_TRANSPORT, info.link.transport));
         if let Some((name, version)) = info.link.protocol {
-            attributes.push(s("network.protocol.name", name));
-            attributes.push(s("network.protocol.version", version));
+            attributes.push(s(span::NETWORK_PROTOCOL_NAME, name));
+            attributes.push(s(span::NETWORK_PROTOCOL_VERSION, version));
         }
         if let Some(id) = &info.link.session_id {
-            attributes.push(s("mcp.session.id", id));
+            attributes.push(s(span::MCP_SESSION_ID, id));
         }
         if let Some(v) = info.protocol_version {
-            attributes.push(s("mcp.protocol.version", v));
+            attributes.push(s(span::MCP_PROTOCOL_VERSION, v));
         }
         // The agent's id, not the one the HTTP front gave the request; a
         // `null` id is not recorded (the convention says so).
         let agent_id = info.link.agent_id.as_ref().and_then(|f| f(info.request_id));
         match agent_id.as_ref().unwrap_or(info.request_id) {
             Value::Null => {}
-            Value::String(id) => attributes.push(s("jsonrpc.request.id", id)),
-            other => attributes.push(s("jsonrpc.request.id", &other.to_string())),
+            Value::String(id) => attributes.push(s(span::JSONRPC_REQUEST_ID, id)),
+            other => attributes.push(s(span::JSONRPC_REQUEST_ID, &other.to_string())),
         }
         if let Some(r) = &info.route {
-            attributes.push(s("toolpin.server", r.server));
-            attributes.push(s("toolpin.upstream.tool", r.upstream_tool));
-            attributes.push(s("toolpin.tool.fingerprint", r.tool_fingerprint));
+            attributes.push(s(span::TOOLPIN_SERVER, r.server));
+            attributes.push(s(span::TOOLPIN_UPSTREAM_TOOL, r.upstream_tool));
+            attributes.push(s(span::TOOLPIN_TOOL_FINGERPRINT, r.tool_fingerprint));
         }
-        attributes.push(s("toolpin.catalog.fingerprint", info.catalog_fingerprint));
+        attributes.push(s(
+            span::TOOLPIN_CATALOG_FINGERPRINT,
+            info.catalog_fingerprint,
+        ));
         Some(CallSpan {
             tx,
             trace_id,
@@ -295,7 +301,7 @@ impl Telemetry {
             parent,
             flags,
             name: format!("tools/call {}", info.tool),
-            start_nanos: now_nanos(),
+            start: Timestamp::now(),
             attributes,
         })
     }
@@ -321,12 +327,12 @@ impl CallSpan {
         let status = match error {
             Some(f) => {
                 let s = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
-                self.attributes.push(s("error.type", f.error_type));
+                self.attributes.push(s(span::ERROR_TYPE, f.error_type));
                 if let Some(code) = f.status_code {
                     self.attributes
-                        .push(s("rpc.response.status_code", &code.to_string()));
+                        .push(s(span::RPC_RESPONSE_STATUS_CODE, &code.to_string()));
                 }
-                self.attributes.push(s("toolpin.error.class", f.class));
+                self.attributes.push(s(span::TOOLPIN_ERROR_CLASS, f.class));
                 json!({"code": 2, "message": f.message})
             }
             None => json!({"code": 1}),
@@ -336,8 +342,8 @@ impl CallSpan {
             "spanId": self.span_id,
             "name": self.name,
             "kind": 2,
-            "startTimeUnixNano": self.start_nanos.to_string(),
-            "endTimeUnixNano": now_nanos().to_string(),
+            "startTimeUnixNano": self.start.unix_nanos().to_string(),
+            "endTimeUnixNano": Timestamp::now().unix_nanos().to_string(),
             "attributes": self.attributes,
             "status": status,
         });
@@ -467,13 +473,16 @@ fn resource(service_name: Option<String>, listed: Vec<(String, String)>) -> Valu
         Some(slot) => slot.1 = value,
         None => attributes.push((key.to_string(), value)),
     };
-    set("service.name", "toolpin-proxy".to_string());
-    set("service.version", env!("CARGO_PKG_VERSION").to_string());
+    set(resource::SERVICE_NAME, "toolpin-proxy".to_string());
+    set(
+        resource::SERVICE_VERSION,
+        env!("CARGO_PKG_VERSION").to_string(),
+    );
     for (k, v) in listed {
         set(&k, v);
     }
     if let Some(name) = service_name.filter(|n| !n.is_empty()) {
-        set("service.name", name);
+        set(resource::SERVICE_NAME, name);
     }
     let attributes: Vec<Value> = attributes
         .into_iter()
@@ -532,17 +541,6 @@ fn parse_traceparent(s: &str) -> Option<(String, String, String)> {
         parent.to_ascii_lowercase(),
         flags.to_ascii_lowercase(),
     ))
-}
-
-fn now_nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `N` bytes from the system's generator (`getrandom(2)`). There is no

@@ -20,6 +20,8 @@ use toolpin_drift::cluster::{clusters, membership, Cluster};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding, Severity};
 
+use toolpin_manifest::text::plural;
+
 use crate::style::printable;
 use crate::summary;
 use crate::text::Sides;
@@ -219,10 +221,6 @@ impl Parts<'_> {
             None => self.c.findings[i].severity,
         }
     }
-}
-
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 fn push_title(out: &mut String, c: &Comparison, verdict: &Verdict, sides: Sides) {

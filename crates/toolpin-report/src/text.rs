@@ -11,6 +11,8 @@ use toolpin_drift::cluster::{clusters, membership, Cluster};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding, Severity};
 
+use toolpin_manifest::text::plural;
+
 use crate::style::{printable, Style};
 use crate::summary;
 
@@ -277,10 +279,6 @@ fn push_left_out(out: &mut String, c: &Comparison, shown: &Shown, s: Style) {
             summary::words(&left, Severity::ALL.len()).join(", ")
         ))
     );
-}
-
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Only the findings, grouped by tool as in [`render`], without the

@@ -16,7 +16,9 @@ use std::io::{self, BufRead};
 
 use serde::Deserialize;
 
-use crate::aggregate::{Aggregates, EventKey, HOUR_NANOS};
+use toolpin_manifest::time::Timestamp;
+
+use crate::aggregate::{Aggregates, EventKey};
 use crate::ingest::{IngestReport, Options, Problem};
 use crate::lines::Lines;
 use crate::span::Loose;
@@ -111,14 +113,17 @@ pub(crate) fn read<R: BufRead>(
             });
             continue;
         }
-        let Some(nanos) = parse_rfc3339(time) else {
-            report.events_rejected += 1;
-            report.note(Problem::BadTime, || {
-                format!("{input}:{number}: {name}: time {time:?} is not RFC 3339")
-            });
-            continue;
+        let at = match Timestamp::parse_rfc3339(time) {
+            Ok(at) => at,
+            Err(e) => {
+                report.events_rejected += 1;
+                report.note(Problem::BadTime, || {
+                    format!("{input}:{number}: {name}: time {time:?} is not RFC 3339: {e}")
+                });
+                continue;
+            }
         };
-        if nanos > options.now_nanos.saturating_add(options.max_future_nanos) {
+        if at > options.now.saturating_add(options.max_future) {
             report.events_rejected += 1;
             report.note(Problem::FutureTimestamp, || {
                 format!("{input}:{number}: {name} at {time} is in the future")
@@ -127,7 +132,7 @@ pub(crate) fn read<R: BufRead>(
         }
         report.events_used += 1;
         aggregates.record_event(EventKey {
-            hour: nanos / HOUR_NANOS,
+            hour: at.unix_hour(),
             environment: options.environment.clone(),
             event: name.to_string(),
             server: text(&event.server).to_string(),
@@ -139,121 +144,78 @@ pub(crate) fn read<R: BufRead>(
     Ok(())
 }
 
-/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` to unix nanoseconds; `None`
-/// for anything else, or a time before 1970.
-pub fn parse_rfc3339(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    if b.len() < 20 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = b.get(r)?;
-        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(part).ok()?.parse().ok()
-    };
-    let sep = |i: usize, c: &[u8]| b.get(i).is_some_and(|x| c.contains(x));
-    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
-        return None;
-    }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
-        return None;
-    }
-    // 60 is a leap second; it reads as the next second's start.
-    if second > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut fraction: u64 = 0;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            if i - start < 9 {
-                fraction = fraction * 10 + u64::from(b[i] - b'0');
-            }
-            i += 1;
-        }
-        let digits = i - start;
-        if digits == 0 {
-            return None;
-        }
-        for _ in digits..9 {
-            fraction *= 10;
-        }
-    }
-    let offset_minutes = match b.get(i..)? {
-        [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
-            let h = num(i + 1..i + 3)?;
-            let m = num(i + 4..i + 6)?;
-            if h > 23 || m > 59 {
-                return None;
-            }
-            let total = h * 60 + m;
-            if *sign == b'-' {
-                -total
-            } else {
-                total
-            }
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(year, month, day);
-    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second - offset_minutes * 60;
-    if seconds < 0 {
-        return None;
-    }
-    (seconds as u64)
-        .checked_mul(1_000_000_000)?
-        .checked_add(fraction)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn ingest(log: &str) -> (Aggregates, IngestReport) {
+        let options = Options {
+            now: Timestamp::parse_rfc3339("2026-12-31T00:00:00Z").unwrap(),
+            ..Options::default()
+        };
+        let mut aggregates = Aggregates::new(options.limits);
+        let mut report = IngestReport::new(5);
+        let mut lines = Lines::new(log.as_bytes(), 1 << 20);
+        read(
+            &mut lines,
+            "events.jsonl",
+            &options,
+            &mut aggregates,
+            &mut report,
+        )
+        .unwrap();
+        (aggregates, report)
+    }
+
+    /// toolpin-usage's own reader took 31 February 2026 as 3 March; the
+    /// workspace's one reader refuses the day, and says why.
     #[test]
-    fn rfc3339_times() {
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+    fn a_day_that_does_not_exist_is_a_bad_time() {
+        let (_, report) = ingest(concat!(
+            r#"{"time":"2026-02-31T00:00:00Z","event":"refused","tool":"t"}"#,
+            "\n",
+            r#"{"time":"2024-02-29T23:30:00-01:00","event":"refused","tool":"t"}"#,
+            "\n",
+        ));
+        assert_eq!(report.events_seen, 2);
+        assert_eq!(report.events_rejected, 1);
+        assert_eq!(report.events_used, 1);
+        let bad = &report.problems[&Problem::BadTime];
+        assert_eq!(bad.count, 1);
         assert_eq!(
-            parse_rfc3339("2026-12-03T15:24:53.123Z"),
-            Some(1_796_311_493_123_000_000)
+            bad.examples,
+            [
+                r#"events.jsonl:1: refused: time "2026-02-31T00:00:00Z" is not RFC 3339: 2026-02 has no day 31"#
+            ]
         );
-        assert_eq!(
-            parse_rfc3339("2026-12-03T16:24:53.123+01:00"),
-            parse_rfc3339("2026-12-03T15:24:53.123Z")
-        );
-        assert_eq!(
-            parse_rfc3339("2024-02-29T00:00:00.5Z"),
-            Some(1_709_164_800_500_000_000)
-        );
-        for bad in [
-            "",
-            "2026-12-03",
-            "2026-13-03T15:24:53Z",
-            "2026-12-03T15:24:53",
-            "2026-12-03T15:24:53.Z",
-            "2026-12-03T15:24:53+0100",
-            "1969-12-31T23:59:59Z",
-            "２０２6-12-03T15:24:53Z",
+    }
+
+    /// The fields read are the ones the proxy writes, by their wire names.
+    #[test]
+    fn reads_the_fields_by_their_wire_names() {
+        use toolpin_manifest::wire::event;
+        let mut line = serde_json::Map::new();
+        for (k, v) in [
+            (event::TIME, "2026-12-03T15:24:53.123Z"),
+            (event::EVENT, event::REFUSED),
+            (event::SERVER, "orders"),
+            (event::TOOL, "lookup"),
+            (event::RULE, "unknown-tool-called"),
+            (event::CATALOG, "c1"),
         ] {
-            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+            line.insert(k.into(), v.into());
         }
+        let (aggregates, report) = ingest(&format!("{}\n", serde_json::Value::Object(line)));
+        assert_eq!(report.events_used, 1, "{report:?}");
+        let key = aggregates.events().keys().next().cloned().unwrap();
+        assert_eq!(
+            (key.event.as_str(), key.server.as_str(), key.tool.as_str()),
+            (event::REFUSED, "orders", "lookup")
+        );
+        assert_eq!(
+            (key.rule.as_str(), key.catalog.as_str()),
+            ("unknown-tool-called", "c1")
+        );
+        assert_eq!(key.hour, 1_796_311_493 / 3_600);
     }
 }

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::io::BufRead;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use toolpin_manifest::time::{self, Timestamp};
 
 use crate::aggregate::{Aggregates, Limits};
 use crate::lines::Lines;
@@ -56,10 +58,10 @@ pub struct Options {
     /// The environment of inputs that do not say (the proxy's event log
     /// never does; spans without `deployment.environment[.name]`).
     pub environment: String,
-    /// "Now", in unix nanoseconds: spans and events later than
-    /// `now + max_future_nanos` are clock errors, not calls.
-    pub now_nanos: u64,
-    pub max_future_nanos: u64,
+    /// "Now": spans and events later than `now + max_future` are clock
+    /// errors, not calls.
+    pub now: Timestamp,
+    pub max_future: Duration,
     /// The catalog fingerprints known to the caller (the ledger's, later).
     /// When given, calls naming another one are still counted but
     /// reported as `unknown-fingerprint`.
@@ -83,15 +85,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
         Self {
-            tenant_key: "tenant.id".into(),
+            tenant_key: toolpin_manifest::wire::resource::TENANT_ID.into(),
             environment: String::new(),
-            now_nanos: now,
-            max_future_nanos: 3_600 * 1_000_000_000,
+            now: Timestamp::now(),
+            max_future: time::HOUR,
             known_catalogs: None,
             limits: Limits::default(),
             max_line_bytes: 64 << 20,
@@ -124,7 +122,7 @@ pub enum Problem {
     MissingTime,
     /// A span that ends before it starts (clock skew between hosts).
     EndBeforeStart,
-    /// A span or event later than `now + max_future_nanos`.
+    /// A span or event later than `now + max_future`.
     FutureTimestamp,
     /// `gen_ai.tool.call.arguments` that is not a JSON object: the call is
     /// counted, its arguments are not.

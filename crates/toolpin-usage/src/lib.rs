@@ -23,3 +23,5 @@ pub use aggregate::{
 };
 pub use ingest::{ingest, ingest_one, Format, IngestReport, Input, Occurrences, Options, Problem};
 pub use span::{read_body, BodyError, Encoding};
+/// Instants, as every reader here takes them (`Options::now`).
+pub use toolpin_manifest::time::Timestamp;

@@ -21,6 +21,8 @@
 
 use std::borrow::Cow;
 
+use toolpin_manifest::text::hex;
+
 use crate::ingest::Options;
 use crate::span::{AnyValue, KeyValue, Loose, Scope, Sink, SpanAttrs, SpanRead, Stop, Str};
 
@@ -119,10 +121,6 @@ fn fields<'a>(buf: &'a [u8], mut each: impl FnMut(u64, Value<'a>) -> Result<()>)
 
 fn text(b: &[u8]) -> Result<&str> {
     std::str::from_utf8(b).map_err(|_| DecodeError("a string that is not UTF-8".into()))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Reads an `ExportTraceServiceRequest` into `sink`, one span at a time:

@@ -16,6 +16,8 @@ use std::io::{self, BufRead};
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use toolpin_manifest::time::Timestamp;
+use toolpin_manifest::wire::{resource, span};
 
 use crate::aggregate::{Aggregates, ArgValue, Call};
 use crate::ingest::{IngestReport, Options, Problem};
@@ -193,17 +195,19 @@ impl<'a> SpanAttrs<'a> {
             return;
         };
         match k.0.as_ref() {
-            "gen_ai.operation.name" => {
-                self.execute |= v.into_text().as_deref() == Some("execute_tool")
+            span::GEN_AI_OPERATION_NAME => {
+                self.execute |= v.into_text().as_deref() == Some(span::OPERATION_EXECUTE_TOOL)
             }
-            "mcp.method.name" => self.execute |= v.into_text().as_deref() == Some("tools/call"),
-            "gen_ai.tool.name" => self.tool = v.into_text(),
-            "error.type" => self.error_type = v.into_text(),
-            "toolpin.catalog.fingerprint" => self.catalog = v.into_text(),
-            "toolpin.tool.fingerprint" => self.tool_fingerprint = v.into_text(),
-            "gen_ai.agent.name" => self.agent = v.into_key_text(),
-            "gen_ai.tool.call.arguments" => self.arguments = Some(v.string_value.map(|s| s.0)),
-            "deployment.environment.name" | "deployment.environment" => {
+            span::MCP_METHOD_NAME => {
+                self.execute |= v.into_text().as_deref() == Some(span::METHOD_TOOLS_CALL)
+            }
+            span::GEN_AI_TOOL_NAME => self.tool = v.into_text(),
+            span::ERROR_TYPE => self.error_type = v.into_text(),
+            span::TOOLPIN_CATALOG_FINGERPRINT => self.catalog = v.into_text(),
+            span::TOOLPIN_TOOL_FINGERPRINT => self.tool_fingerprint = v.into_text(),
+            span::GEN_AI_AGENT_NAME => self.agent = v.into_key_text(),
+            span::GEN_AI_TOOL_CALL_ARGUMENTS => self.arguments = Some(v.string_value.map(|s| s.0)),
+            resource::DEPLOYMENT_ENVIRONMENT_NAME | resource::DEPLOYMENT_ENVIRONMENT => {
                 self.environment = v.into_key_text()
             }
             k if k == options.tenant_key => self.tenant = v.into_key_text(),
@@ -227,9 +231,9 @@ impl<'a> Scope<'a> {
             return;
         };
         match k.0.as_ref() {
-            "deployment.environment.name" => self.environment_name = v.into_key_text(),
-            "deployment.environment" => self.environment = v.into_key_text(),
-            "service.name" => self.service = v.into_key_text(),
+            resource::DEPLOYMENT_ENVIRONMENT_NAME => self.environment_name = v.into_key_text(),
+            resource::DEPLOYMENT_ENVIRONMENT => self.environment = v.into_key_text(),
+            resource::SERVICE_NAME => self.service = v.into_key_text(),
             k if k == options.tenant_key => self.tenant = v.into_key_text(),
             _ => {}
         }
@@ -374,12 +378,13 @@ impl<'a, 'o> Sink<'a, 'o> {
             return Ok(());
         }
         let options = self.options;
-        if start > options.now_nanos.saturating_add(options.max_future_nanos) {
+        let started = Timestamp::from_unix_nanos(start);
+        if started > options.now.saturating_add(options.max_future) {
             report.spans_rejected += 1;
             report.note(Problem::FutureTimestamp, || {
                 format!(
                     "{at}: span {span_id} ({tool}) starts {} s in the future",
-                    (start - options.now_nanos) / 1_000_000_000
+                    started.saturating_duration_since(options.now).as_secs()
                 )
             });
             return Ok(());

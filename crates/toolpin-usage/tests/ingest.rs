@@ -7,6 +7,7 @@ use std::io::{self, BufRead, Read};
 use serde_json::{json, Value};
 use toolpin_usage::{
     ingest, Aggregates, EventKey, Format, IngestReport, Input, Key, Limits, Options, Problem,
+    Timestamp,
 };
 
 /// 2026-12-03T14:00:00Z, in unix seconds.
@@ -17,7 +18,7 @@ const HOUR: u64 = T0 / 3_600;
 
 fn options() -> Options {
     Options {
-        now_nanos: (T0 + 86_400) * S,
+        now: Timestamp::from_unix_nanos((T0 + 86_400) * S),
         ..Options::default()
     }
 }

@@ -15,7 +15,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
 
 use super::client::{invalid_json, limit_of, too_large, Frame, Incoming, Limit};
-use super::{excerpt, McpError, Phase};
+use super::{McpError, Phase};
 
 /// Longest line accepted from a server (a whole tools/list page is one line).
 pub const MAX_LINE: usize = 256 << 20;
@@ -163,11 +163,7 @@ impl StdioTransport {
             .lock()
             .map(|l| l.iter().cloned().collect::<Vec<_>>())
             .unwrap_or_default();
-        let tail = &lines[lines.len().saturating_sub(3)..];
-        tail.iter()
-            .map(|l| excerpt(l, 300))
-            .collect::<Vec<_>>()
-            .join(" | ")
+        toolpin_manifest::text::stderr_tail(&lines)
     }
 
     /// How the process ended, waiting up to `patience` for it: a server's

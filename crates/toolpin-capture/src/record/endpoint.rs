@@ -14,6 +14,7 @@ use hyper::header::{HeaderValue, CONTENT_ENCODING, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 use tokio::net::TcpListener;
+use toolpin_manifest::time::Timestamp;
 use toolpin_manifest::Fingerprint;
 
 use super::api::{self, Answer, Api, Route};
@@ -211,16 +212,9 @@ impl Endpoint {
         let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
         (
             StatusCode::OK,
-            api::answer(&parsed.reply, id, unix_seconds()),
+            api::answer(&parsed.reply, id, Timestamp::now().since_epoch().as_secs()),
         )
     }
-}
-
-fn unix_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 type Body = Full<Bytes>;

@@ -7,14 +7,12 @@ use std::path::PathBuf;
 
 use crate::settings::Config;
 use toolpin_usage::report::UsageReport;
-use toolpin_usage::{Aggregates, IngestReport, Input, Options};
+use toolpin_usage::{Aggregates, IngestReport, Input, Options, Timestamp};
 
 use super::pinned::PinnedCatalogs;
 use super::store::{open_store, Store};
 use crate::Error;
 
-/// Nanoseconds in an hour: the store's keys are unix hours.
-const HOUR_NANOS: u64 = 3_600_000_000_000;
 
 /// Reads every file (its format told from its first line) into one set of
 /// aggregates. A file that cannot be opened or is of no known format is an
@@ -46,7 +44,7 @@ pub struct ReportRequest<'a> {
     /// The window: this many days up to now.
     pub days: u64,
     pub only_env: Option<&'a str>,
-    pub now_nanos: u64,
+    pub now: Timestamp,
     /// Whether the committed lockfiles that could not be read go unsaid.
     pub quiet: bool,
 }
@@ -69,7 +67,7 @@ pub fn report(request: ReportRequest) -> Result<Reported, Error> {
             eprintln!("note: a committed lockfile was skipped: {unreadable}");
         }
     }
-    let until_hour = request.now_nanos / HOUR_NANOS + 1;
+    let until_hour = request.now.unix_hour() + 1;
     let from_hour = until_hour.saturating_sub(request.days * 24);
     let (aggregates, ingest) = if request.files.is_empty() {
         let mut store = open_store(request.store, request.config, true)?;
@@ -113,11 +111,11 @@ fn read_store(
 /// deletes what is older than `retain_days`; what it did, in one line.
 pub fn compact(
     store: &mut Store,
-    now_nanos: u64,
+    now: Timestamp,
     hourly_days: u64,
     retain_days: Option<u64>,
 ) -> Result<String, Error> {
-    let now_hour = now_nanos / HOUR_NANOS;
+    let now_hour = now.unix_hour();
     let hourly_before = now_hour.saturating_sub(hourly_days * 24);
     let delete_before = retain_days.map(|d| now_hour.saturating_sub(d * 24));
     let done = store

@@ -2,6 +2,7 @@
 //! served tool, not blocked by drift, with valid arguments), and the one
 //! way a refused call is answered.
 
+use toolpin_manifest::wire::event;
 use super::*;
 
 /// Why a call is refused, and what the agent is answered.
@@ -134,7 +135,7 @@ impl Session {
                 ),
             };
             self.proxy.events.emit(
-                "refused",
+                event::REFUSED,
                 json!({"rule": rule, "tool": name, "message": text, "catalog": catalog}),
             );
             return Err(Refusal {
@@ -154,7 +155,7 @@ impl Session {
             blocked.rule, blocked.message
         );
         self.proxy.events.emit(
-            "refused",
+            event::REFUSED,
             json!({"rule": blocked.rule, "server": route.server, "tool": name, "message": text, "catalog": catalog}),
         );
         if let Some(record) = &self.proxy.settings.record {
@@ -198,7 +199,7 @@ impl Session {
         for v in &violations {
             if let ViolationKind::UnknownEnumValue { .. } = v.kind {
                 self.proxy.events.emit(
-                    "finding",
+                    event::FINDING,
                     json!({"rule": unknown_enum, "where": "arguments", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
                 );
                 self.proxy.metrics.finding(unknown_enum);
@@ -221,7 +222,7 @@ impl Session {
         );
         let enforced = validation == crate::Validation::Enforce;
         self.proxy.events.emit(
-            "invalid-arguments",
+            event::INVALID_ARGUMENTS,
             json!({"server": route.server, "tool": name, "message": text, "enforced": enforced}),
         );
         if enforced {

@@ -2,6 +2,7 @@
 //! results checked against their pinned output schema, and a recapture
 //! when an upstream says its tools changed.
 
+use toolpin_manifest::wire::event;
 use super::*;
 
 impl Session {
@@ -143,7 +144,7 @@ impl Session {
             };
             self.proxy.metrics.finding(rule);
             self.proxy.events.emit(
-                "finding",
+                event::FINDING,
                 json!({"rule": rule, "where": "result", "server": route.server, "tool": name, "pointer": v.pointer, "message": v.message, "catalog": catalog}),
             );
         }
@@ -174,7 +175,7 @@ impl Session {
                 Err(e) => {
                     self.proxy
                         .events
-                        .emit("recapture-failed", json!({"server": server, "message": e}));
+                        .emit(event::RECAPTURE_FAILED, json!({"server": server, "message": e}));
                     return;
                 }
             };
@@ -186,7 +187,7 @@ impl Session {
             {
                 if let Err(e) = builder.push(tool) {
                     self.proxy.events.emit(
-                        "recapture-failed",
+                        event::RECAPTURE_FAILED,
                         json!({"server": server, "message": e.to_string()}),
                     );
                     return;
@@ -216,7 +217,7 @@ impl Session {
         for f in failures {
             self.proxy
                 .events
-                .emit("drift-fail", json!({"server": server, "message": f}));
+                .emit(event::DRIFT_FAIL, json!({"server": server, "message": f}));
         }
     }
 }

@@ -4,11 +4,9 @@
 
 use std::fmt::Write;
 
-use super::{Basis, UsageReport};
+use toolpin_manifest::text::plural_of;
 
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+use super::{Basis, UsageReport};
 
 fn summary(report: &UsageReport) -> String {
     let changes = report
@@ -19,14 +17,14 @@ fn summary(report: &UsageReport) -> String {
     let daily = report.comparisons.len() as u64 - changes;
     format!(
         "{} in {}: {} and {} compared, {} and {} made, {} left out for too few calls; {}",
-        plural(report.calls, "call", "calls"),
-        plural(report.groups, "group", "groups"),
-        plural(changes, "catalog change", "catalog changes"),
-        plural(daily, "day-over-day comparison", "day-over-day comparisons"),
-        plural(report.tests, "test", "tests"),
-        plural(report.checks, "latency check", "latency checks"),
+        plural_of(report.calls, "call", "calls"),
+        plural_of(report.groups, "group", "groups"),
+        plural_of(changes, "catalog change", "catalog changes"),
+        plural_of(daily, "day-over-day comparison", "day-over-day comparisons"),
+        plural_of(report.tests, "test", "tests"),
+        plural_of(report.checks, "latency check", "latency checks"),
         report.skipped,
-        plural(report.alarms.len() as u64, "alarm", "alarms"),
+        plural_of(report.alarms.len() as u64, "alarm", "alarms"),
     )
 }
 
@@ -54,7 +52,7 @@ pub fn render_text(report: &UsageReport) -> String {
             out,
             "note: catalog {} is in no lockfile read ({}); its calls were not checked against a pin",
             if u.catalog.is_empty() { "(none)" } else { &u.catalog },
-            plural(u.calls, "call", "calls")
+            plural_of(u.calls, "call", "calls")
         );
     }
     for a in &report.alarms {

@@ -26,6 +26,7 @@ pub mod withdraw;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use toolpin_manifest::text::plural;
 use toolpin_manifest::{lockfile, Catalog};
 use toolpin_ops::project::Project;
 use toolpin_report::{ColorChoice, Style};
@@ -130,11 +131,6 @@ impl ConfigArgs {
             self.lockfile.as_deref(),
         )?)
     }
-}
-
-/// `1 change`, `2 changes`.
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error worth a message.

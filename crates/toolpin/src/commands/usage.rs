@@ -11,7 +11,8 @@ use toolpin_ops::usage::record::record_alarms;
 use toolpin_ops::usage::serve::{serve_until_stopped, ServeEvents, ServeSettings};
 use toolpin_ops::usage::store::open_store;
 use toolpin_ops::usage::ReportRequest;
-use toolpin_usage::{Aggregates, IngestReport, Options};
+use toolpin_manifest::text::plural_of;
+use toolpin_usage::{Aggregates, IngestReport, Options, Timestamp};
 
 use super::{display, print, Outcome};
 use crate::cli::{
@@ -27,13 +28,6 @@ pub fn run(command: &UsageCommand, quiet: bool) -> Result<Outcome, CliError> {
         UsageCommand::Report(args) => report(args, quiet),
         UsageCommand::Compact(args) => compact(args, quiet),
     }
-}
-
-fn now_nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
 }
 
 fn options(read: &UsageReadArgs) -> Options {
@@ -99,10 +93,6 @@ struct Printer {
     max_names: usize,
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 impl ServeEvents for Printer {
     fn listening(&self, addr: std::net::SocketAddr) {
         // Always printed: with port 0 it is how the caller learns it.
@@ -115,8 +105,8 @@ impl ServeEvents for Printer {
         if !self.quiet {
             eprintln!(
                 "usage serve: stored {} under {}",
-                plural(calls, "call", "calls"),
-                plural(keys as u64, "key", "keys")
+                plural_of(calls, "call", "calls"),
+                plural_of(keys as u64, "key", "keys")
             );
         }
         // Always printed: calls under "(other)" are news.
@@ -149,19 +139,19 @@ impl ServeEvents for Printer {
         if n.busy > 0 {
             what.push(format!(
                 "{} answered 503 (the buffer was full: see --max-buffer)",
-                plural(n.busy, "export", "exports")
+                plural_of(n.busy, "export", "exports")
             ));
         }
         if n.too_large > 0 {
             what.push(format!(
                 "{} answered 413 (see --max-body)",
-                plural(n.too_large, "export", "exports")
+                plural_of(n.too_large, "export", "exports")
             ));
         }
         if n.body_timeouts > 0 {
             what.push(format!(
                 "{} not received within --body-timeout (408)",
-                plural(n.body_timeouts, "body", "bodies")
+                plural_of(n.body_timeouts, "body", "bodies")
             ));
         }
         if !n.closed.is_empty() {
@@ -175,7 +165,7 @@ impl ServeEvents for Printer {
         if n.accept_failures > 0 {
             what.push(format!(
                 "{} failed ({}); retried with a pause",
-                plural(n.accept_failures, "accept", "accepts"),
+                plural_of(n.accept_failures, "accept", "accepts"),
                 n.accept_error.as_deref().unwrap_or("")
             ));
         }
@@ -239,7 +229,7 @@ fn report(args: &UsageReportArgs, quiet: bool) -> Result<Outcome, CliError> {
         options: options(&args.read),
         days: args.days,
         only_env: args.only_env.as_deref(),
-        now_nanos: now_nanos(),
+        now: Timestamp::now(),
         quiet,
     })?;
     if let Some(ingest) = &reported.ingest {
@@ -270,7 +260,7 @@ fn compact(args: &UsageCompactArgs, quiet: bool) -> Result<Outcome, CliError> {
     let cfg = project.as_ref().map(|p| &p.config);
     let mut store = open_store(args.store.store.as_deref(), cfg, true)?;
     let done =
-        toolpin_ops::usage::compact(&mut store, now_nanos(), args.hourly_days, args.retain_days)?;
+        toolpin_ops::usage::compact(&mut store, Timestamp::now(), args.hourly_days, args.retain_days)?;
     if !quiet {
         eprintln!("usage: {done}");
     }

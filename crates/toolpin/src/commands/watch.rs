@@ -22,7 +22,8 @@ pub fn run(args: &WatchArgs, quiet: bool) -> Result<Outcome, CliError> {
             eprintln!("error: {e}");
         }
         run += 1;
-        let seed = u64::from(std::process::id()) ^ run.rotate_left(32) ^ now_nanos();
+        let seed = u64::from(std::process::id()) ^ run.rotate_left(32)
+            ^ toolpin_manifest::time::Timestamp::now().unix_nanos();
         if schedule::stopping() || !schedule::sleep(schedule::jittered(interval, seed)) {
             if !quiet {
                 eprintln!("watch: stopped");
@@ -31,13 +32,6 @@ pub fn run(args: &WatchArgs, quiet: bool) -> Result<Outcome, CliError> {
             return outcome.or(Err(CliError::new("the last run failed")));
         }
     }
-}
-
-fn now_nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() as u64)
-        .unwrap_or(0)
 }
 
 /// One run over every environment (`toolpin_ops::watch::once`), each
