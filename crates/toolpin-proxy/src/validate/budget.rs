@@ -88,6 +88,31 @@ impl<'s> Graph<'s> {
         Ok(out)
     }
 
+    /// The nodes a `$ref`-like keyword `k` (value `v`, at `kp`) leads to;
+    /// a broken one is noted, one naming a plain anchor is to be written
+    /// as the pointer it leads to.
+    fn follow(&mut self, k: &str, v: &Value, kp: String) -> Vec<usize> {
+        let r = if k == "$recursiveRef" {
+            "#"
+        } else {
+            v.as_str().unwrap_or_default()
+        };
+        match self.resolve(r, k != "$ref") {
+            Ok(targets) => {
+                if k == "$ref" {
+                    if let Some(to) = as_pointer_ref(r, &targets) {
+                        self.anchored.push((kp, to));
+                    }
+                }
+                targets.into_iter().map(|t| self.node(t)).collect()
+            }
+            Err(why) => {
+                self.broken.push((kp, why));
+                Vec::new()
+            }
+        }
+    }
+
     pub(super) fn fill(&mut self, id: usize) {
         let ptr = self
             .nodes
@@ -111,22 +136,7 @@ impl<'s> Graph<'s> {
                         "$dynamicRef" => "$dynamicRef",
                         _ => "$recursiveRef",
                     });
-                    let r = v.as_str().unwrap_or_default();
-                    let r = if k == "$recursiveRef" { "#" } else { r };
-                    match self.resolve(r, k != "$ref") {
-                        Ok(targets) => {
-                            if k == "$ref" {
-                                if let Some(to) = as_pointer_ref(r, &targets) {
-                                    self.anchored.push((at(k), to));
-                                }
-                            }
-                            for t in targets {
-                                let t = self.node(t);
-                                in_place.push((t, true));
-                            }
-                        }
-                        Err(why) => self.broken.push((at(k), why)),
-                    }
+                    in_place.extend(self.follow(k, v, at(k)).into_iter().map(|t| (t, true)));
                 }
                 "allOf" | "anyOf" | "oneOf" => {
                     for i in 0..v.as_array().map_or(0, Vec::len) {

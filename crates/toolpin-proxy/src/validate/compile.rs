@@ -157,19 +157,7 @@ pub(super) fn neutralise_keyword(
             if !remove_at(schema, &kw_ptr) {
                 return false;
             }
-            match pattern {
-                Some(p) => notes.note(
-                    &kw_ptr,
-                    format_args!(
-                        "pattern {} is not supported (not a valid regular expression); ignored",
-                        excerpt(&p, MESSAGE_EXCERPT)
-                    ),
-                ),
-                None => notes.note(
-                    &kw_ptr,
-                    format_args!("malformed value (fails the meta-schema's {check}); ignored"),
-                ),
-            }
+            note_removed(notes, &kw_ptr, pattern.as_deref(), check);
             if kw_ptr.contains("/patternProperties/") || kw == "patternProperties" {
                 additional_off(schema, &ptr, notes);
             }
@@ -243,5 +231,23 @@ pub(super) fn neutralise_at(schema: &mut Value, ptr: &str) -> bool {
             true
         }
         None => false,
+    }
+}
+
+/// The note for a keyword removed for its value: a `pattern` that is not a
+/// regular expression, or a value failing the meta-schema's `check`.
+fn note_removed(notes: &mut Notes, kw_ptr: &str, pattern: Option<&str>, check: &str) {
+    match pattern {
+        Some(p) => notes.note(
+            kw_ptr,
+            format_args!(
+                "pattern {} is not supported (not a valid regular expression); ignored",
+                excerpt(p, MESSAGE_EXCERPT)
+            ),
+        ),
+        None => notes.note(
+            kw_ptr,
+            format_args!("malformed value (fails the meta-schema's {check}); ignored"),
+        ),
     }
 }
