@@ -86,11 +86,35 @@ impl Change {
 /// change whose findings a policy turned off is still listed; findings are
 /// attached to the change they are about.
 pub fn changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> {
+    let mut out = tool_changes(pinned, live, c);
+    out.extend(server_changes(pinned, live));
+    out.sort_by_key(Change::address);
+    attach_findings(&mut out, c);
+    out
+}
+
+/// A change of `kind` at `server`/`tool`, before its fingerprints and
+/// findings are known.
+fn change(kind: ChangeKind, server: &str, tool: &str) -> Change {
+    Change {
+        kind,
+        server: server.to_string(),
+        tool: tool.to_string(),
+        from: None,
+        before: None,
+        after: None,
+        findings: Vec::new(),
+    }
+}
+
+/// The tools added, changed (or moved to another server), renamed and
+/// removed, by fingerprint and name. Renames are the comparison's: a
+/// removed and an added tool it paired (new → old).
+fn tool_changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> {
     let old: BTreeMap<&str, (&str, &PinnedTool)> =
         pinned.tools().map(|(n, s, t)| (n, (s, t))).collect();
     let new: BTreeMap<&str, (&str, &PinnedTool)> =
         live.tools().map(|(n, s, t)| (n, (s, t))).collect();
-    // The comparison pairs removed and added tools as renames: new → old.
     let renamed: BTreeMap<&str, &str> = c
         .findings
         .iter()
@@ -99,17 +123,7 @@ pub fn changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> 
         .filter(|(n, o)| new.contains_key(n) && old.contains_key(o) && !new.contains_key(o))
         .collect();
     let renamed_from: BTreeSet<&str> = renamed.values().copied().collect();
-
     let mut out = Vec::new();
-    let change = |kind, server: &str, tool: &str| Change {
-        kind,
-        server: server.to_string(),
-        tool: tool.to_string(),
-        from: None,
-        before: None,
-        after: None,
-        findings: Vec::new(),
-    };
     for (&name, &(server, tool)) in &new {
         let mut ch = match old.get(name) {
             Some(&(old_server, old_tool)) => {
@@ -143,8 +157,14 @@ pub fn changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> 
             out.push(ch);
         }
     }
+    out
+}
+
+/// The servers whose own record differs (format, source, session,
+/// instructions), and the servers without tools that came or went.
+fn server_changes<'c>(pinned: &'c Catalog, live: &'c Catalog) -> impl Iterator<Item = Change> + 'c {
     let names: BTreeSet<&String> = pinned.servers.keys().chain(live.servers.keys()).collect();
-    for name in names {
+    names.into_iter().filter_map(|name| {
         let differs = match (pinned.servers.get(name), live.servers.get(name)) {
             (Some(a), Some(b)) => {
                 a.format != b.format
@@ -156,15 +176,14 @@ pub fn changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> 
             (Some(only), None) | (None, Some(only)) => only.tools.is_empty(),
             (None, None) => false,
         };
-        if differs {
-            out.push(change(ChangeKind::Server, name, ""));
-        }
-    }
-    out.sort_by_key(Change::address);
+        differs.then(|| change(ChangeKind::Server, name, ""))
+    })
+}
 
-    // Attach findings: a tool finding to its tool's change (renames and
-    // removals are named by the tool the finding is about), a server
-    // finding to the server's record.
+/// Attaches the findings: a tool finding to its tool's change (renames and
+/// removals are named by the tool the finding is about), a server finding
+/// to the server's record.
+fn attach_findings(out: &mut [Change], c: &Comparison) {
     let by_name: BTreeMap<(&str, &str), usize> = out
         .iter()
         .enumerate()
@@ -190,7 +209,6 @@ pub fn changes(pinned: &Catalog, live: &Catalog, c: &Comparison) -> Vec<Change> 
     for (ci, fi) in attach {
         out[ci].findings.push(fi);
     }
-    out
 }
 
 /// The pin with the accepted changes applied: accepted tools take their

@@ -85,6 +85,18 @@ pub enum CaptureError {
 /// How long a stdio server gets to exit after its stdin closes.
 const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
+impl Captured {
+    /// What a source without a session learned: its format only.
+    fn format(format: Format) -> Self {
+        Captured {
+            format,
+            session: None,
+            instructions: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
 impl Source {
     /// Captures the source's tools into `sink` and gives the sink back with
     /// what was learned; `forced` skips format detection for files and
@@ -100,21 +112,8 @@ impl Source {
         match self {
             Source::File { path } => {
                 let path = path.clone();
-                run_blocking(move || {
-                    let bytes = read_file(&path)?;
-                    let format =
-                        parse_tools(&bytes, &path.display().to_string(), forced, &mut sink)?;
-                    Ok((
-                        sink,
-                        Captured {
-                            format,
-                            session: None,
-                            instructions: None,
-                            warnings: Vec::new(),
-                        },
-                    ))
-                })
-                .await
+                let read = move || Ok((read_file(&path)?, path.display().to_string()));
+                capture_bytes(read, forced, sink).await
             }
             Source::Exec {
                 argv,
@@ -128,21 +127,12 @@ impl Source {
                     cwd: cwd.clone(),
                     timeout: *timeout,
                 };
-                run_blocking(move || {
+                let read = move || {
                     let bytes = exec::run(&spec)?;
                     let origin = format!("output of `{}`", exec::display_command(&spec.argv));
-                    let format = parse_tools(&bytes, &origin, forced, &mut sink)?;
-                    Ok((
-                        sink,
-                        Captured {
-                            format,
-                            session: None,
-                            instructions: None,
-                            warnings: Vec::new(),
-                        },
-                    ))
-                })
-                .await
+                    Ok((bytes, origin))
+                };
+                capture_bytes(read, forced, sink).await
             }
             Source::Mcp { endpoint, session } => {
                 let (session_record, instructions) =
@@ -150,81 +140,109 @@ impl Source {
                 Ok((
                     sink,
                     Captured {
-                        format: Format::Mcp,
                         session: Some(session_record),
                         instructions,
-                        warnings: Vec::new(),
+                        ..Captured::format(Format::Mcp)
                     },
                 ))
             }
-            Source::Record(spec) => {
-                // One catalog: the recording's only array, or the union.
-                let recording = record::record(spec).await?;
-                let mut catalogs = record::catalogs(&recording, spec.merge)?;
-                if catalogs.len() != 1 {
-                    return Err(CaptureError::Format {
-                        origin: format!("requests of `{}`", exec::display_command(&spec.argv)),
-                        reason: format!(
-                            "{} distinct tool arrays; capture the server with capture_servers, or set merge = \"union\"",
-                            catalogs.len()
-                        ),
-                    });
-                }
-                let catalog = catalogs.remove(0);
-                for tool in catalog.tools {
-                    sink.push(tool.value())
-                        .map_err(|reason| CaptureError::Format {
-                            origin: format!("requests of `{}`", exec::display_command(&spec.argv)),
-                            reason,
-                        })?;
-                }
-                Ok((
-                    sink,
-                    Captured {
-                        format: catalog.format,
-                        session: Some(catalog.session),
-                        instructions: None,
-                        warnings: catalog.warnings,
-                    },
-                ))
-            }
-            Source::OpenApi(spec) => {
-                let (bytes, origin) = match &spec.location {
-                    DocumentLocation::File(path) => {
-                        let path = path.clone();
-                        run_blocking(move || {
-                            let origin = path.display().to_string();
-                            openapi::read_document(&path).map(|b| (b, origin))
-                        })
-                        .await?
-                    }
-                    DocumentLocation::Url { url, headers } => (
-                        openapi::fetch(url, headers, spec.timeout).await?,
-                        url.clone(),
-                    ),
-                };
-                let options = spec.options.clone();
-                run_blocking(move || {
-                    let doc = openapi::parse_document(&bytes, &origin)?;
-                    drop(bytes);
-                    let warnings = openapi::convert_into(&doc, &options, &origin, &mut sink)?;
-                    // The document's tree is several times its text: free
-                    // it before the lockfile is written.
-                    drop(doc);
-                    Ok((
-                        sink,
-                        Captured {
-                            format: Format::OpenApi,
-                            session: None,
-                            instructions: None,
-                            warnings,
-                        },
-                    ))
-                })
-                .await
-            }
+            Source::Record(spec) => capture_record(spec, sink).await,
+            Source::OpenApi(spec) => capture_openapi(spec, sink).await,
         }
     }
+}
+
+/// Tools in the bytes `read` returns with their origin (a file, a command's
+/// output), on the blocking pool; their format detected unless `forced`.
+async fn capture_bytes<S, R>(
+    read: R,
+    forced: Option<Format>,
+    mut sink: S,
+) -> Result<(S, Captured), CaptureError>
+where
+    S: ToolSink + Send + 'static,
+    R: FnOnce() -> Result<(Vec<u8>, String), CaptureError> + Send + 'static,
+{
+    run_blocking(move || {
+        let (bytes, origin) = read()?;
+        let format = parse_tools(&bytes, &origin, forced, &mut sink)?;
+        Ok((sink, Captured::format(format)))
+    })
+    .await
+}
+
+/// One catalog from a recording: its only tool array, or the union.
+async fn capture_record<S: ToolSink>(
+    spec: &RecordSpec,
+    mut sink: S,
+) -> Result<(S, Captured), CaptureError> {
+    let recording = record::record(spec).await?;
+    let mut catalogs = record::catalogs(&recording, spec.merge)?;
+    let origin = || format!("requests of `{}`", exec::display_command(&spec.argv));
+    if catalogs.len() != 1 {
+        return Err(CaptureError::Format {
+            origin: origin(),
+            reason: format!(
+                "{} distinct tool arrays; capture the server with capture_servers, or set merge = \"union\"",
+                catalogs.len()
+            ),
+        });
+    }
+    let catalog = catalogs.remove(0);
+    for tool in catalog.tools {
+        sink.push(tool.value())
+            .map_err(|reason| CaptureError::Format {
+                origin: origin(),
+                reason,
+            })?;
+    }
+    Ok((
+        sink,
+        Captured {
+            format: catalog.format,
+            session: Some(catalog.session),
+            instructions: None,
+            warnings: catalog.warnings,
+        },
+    ))
+}
+
+/// An OpenAPI document, read or fetched, converted on the blocking pool.
+async fn capture_openapi<S>(spec: &OpenApiSpec, mut sink: S) -> Result<(S, Captured), CaptureError>
+where
+    S: ToolSink + Send + 'static,
+{
+    let (bytes, origin) = match &spec.location {
+        DocumentLocation::File(path) => {
+            let path = path.clone();
+            run_blocking(move || {
+                let origin = path.display().to_string();
+                openapi::read_document(&path).map(|b| (b, origin))
+            })
+            .await?
+        }
+        DocumentLocation::Url { url, headers } => (
+            openapi::fetch(url, headers, spec.timeout).await?,
+            url.clone(),
+        ),
+    };
+    let options = spec.options.clone();
+    run_blocking(move || {
+        let doc = openapi::parse_document(&bytes, &origin)?;
+        drop(bytes);
+        let warnings = openapi::convert_into(&doc, &options, &origin, &mut sink)?;
+        // The document's tree is several times its text: free it before
+        // the lockfile is written.
+        drop(doc);
+        Ok((
+            sink,
+            Captured {
+                warnings,
+                ..Captured::format(Format::OpenApi)
+            },
+        ))
+    })
+    .await
 }
 
 async fn run_blocking<T, F>(f: F) -> Result<T, CaptureError>

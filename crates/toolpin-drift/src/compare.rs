@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 use toolpin_manifest::pointer::escape_token;
-use toolpin_manifest::Catalog;
+use toolpin_manifest::{Catalog, PinnedTool};
 
 use crate::budget::{Budget, Exceeded, MAX_FINDINGS};
 use crate::finding::{Comparison, Finding, Fingerprints, Summary, ToolChange};
@@ -24,77 +24,11 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
     let mut findings = Vec::new();
     let mut summary = Summary::default();
     let names = ToolNames::new(new.tools().map(|(n, _, _)| n));
-    let mut removed: Vec<(&str, &str, Value)> = Vec::new();
-    let mut added: Vec<(&str, &str, Value)> = Vec::new();
-    let mut tools: Vec<ToolChange> = Vec::new();
-    let hex = |t: &toolpin_manifest::PinnedTool| Some(t.fingerprint.to_hex());
-    let mut old_tools = old.tools().peekable();
-    let mut new_tools = new.tools().peekable();
-    loop {
-        let order = match (old_tools.peek(), new_tools.peek()) {
-            (None, None) => break,
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (Some(o), Some(n)) => o.0.cmp(n.0),
-        };
-        match order {
-            std::cmp::Ordering::Less => {
-                let Some((name, server, tool)) = old_tools.next() else {
-                    break;
-                };
-                removed.push((name, server, tool.value()));
-                tools.push(ToolChange {
-                    server: server.to_string(),
-                    tool: name.to_string(),
-                    change: "removed",
-                    from: None,
-                    before: hex(tool),
-                    after: None,
-                });
-            }
-            std::cmp::Ordering::Greater => {
-                let Some((name, server, tool)) = new_tools.next() else {
-                    break;
-                };
-                added.push((name, server, tool.value()));
-                tools.push(ToolChange {
-                    server: server.to_string(),
-                    tool: name.to_string(),
-                    change: "added",
-                    from: None,
-                    before: None,
-                    after: hex(tool),
-                });
-            }
-            std::cmp::Ordering::Equal => {
-                let (Some((name, _, before)), Some((_, server, after))) =
-                    (old_tools.next(), new_tools.next())
-                else {
-                    break;
-                };
-                // Identical tools short-circuit on their fingerprints.
-                if before.fingerprint == after.fingerprint {
-                    summary.tools_unchanged += 1;
-                } else {
-                    summary.tools_changed += 1;
-                    tools.push(ToolChange {
-                        server: server.to_string(),
-                        tool: name.to_string(),
-                        change: "changed",
-                        from: None,
-                        before: hex(before),
-                        after: hex(after),
-                    });
-                    let ctx = ToolContext {
-                        server,
-                        name,
-                        names: &names,
-                    };
-                    compare_tool(&ctx, &before.value(), &after.value(), &mut findings);
-                }
-            }
-        }
-    }
+    let Paired {
+        removed,
+        added,
+        mut tools,
+    } = pair_tools(old, new, &names, &mut summary, &mut findings);
     renames_and_the_rest(removed, added, &names, &mut summary, &mut findings);
     fold_renames(&mut tools, &findings);
     crate::rules::runtime::check_server_versions(old, new, &mut findings);
@@ -122,6 +56,94 @@ pub fn compare(old: &Catalog, new: &Catalog) -> Comparison {
         },
         tools,
     }
+}
+
+/// A tool only one side has: (name, server, definition).
+type OneSided<'c> = (&'c str, &'c str, Value);
+
+/// The two catalogs' tools walked side by side by name.
+struct Paired<'c> {
+    /// Tools only the old catalog has, for rename matching.
+    removed: Vec<OneSided<'c>>,
+    /// Tools only the new catalog has, for rename matching.
+    added: Vec<OneSided<'c>>,
+    /// Every tool that is not identical, in name order.
+    tools: Vec<ToolChange>,
+}
+
+/// Walks both catalogs' tools in name order: a tool on one side only is set
+/// aside for rename matching, a tool on both is compared unless the
+/// fingerprints say it is identical.
+fn pair_tools<'c>(
+    old: &'c Catalog,
+    new: &'c Catalog,
+    names: &ToolNames,
+    summary: &mut Summary,
+    findings: &mut Vec<Finding>,
+) -> Paired<'c> {
+    let mut paired = Paired {
+        removed: Vec::new(),
+        added: Vec::new(),
+        tools: Vec::new(),
+    };
+    let mut old_tools = old.tools().peekable();
+    let mut new_tools = new.tools().peekable();
+    loop {
+        let order = match (old_tools.peek(), new_tools.peek()) {
+            (None, None) => break,
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (Some(o), Some(n)) => o.0.cmp(n.0),
+        };
+        let (old_tool, new_tool) = match order {
+            std::cmp::Ordering::Less => (old_tools.next(), None),
+            std::cmp::Ordering::Greater => (None, new_tools.next()),
+            std::cmp::Ordering::Equal => (old_tools.next(), new_tools.next()),
+        };
+        let hex = |t: &PinnedTool| Some(t.fingerprint.to_hex());
+        let change = |server: &str, tool: &str, change, before, after| ToolChange {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            change,
+            from: None,
+            before,
+            after,
+        };
+        match (old_tool, new_tool) {
+            (Some((name, server, tool)), None) => {
+                paired.removed.push((name, server, tool.value()));
+                paired
+                    .tools
+                    .push(change(server, name, "removed", hex(tool), None));
+            }
+            (None, Some((name, server, tool))) => {
+                paired.added.push((name, server, tool.value()));
+                paired
+                    .tools
+                    .push(change(server, name, "added", None, hex(tool)));
+            }
+            // Identical tools short-circuit on their fingerprints.
+            (Some((_, _, before)), Some((_, _, after)))
+                if before.fingerprint == after.fingerprint =>
+            {
+                summary.tools_unchanged += 1;
+            }
+            (Some((name, _, before)), Some((_, server, after))) => {
+                summary.tools_changed += 1;
+                paired
+                    .tools
+                    .push(change(server, name, "changed", hex(before), hex(after)));
+                let ctx = ToolContext {
+                    server,
+                    name,
+                    names,
+                };
+                compare_tool(&ctx, &before.value(), &after.value(), findings);
+            }
+            (None, None) => break,
+        }
+    }
+    paired
 }
 
 /// Turns each removed + added pair the rename matcher paired into one
@@ -340,62 +362,89 @@ fn compare_members(
                 )
             }
             "inputSchema" | "outputSchema" => {
-                let direction = if key == "inputSchema" {
-                    Direction::Input
-                } else {
-                    Direction::Output
-                };
-                match (vb, va) {
-                    (None, Some(_)) if key == "outputSchema" => rules::TOOL_FAMILY.push(
-                        out,
-                        Finding::new(&rule::OUTPUT_SCHEMA_ADDED, server, tool, at.clone())
-                            .message(format!("{tool}: outputSchema added"))
-                            .values(None, va),
-                    ),
-                    (Some(_), None) if key == "outputSchema" => rules::TOOL_FAMILY.push(
-                        out,
-                        Finding::new(&rule::OUTPUT_SCHEMA_REMOVED, server, tool, at.clone())
-                            .message(format!("{tool}: outputSchema removed"))
-                            .values(vb, None),
-                    ),
-                    _ => {
-                        let empty_schema = Value::Object(serde_json::Map::new());
-                        let sctx = schema::Context {
-                            server,
-                            tool,
-                            writes,
-                            names: ctx.names,
-                        };
-                        schema::diff(
-                            &sctx,
-                            direction,
-                            &at,
-                            vb.unwrap_or(&empty_schema),
-                            va.unwrap_or(&empty_schema),
-                            budget,
-                            out,
-                        );
-                    }
-                }
+                compare_schemas(ctx, key, &at, (vb, va), writes, budget, out)
             }
-            _ => {
-                let mut diffs = Vec::new();
-                diff_values(&mut at.clone(), vb, va, &mut diffs);
-                for (pointer, b, a) in diffs {
-                    let what = match (b, a) {
-                        (None, _) => "added",
-                        (_, None) => "removed",
-                        _ => "changed",
-                    };
-                    rules::TOOL_FAMILY.push(
-                        out,
-                        Finding::new(&rule::FIELD_CHANGED, server, tool, pointer.clone())
-                            .message(format!("{tool}: {pointer} {what}{}", scalar_change(b, a)))
-                            .values(b, a),
-                    );
-                }
-            }
+            _ => member_changed(ctx, &at, vb, va, out),
         }
+    }
+}
+
+/// `inputSchema` or `outputSchema`: an outputSchema that appeared or went
+/// is the tool family's; otherwise the schema walk compares the two (an
+/// absent schema as `{}`), judging by the direction the values flow.
+fn compare_schemas(
+    ctx: &ToolContext,
+    key: &str,
+    at: &str,
+    (vb, va): (Option<&Value>, Option<&Value>),
+    writes: bool,
+    budget: &mut Budget,
+    out: &mut Vec<Finding>,
+) {
+    let (server, tool) = (ctx.server, ctx.name);
+    let direction = if key == "inputSchema" {
+        Direction::Input
+    } else {
+        Direction::Output
+    };
+    match (vb, va) {
+        (None, Some(_)) if key == "outputSchema" => rules::TOOL_FAMILY.push(
+            out,
+            Finding::new(&rule::OUTPUT_SCHEMA_ADDED, server, tool, at.to_string())
+                .message(format!("{tool}: outputSchema added"))
+                .values(None, va),
+        ),
+        (Some(_), None) if key == "outputSchema" => rules::TOOL_FAMILY.push(
+            out,
+            Finding::new(&rule::OUTPUT_SCHEMA_REMOVED, server, tool, at.to_string())
+                .message(format!("{tool}: outputSchema removed"))
+                .values(vb, None),
+        ),
+        _ => {
+            let empty_schema = Value::Object(serde_json::Map::new());
+            let sctx = schema::Context {
+                server,
+                tool,
+                writes,
+                names: ctx.names,
+            };
+            schema::diff(
+                &sctx,
+                direction,
+                at,
+                vb.unwrap_or(&empty_schema),
+                va.unwrap_or(&empty_schema),
+                budget,
+                out,
+            );
+        }
+    }
+}
+
+/// A member no rule claims: a field change at each pointer where the two
+/// values part.
+fn member_changed(
+    ctx: &ToolContext,
+    at: &str,
+    vb: Option<&Value>,
+    va: Option<&Value>,
+    out: &mut Vec<Finding>,
+) {
+    let tool = ctx.name;
+    let mut diffs = Vec::new();
+    diff_values(&mut at.to_string(), vb, va, &mut diffs);
+    for (pointer, b, a) in diffs {
+        let what = match (b, a) {
+            (None, _) => "added",
+            (_, None) => "removed",
+            _ => "changed",
+        };
+        rules::TOOL_FAMILY.push(
+            out,
+            Finding::new(&rule::FIELD_CHANGED, ctx.server, tool, pointer.clone())
+                .message(format!("{tool}: {pointer} {what}{}", scalar_change(b, a)))
+                .values(b, a),
+        );
     }
 }
 

@@ -354,75 +354,8 @@ fn match_with(
         .map(|&i| Features::new(&added[i], &mut interner))
         .collect();
 
-    // Edges in rank space, ordered by (removed rank, added rank).
-    let mut edges: Vec<(usize, usize, f64)> = Vec::new();
-    let mut consider = |ri: usize, aj: usize| {
-        let s = pair_similarity(&rf[ri], &af[aj]);
-        if s >= threshold && s > 0.0 && corroborated(&rf[ri], &af[aj]) {
-            edges.push((ri, aj, s));
-        }
-    };
-    if prefilter {
-        let mut index: HashMap<Key, Vec<usize>> = HashMap::new();
-        for (aj, f) in af.iter().enumerate() {
-            for key in f.keys() {
-                index.entry(key).or_default().push(aj);
-            }
-        }
-        let mut seen = vec![usize::MAX; af.len()];
-        let mut partners = Vec::new();
-        for (ri, f) in rf.iter().enumerate() {
-            partners.clear();
-            for key in f.keys() {
-                for &aj in index.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
-                    if seen[aj] != ri {
-                        seen[aj] = ri;
-                        partners.push(aj);
-                    }
-                }
-            }
-            partners.sort_unstable();
-            for &aj in &partners {
-                consider(ri, aj);
-            }
-        }
-    } else {
-        for ri in 0..rf.len() {
-            for aj in 0..af.len() {
-                consider(ri, aj);
-            }
-        }
-    }
-
-    // Connected components of the edge graph (removed ranks, then added
-    // ranks offset by removed.len()).
-    let offset = rf.len();
-    let mut parent: Vec<usize> = (0..offset + af.len()).collect();
-    fn find(parent: &mut [usize], mut x: usize) -> usize {
-        while parent[x] != x {
-            parent[x] = parent[parent[x]];
-            x = parent[x];
-        }
-        x
-    }
-    for &(ri, aj, _) in &edges {
-        let (x, y) = (find(&mut parent, ri), find(&mut parent, offset + aj));
-        if x != y {
-            parent[x.max(y)] = x.min(y);
-        }
-    }
-    let mut component_of: HashMap<usize, usize> = HashMap::new();
-    let mut components: Vec<Vec<(usize, usize, f64)>> = Vec::new();
-    for &edge in &edges {
-        let root = find(&mut parent, edge.0);
-        let c = *component_of.entry(root).or_insert_with(|| {
-            components.push(Vec::new());
-            components.len() - 1
-        });
-        components[c].push(edge);
-    }
-
-    let mut pairs: Vec<(usize, usize, f64)> = components
+    let edges = edges(&rf, &af, threshold, prefilter);
+    let mut pairs: Vec<(usize, usize, f64)> = components(&edges, rf.len(), af.len())
         .iter()
         .flat_map(|comp| solve_component(comp, max_exact_side))
         .collect();
@@ -431,6 +364,92 @@ fn match_with(
         .into_iter()
         .map(|(ri, aj, s)| (r_order[ri], a_order[aj], s))
         .collect()
+}
+
+/// The pairs that may be renames, in rank space (rank = position in name
+/// order), ordered by (removed rank, added rank): scored at least
+/// `threshold` and corroborated. With `prefilter`, only pairs that share a
+/// feature key are scored; without, every pair.
+fn edges(
+    rf: &[Features],
+    af: &[Features],
+    threshold: f64,
+    prefilter: bool,
+) -> Vec<(usize, usize, f64)> {
+    let mut edges: Vec<(usize, usize, f64)> = Vec::new();
+    let mut consider = |ri: usize, aj: usize| {
+        let s = pair_similarity(&rf[ri], &af[aj]);
+        if s >= threshold && s > 0.0 && corroborated(&rf[ri], &af[aj]) {
+            edges.push((ri, aj, s));
+        }
+    };
+    if !prefilter {
+        for ri in 0..rf.len() {
+            for aj in 0..af.len() {
+                consider(ri, aj);
+            }
+        }
+        return edges;
+    }
+    let mut index: HashMap<Key, Vec<usize>> = HashMap::new();
+    for (aj, f) in af.iter().enumerate() {
+        for key in f.keys() {
+            index.entry(key).or_default().push(aj);
+        }
+    }
+    let mut seen = vec![usize::MAX; af.len()];
+    let mut partners = Vec::new();
+    for (ri, f) in rf.iter().enumerate() {
+        partners.clear();
+        for key in f.keys() {
+            for &aj in index.get(&key).map(Vec::as_slice).unwrap_or(&[]) {
+                if seen[aj] != ri {
+                    seen[aj] = ri;
+                    partners.push(aj);
+                }
+            }
+        }
+        partners.sort_unstable();
+        for &aj in &partners {
+            consider(ri, aj);
+        }
+    }
+    edges
+}
+
+/// Connected components of the edge graph (removed ranks, then added
+/// ranks offset by the number removed), each with its edges in the order
+/// given, in the order of their first edge.
+fn components(
+    edges: &[(usize, usize, f64)],
+    removed: usize,
+    added: usize,
+) -> Vec<Vec<(usize, usize, f64)>> {
+    let mut parent: Vec<usize> = (0..removed + added).collect();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for &(ri, aj, _) in edges {
+        let (x, y) = (find(&mut parent, ri), find(&mut parent, removed + aj));
+        if x != y {
+            parent[x.max(y)] = x.min(y);
+        }
+    }
+    let mut component_of: HashMap<usize, usize> = HashMap::new();
+    let mut components: Vec<Vec<(usize, usize, f64)>> = Vec::new();
+    for &edge in edges {
+        let root = find(&mut parent, edge.0);
+        let c = *component_of.entry(root).or_insert_with(|| {
+            components.push(Vec::new());
+            components.len() - 1
+        });
+        components[c].push(edge);
+    }
+    components
 }
 
 /// Best pairs of one connected component, given its edges in rank space

@@ -665,139 +665,195 @@ fn joins_after(text: &str, i: usize) -> bool {
 
 /// Each match of [`IMPERATIVES`] as (byte offset, phrase).
 fn imperatives(text: &str) -> Vec<(usize, &'static str)> {
-    let word_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '\'' | '’' | '-');
-    // (start, word without edge quotes or hyphens, separated from the
-    // previous word by white space only)
-    let mut words: Vec<(usize, &str, bool)> = Vec::new();
-    let mut starts: Vec<bool> = Vec::new();
-    let mut prev_end = None;
-    let mut chars = text.char_indices().peekable();
-    while let Some((start, c)) = chars.next() {
-        if !word_char(c) {
-            continue;
-        }
-        let mut end = start + c.len_utf8();
-        while let Some(&(i, c)) = chars.peek() {
-            if !word_char(c) {
-                break;
-            }
-            end = i + c.len_utf8();
-            chars.next();
-        }
-        let word = text[start..end].trim_matches(|c| matches!(c, '\'' | '’' | '-'));
-        let spaced = prev_end.is_some_and(|p: usize| {
-            let gap = &text[p..start];
-            !gap.is_empty() && gap.chars().all(char::is_whitespace)
-        });
-        // First in its sentence or clause: first of all, or after one of
-        // . ! ? : ; or a line break.
-        starts.push(
-            prev_end
-                .is_none_or(|p: usize| text[p..start].contains(['.', '!', '?', ':', ';', '\n'])),
-        );
-        words.push((start, word, spaced));
-        prev_end = Some(end);
-    }
-    // Lower-cased char by char (so a KELVIN SIGN is a `k`), `’` as `'`.
-    let is = |word: &str, part: &str| {
-        if word.is_ascii() {
-            return word.eq_ignore_ascii_case(part);
-        }
-        word.chars()
-            .flat_map(char::to_lowercase)
-            .map(|c| if c == '’' { '\'' } else { c })
-            .eq(part.chars())
-    };
-    let lower: Vec<String> = words
-        .iter()
-        .map(|w| {
-            w.1.chars()
-                .flat_map(char::to_lowercase)
-                .map(|c| if c == '’' { '\'' } else { c })
-                .collect()
+    let words = Words::of(text);
+    (0..words.list.len())
+        .filter_map(|k| {
+            words
+                .imperative_at(k)
+                .map(|label| (words.list[k].start, label))
         })
-        .collect();
-    let initial = |k: usize| starts.get(k).copied().unwrap_or(true);
-    // The sentence word k is in: from the last sentence start at or before it.
-    let sentence_start = |k: usize| (0..=k).rev().find(|&j| initial(j)).unwrap_or(0);
-    let word = |k: usize| lower.get(k).map(String::as_str);
-    let joined = |k: usize| words.get(k).is_some_and(|w| w.2);
-    // The first word after k that is not a filler, with its index.
-    let verb_after = |k: usize| {
+        .collect()
+}
+
+/// The phrases of [`IMPERATIVES`] that are cues wherever they stand.
+const PHRASES: [&str; 7] = [
+    "before using",
+    "do not tell",
+    "don't tell",
+    "ignore previous",
+    "ignore all",
+    "you should",
+    "make sure",
+];
+
+/// One word of a text, for judging imperatives.
+struct Word<'t> {
+    /// Byte offset in the text.
+    start: usize,
+    /// The word without edge quotes or hyphens.
+    text: &'t str,
+    /// Separated from the previous word by white space only.
+    spaced: bool,
+    /// First in its sentence or clause: first of all, or after one of
+    /// . ! ? : ; or a line break.
+    initial: bool,
+}
+
+/// A text's words, each also lower-cased char by char (so a KELVIN SIGN is
+/// a `k`), `’` as `'`.
+struct Words<'t> {
+    list: Vec<Word<'t>>,
+    lower: Vec<String>,
+}
+
+impl<'t> Words<'t> {
+    fn of(text: &'t str) -> Self {
+        let word_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '\'' | '’' | '-');
+        let mut list = Vec::new();
+        let mut prev_end = None;
+        let mut chars = text.char_indices().peekable();
+        while let Some((start, c)) = chars.next() {
+            if !word_char(c) {
+                continue;
+            }
+            let mut end = start + c.len_utf8();
+            while let Some(&(i, c)) = chars.peek() {
+                if !word_char(c) {
+                    break;
+                }
+                end = i + c.len_utf8();
+                chars.next();
+            }
+            let word = text[start..end].trim_matches(|c| matches!(c, '\'' | '’' | '-'));
+            let spaced = prev_end.is_some_and(|p: usize| {
+                let gap = &text[p..start];
+                !gap.is_empty() && gap.chars().all(char::is_whitespace)
+            });
+            let initial = prev_end
+                .is_none_or(|p: usize| text[p..start].contains(['.', '!', '?', ':', ';', '\n']));
+            list.push(Word {
+                start,
+                text: word,
+                spaced,
+                initial,
+            });
+            prev_end = Some(end);
+        }
+        let lower = list
+            .iter()
+            .map(|w| {
+                w.text
+                    .chars()
+                    .flat_map(char::to_lowercase)
+                    .map(|c| if c == '’' { '\'' } else { c })
+                    .collect()
+            })
+            .collect();
+        Words { list, lower }
+    }
+
+    fn initial(&self, k: usize) -> bool {
+        self.list.get(k).is_none_or(|w| w.initial)
+    }
+
+    /// The sentence word k is in: from the last sentence start at or
+    /// before it.
+    fn sentence_start(&self, k: usize) -> usize {
+        (0..=k).rev().find(|&j| self.initial(j)).unwrap_or(0)
+    }
+
+    fn word(&self, k: usize) -> Option<&str> {
+        self.lower.get(k).map(String::as_str)
+    }
+
+    fn joined(&self, k: usize) -> bool {
+        self.list.get(k).is_some_and(|w| w.spaced)
+    }
+
+    /// Whether word k is joined to the one before and is one of `set`.
+    fn joined_in(&self, k: usize, set: &[&str]) -> bool {
+        self.joined(k) && self.word(k).is_some_and(|w| set.contains(&w))
+    }
+
+    /// Whether one of words `from..k` is a verb of choosing a tool.
+    fn choice_verb_in(&self, from: usize, k: usize) -> bool {
+        (from..k).any(|j| self.word(j).is_some_and(|v| CHOICE_VERBS.contains(&v)))
+    }
+
+    /// The first word after k that is not a filler, when it is a verb the
+    /// agent is told to do, with its index.
+    fn verb_after(&self, k: usize) -> Option<usize> {
         let mut j = k + 1;
-        while joined(j) && word(j).is_some_and(|w| FILLERS.contains(&w)) {
+        while self.joined_in(j, FILLERS) {
             j += 1;
         }
-        (joined(j) && word(j).is_some_and(|w| AGENT_VERBS.contains(&w))).then_some(j)
-    };
-    let phrase = |k: usize, parts: &[&str]| {
+        self.joined_in(j, AGENT_VERBS).then_some(j)
+    }
+
+    /// Whether the words from k spell `parts`, joined by white space.
+    fn phrase(&self, k: usize, parts: &[&str]) -> bool {
         parts.iter().enumerate().all(|(n, part)| {
-            words
-                .get(k + n)
-                .is_some_and(|w| (n == 0 || w.2) && is(w.1, part))
+            self.list.get(k + n).is_some_and(|w| {
+                (n == 0 || w.spaced)
+                    && if w.text.is_ascii() {
+                        w.text.eq_ignore_ascii_case(part)
+                    } else {
+                        self.lower[k + n] == *part
+                    }
+            })
         })
-    };
-    let mut out = Vec::new();
-    for k in 0..words.len() {
-        let w = lower[k].as_str();
+    }
+
+    /// The cue word k starts, judged in its sentence as an instruction to
+    /// the agent.
+    fn imperative_at(&self, k: usize) -> Option<&'static str> {
         let prev = k
             .checked_sub(1)
-            .filter(|_| joined(k) && !initial(k))
-            .and_then(word);
-        let hit: Option<&'static str> = match w {
+            .filter(|_| self.joined(k) && !self.initial(k))
+            .and_then(|j| self.word(j));
+        match self.lower[k].as_str() {
             // Imperative mood: first in its sentence, or after "you",
             // "please", a modal.
             "prefer"
-                if initial(k)
+                if self.initial(k)
                     || prev.is_some_and(|p| {
                         ["you", "please", "always", "should", "must", "to"].contains(&p)
                     }) =>
             {
                 Some("prefer")
             }
-            "always" if verb_after(k).is_some() => Some("always"),
-            "never" if verb_after(k).is_some() => Some("never"),
+            "always" if self.verb_after(k).is_some() => Some("always"),
+            "never" if self.verb_after(k).is_some() => Some("never"),
             // "you must", "the agent must", "must call": an instruction;
             // "must be a valid ID" is a constraint.
-            "must" if prev.is_some_and(|p| ADDRESSEES.contains(&p)) || verb_after(k).is_some() => {
+            "must"
+                if prev.is_some_and(|p| ADDRESSEES.contains(&p))
+                    || self.verb_after(k).is_some() =>
+            {
                 Some("must")
             }
             // "only use", "only call", or "use this tool only when": a
             // condition on choosing the tool; "only present for" is not.
             "only"
-                if joined(k + 1) && word(k + 1).is_some_and(|n| CHOICE_VERBS.contains(&n))
-                    || joined(k + 1)
-                        && word(k + 1).is_some_and(|n| CONDITIONS.contains(&n))
-                        && (sentence_start(k).max(k.saturating_sub(5))..k)
-                            .any(|j| word(j).is_some_and(|v| CHOICE_VERBS.contains(&v))) =>
+                if self.joined_in(k + 1, CHOICE_VERBS)
+                    || self.joined_in(k + 1, CONDITIONS)
+                        && self
+                            .choice_verb_in(self.sentence_start(k).max(k.saturating_sub(5)), k) =>
             {
                 Some("only")
             }
             // "call X instead of Y"; "returns X instead of Y" is not.
             "instead"
-                if phrase(k, &["instead", "of"])
-                    && (sentence_start(k)..k)
-                        .any(|j| word(j).is_some_and(|v| CHOICE_VERBS.contains(&v))) =>
+                if self.phrase(k, &["instead", "of"])
+                    && self.choice_verb_in(self.sentence_start(k), k) =>
             {
                 Some("instead of")
             }
-            _ => [
-                "before using",
-                "do not tell",
-                "don't tell",
-                "ignore previous",
-                "ignore all",
-                "you should",
-                "make sure",
-            ]
-            .into_iter()
-            .find(|p| phrase(k, &p.split(' ').collect::<Vec<_>>())),
-        };
-        if let Some(label) = hit {
-            out.push((words[k].0, label));
+            _ => PHRASES
+                .into_iter()
+                .find(|p| self.phrase(k, &p.split(' ').collect::<Vec<_>>())),
         }
     }
-    out
 }
 
 /// Byte end of the run from `start` that stops at white space or at one of

@@ -201,6 +201,22 @@ impl OpInfo<'_> {
     }
 }
 
+/// A tool's description: the operation's description, else its summary,
+/// else the method and path.
+fn description(info: &OpInfo, path: &str) -> String {
+    let text = |key: &str| {
+        info.op
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    text("description")
+        .or_else(|| text("summary"))
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("Executes {} {path}", info.method.to_ascii_uppercase()))
+}
+
 /// Converts every selected operation of `doc` into a tool and hands each
 /// to `sink` as soon as it is built, so only one converted tool exists at
 /// a time. An error from the sink stops the conversion, naming the
@@ -215,7 +231,57 @@ pub fn convert(
         root: doc,
         allow_remote_refs: options.allow_remote_refs,
     };
-    let paths = match doc.get("paths") {
+    let items = path_items(&d)?;
+    let named = name_operations(&items)?;
+    let ops = &named.ops;
+    let keep: Vec<bool> = ops
+        .iter()
+        .map(|info| {
+            let tags: Vec<&str> = match info.op.get("tags") {
+                Some(Value::Array(tags)) => tags.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            options.selection.keeps(&Candidate {
+                id: info.id.unwrap_or(&info.name),
+                tags: &tags,
+                method: info.method,
+                path: items[info.item].0,
+            })
+        })
+        .collect();
+    let mut warnings = named.warnings(&items, &keep);
+    let ctx = Ctx {
+        doc: &d,
+        dialect,
+        options,
+    };
+    let mut converted = Converted {
+        operations: ops.len(),
+        ..Converted::default()
+    };
+    let mut spent = 0usize;
+    for (info, _) in ops.iter().zip(&keep).filter(|(_, keep)| **keep) {
+        let (path, item) = &items[info.item];
+        let what = info.describe(path);
+        if spent > TOTAL_BUDGET {
+            return Err(fail(format!(
+                "the converted tools hold more than {TOTAL_BUDGET} schema values in all (stopped before operation {what}); pick fewer operations with include_tags, include_operations or include_paths"
+            )));
+        }
+        let (tool, notes) = ctx
+            .tool_within_budget(info, path, item, &mut spent)
+            .map_err(|m| fail(format!("operation {what}: {m}")))?;
+        warnings.extend(notes.into_iter().map(|n| format!("operation {what}: {n}")));
+        sink(tool).map_err(|e| fail(format!("operation {what}: tool {:?}: {e}", info.name)))?;
+        converted.tools += 1;
+    }
+    converted.warnings = warnings;
+    Ok(converted)
+}
+
+/// The document's path items after references, `x-` members left out.
+fn path_items<'a>(d: &Doc<'a>) -> Result<Vec<(&'a str, Resolved<'a>)>, ConvertError> {
+    let paths = match d.root.get("paths") {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m),
         Some(other) => {
@@ -225,7 +291,7 @@ pub fn convert(
             )))
         }
     };
-    let mut items: Vec<(&str, Resolved)> = Vec::new();
+    let mut items = Vec::new();
     for (path, item) in paths.into_iter().flatten() {
         if path.starts_with("x-") {
             continue;
@@ -241,16 +307,29 @@ pub fn convert(
                 type_name(resolved.value)
             )));
         }
-        items.push((path, resolved));
+        items.push((path.as_str(), resolved));
     }
+    Ok(items)
+}
 
-    // Names first, over every operation in a fixed order, so that a tool's
-    // name does not depend on which operations the pickers keep.
+/// Every operation with its tool name, and which names were taken.
+struct Named<'a> {
+    ops: Vec<OpInfo<'a>>,
+    /// The operation holding each name it claimed first.
+    holders: HashMap<String, usize>,
+    /// Operations named otherwise than their base name: (index, base).
+    renamed: Vec<(usize, String)>,
+}
+
+/// Names first, over every operation in a fixed order, so that a tool's
+/// name does not depend on which operations the pickers keep.
+fn name_operations<'a>(items: &[(&str, Resolved<'a>)]) -> Result<Named<'a>, ConvertError> {
     let mut namer = naming::Namer::default();
-    let mut holders: HashMap<String, usize> = HashMap::new();
-    let mut ops: Vec<OpInfo> = Vec::new();
-    let mut warnings = Vec::new();
-    let mut renamed: Vec<(usize, String)> = Vec::new();
+    let mut named = Named {
+        ops: Vec::new(),
+        holders: HashMap::new(),
+        renamed: Vec::new(),
+    };
     for (i, (path, item)) in items.iter().enumerate() {
         for method in METHODS {
             let Some(op) = item.value.get(method) else {
@@ -270,13 +349,13 @@ pub fn convert(
                 .filter(|s| !s.is_empty());
             let base = naming::base_name(id, method, path);
             let (name, was_renamed) = namer.claim(&base);
-            let index = ops.len();
+            let index = named.ops.len();
             if was_renamed {
-                renamed.push((index, base));
+                named.renamed.push((index, base));
             } else {
-                holders.insert(name.clone(), index);
+                named.holders.insert(name.clone(), index);
             }
-            ops.push(OpInfo {
+            named.ops.push(OpInfo {
                 item: i,
                 method,
                 op,
@@ -286,82 +365,32 @@ pub fn convert(
             });
         }
     }
+    Ok(named)
+}
 
-    let mut converted = Converted {
-        operations: ops.len(),
-        ..Converted::default()
-    };
-    let mut keep = vec![false; ops.len()];
-    for (index, info) in ops.iter().enumerate() {
-        let (path, _) = &items[info.item];
-        let tags: Vec<&str> = match info.op.get("tags") {
-            Some(Value::Array(tags)) => tags.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        keep[index] = options.selection.keeps(&Candidate {
-            id: info.id.unwrap_or(&info.name),
-            tags: &tags,
-            method: info.method,
-            path,
-        });
-    }
-    for (index, base) in &renamed {
-        if !keep[*index] {
-            continue;
-        }
-        let info = &ops[*index];
-        let first = holders
-            .get(base)
-            .map(|&h| ops[h].describe(items[ops[h].item].0))
-            .unwrap_or_else(|| "another operation".into());
-        warnings.push(format!(
-            "operation {}: the tool name {base:?} is taken by {first}; named {:?}",
-            info.describe(items[info.item].0),
-            info.name
-        ));
-    }
-
-    let ctx = Ctx {
-        doc: &d,
-        dialect,
-        options,
-    };
-    let mut spent = 0usize;
-    for (index, info) in ops.iter().enumerate() {
-        if !keep[index] {
-            continue;
-        }
-        let (path, item) = &items[info.item];
-        let what = info.describe(path);
-        if spent > TOTAL_BUDGET {
-            return Err(fail(format!(
-                "the converted tools hold more than {TOTAL_BUDGET} schema values in all (stopped before operation {what}); pick fewer operations with include_tags, include_operations or include_paths"
-            )));
-        }
-        let mut notes = Vec::new();
-        let tool = match ctx.tool(info, path, item, Mode::Inline, &mut notes, &mut spent) {
-            Ok(tool) => tool,
-            Err(SchemaError::Budget) => {
-                notes.clear();
-                let tool = ctx
-                    .tool(info, path, item, Mode::Defs, &mut notes, &mut spent)
-                    .map_err(|e| match e {
-                        SchemaError::Invalid(m) => fail(format!("operation {what}: {m}")),
-                        SchemaError::Budget => fail(format!("operation {what}: too large")),
-                    })?;
-                notes.push(format!(
-                    "its schemas would inline to more than {INLINE_BUDGET} values; every $ref is kept in $defs instead"
-                ));
-                tool
+impl Named<'_> {
+    /// A warning for each kept operation whose base name another held.
+    fn warnings(&self, items: &[(&str, Resolved)], keep: &[bool]) -> Vec<String> {
+        let ops = &self.ops;
+        let mut warnings = Vec::new();
+        for (index, base) in &self.renamed {
+            if !keep[*index] {
+                continue;
             }
-            Err(SchemaError::Invalid(m)) => return Err(fail(format!("operation {what}: {m}"))),
-        };
-        warnings.extend(notes.into_iter().map(|n| format!("operation {what}: {n}")));
-        sink(tool).map_err(|e| fail(format!("operation {what}: tool {:?}: {e}", info.name)))?;
-        converted.tools += 1;
+            let info = &ops[*index];
+            let first = self
+                .holders
+                .get(base)
+                .map(|&h| ops[h].describe(items[ops[h].item].0))
+                .unwrap_or_else(|| "another operation".into());
+            warnings.push(format!(
+                "operation {}: the tool name {base:?} is taken by {first}; named {:?}",
+                info.describe(items[info.item].0),
+                info.name
+            ));
+        }
+        warnings
     }
-    converted.warnings = warnings;
-    Ok(converted)
 }
 
 /// [`convert`] into a list, for tests and small documents.
@@ -411,6 +440,41 @@ const SWAGGER2_PARAM_MEMBERS: [&str; 6] = [
 ];
 
 impl<'a> Ctx<'_, 'a> {
+    /// One operation as a tool with its schemas inlined, or, when they
+    /// would inline past [`INLINE_BUDGET`], with every `$ref` kept in
+    /// `$defs`; with its notes. The error is the message, without the
+    /// operation.
+    fn tool_within_budget(
+        &self,
+        info: &OpInfo<'a>,
+        path: &str,
+        item: &Resolved<'a>,
+        spent: &mut usize,
+    ) -> Result<(Value, Vec<String>), String> {
+        let mut notes = Vec::new();
+        let tool = match self.tool(info, path, item, Mode::Inline, &mut notes, spent) {
+            Ok(tool) => tool,
+            Err(SchemaError::Budget) => {
+                notes.clear();
+                let tool = self
+                    .tool(info, path, item, Mode::Defs, &mut notes, spent)
+                    .map_err(|e| match e {
+                        SchemaError::Invalid(m) => m,
+                        SchemaError::Budget => "too large".to_string(),
+                    })?;
+                notes.push(format!(
+                    "its schemas would inline to more than {INLINE_BUDGET} values; every $ref is kept in $defs instead"
+                ));
+                tool
+            }
+            Err(SchemaError::Invalid(m)) => return Err(m),
+        };
+        Ok((tool, notes))
+    }
+
+    /// One operation as a tool: its description, the inputSchema from its
+    /// parameters and body, the outputSchema from its 2xx JSON response,
+    /// and where it came from under `_meta`.
     fn tool(
         &self,
         info: &OpInfo<'a>,
@@ -420,26 +484,48 @@ impl<'a> Ctx<'_, 'a> {
         notes: &mut Vec<String>,
         spent: &mut usize,
     ) -> Result<Value, SchemaError> {
-        let op = info.op;
-        let text = |key: &str| {
-            op.get(key)
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-        };
-        let description = text("description")
-            .or_else(|| text("summary"))
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("Executes {} {path}", info.method.to_ascii_uppercase()));
-
         let mut input = Inliner::new(self.doc, mode);
         let params = self.parameters(info, item, notes)?;
-        let mut props: Vec<(String, Value)> = Vec::new();
-        let mut required: Vec<String> = Vec::new();
+        let (plain, mut body) = self.sort_parameters(&params, &mut input, notes)?;
+        if self.dialect == Dialect::OpenApi3 {
+            body = self.request_body(info, &mut input)?;
+        }
+        let input_schema = self.input_schema(&plain, body, &mut input, notes)?;
+        *spent += input.spent();
+
+        let mut tool = Map::new();
+        tool.insert("name".into(), json!(info.name));
+        tool.insert("description".into(), json!(description(info, path)));
+        tool.insert("inputSchema".into(), Value::Object(input_schema));
+        if self.options.output_schema {
+            if let Some(out) = self.output_schema(info, mode, spent)? {
+                tool.insert("outputSchema".into(), out);
+            }
+        }
+        let mut meta = Map::new();
+        meta.insert("method".into(), json!(info.method.to_ascii_uppercase()));
+        meta.insert("path".into(), json!(path));
+        if let Some(id) = info.id {
+            meta.insert("operationId".into(), json!(id));
+        }
+        tool.insert("_meta".into(), json!({ META_KEY: meta }));
+        Ok(Value::Object(tool))
+    }
+
+    /// The parameters by where they go: path, query, header and cookie
+    /// parameters each become a property; a Swagger 2.0 body parameter, or
+    /// else its formData parameters, become the body; any other location is
+    /// skipped with a note.
+    fn sort_parameters<'p>(
+        &self,
+        params: &'p [Param<'a>],
+        input: &mut Inliner<'_, 'a>,
+        notes: &mut Vec<String>,
+    ) -> Result<(Vec<&'p Param<'a>>, Option<Body>), SchemaError> {
         let mut body: Option<Body> = None;
         let mut form: Vec<&Param> = Vec::new();
         let mut plain: Vec<&Param> = Vec::new();
-        for p in &params {
+        for p in params {
             match p.location {
                 "path" | "query" | "header" | "cookie" => plain.push(p),
                 "body" if self.dialect == Dialect::Swagger2 => {
@@ -467,77 +553,78 @@ impl<'a> Ctx<'_, 'a> {
                         .into(),
                 );
             } else {
-                let mut fprops = Map::new();
-                let mut freq = Vec::new();
-                for p in &form {
-                    fprops.insert(p.name.to_string(), self.param_schema(&mut input, p)?);
-                    if p.resolved.get("required") == Some(&Value::Bool(true)) {
-                        freq.push(json!(p.name));
-                    }
-                }
-                let mut schema = Map::new();
-                schema.insert("type".into(), json!("object"));
-                schema.insert("properties".into(), Value::Object(fprops));
-                if !freq.is_empty() {
-                    schema.insert("required".into(), Value::Array(freq.clone()));
-                }
-                body = Some(Body {
-                    schema: Value::Object(schema),
-                    description: None,
-                    required: !freq.is_empty(),
-                });
+                body = Some(self.form_body(input, &form)?);
             }
         }
-        if self.dialect == Dialect::OpenApi3 {
-            body = self.request_body(info, &mut input)?;
-        }
+        Ok((plain, body))
+    }
 
-        // Body properties in merge mode, or `body` in property mode.
-        let mut merged: Option<Map<String, Value>> = None;
-        let mut merged_required: Vec<Value> = Vec::new();
-        if let Some(b) = &body {
-            if self.options.body == BodyMode::Merge {
-                match mergeable(&b.schema) {
-                    Some((properties, req)) => {
-                        merged = Some(properties.clone());
-                        if b.required {
-                            merged_required = req.to_vec();
-                        }
-                    }
-                    None => notes.push(
-                        "the request body is not an object schema with properties; kept under `body` instead of merged"
-                            .into(),
-                    ),
-                }
+    /// Swagger 2.0 formData parameters as one object body.
+    fn form_body(
+        &self,
+        input: &mut Inliner<'_, 'a>,
+        form: &[&Param<'a>],
+    ) -> Result<Body, SchemaError> {
+        let mut fprops = Map::new();
+        let mut freq = Vec::new();
+        for p in form {
+            fprops.insert(p.name.to_string(), self.param_schema(input, p)?);
+            if p.resolved.get("required") == Some(&Value::Bool(true)) {
+                freq.push(json!(p.name));
             }
         }
+        let mut schema = Map::new();
+        schema.insert("type".into(), json!("object"));
+        schema.insert("properties".into(), Value::Object(fprops));
+        if !freq.is_empty() {
+            schema.insert("required".into(), Value::Array(freq.clone()));
+        }
+        Ok(Body {
+            schema: Value::Object(schema),
+            description: None,
+            required: !freq.is_empty(),
+        })
+    }
+
+    /// The inputSchema: a property per parameter (suffixed with its
+    /// location where two share a name or one meets a body property), then
+    /// the body, merged or under `body`; the first of two inputs of one
+    /// name kept; `$defs` from the inliner.
+    fn input_schema(
+        &self,
+        plain: &[&Param<'a>],
+        body: Option<Body>,
+        input: &mut Inliner<'_, 'a>,
+        notes: &mut Vec<String>,
+    ) -> Result<Map<String, Value>, SchemaError> {
+        let mut props: Vec<(String, Value)> = Vec::new();
+        let mut required: Vec<String> = Vec::new();
+        let merged = body.as_ref().and_then(|b| self.merged_body(b, notes));
         let taken: Vec<&str> = match (&merged, &body) {
-            (Some(m), _) => m.keys().map(String::as_str).collect(),
+            (Some((m, _)), _) => m.keys().map(String::as_str).collect(),
             (None, Some(_)) => vec!["body"],
             (None, None) => Vec::new(),
         };
         let mut counts: HashMap<&str, usize> = HashMap::new();
-        for p in &plain {
+        for p in plain {
             *counts.entry(p.name).or_default() += 1;
         }
-        for p in &plain {
+        for p in plain {
             let clash = counts.get(p.name).copied().unwrap_or(0) > 1 || taken.contains(&p.name);
             let key = if clash {
                 format!("{}__{}", p.name, p.location)
             } else {
                 p.name.to_string()
             };
-            let schema = self.param_schema(&mut input, p)?;
+            let schema = self.param_schema(input, p)?;
             if p.location == "path" || p.resolved.get("required") == Some(&Value::Bool(true)) {
                 required.push(key.clone());
             }
             props.push((key, schema));
         }
         match (merged, body) {
-            (Some(m), _) => {
-                for (k, v) in m {
-                    props.push((k, v));
-                }
+            (Some((m, merged_required)), _) => {
+                props.extend(m);
                 required.extend(
                     merged_required
                         .iter()
@@ -576,28 +663,37 @@ impl<'a> Ctx<'_, 'a> {
             input_schema.insert("required".into(), json!(required));
         }
         let defs = input.finish()?;
-        *spent += input.spent();
         if !defs.is_empty() {
             input_schema.insert("$defs".into(), Value::Object(defs));
         }
+        Ok(input_schema)
+    }
 
-        let mut tool = Map::new();
-        tool.insert("name".into(), json!(info.name));
-        tool.insert("description".into(), json!(description));
-        tool.insert("inputSchema".into(), Value::Object(input_schema));
-        if self.options.output_schema {
-            if let Some(out) = self.output_schema(info, mode, spent)? {
-                tool.insert("outputSchema".into(), out);
-            }
+    /// In merge mode, the body's properties and (when the body is
+    /// required) its required keys, to stand at the top level; `None` in
+    /// property mode, or with a note when the body is not an object schema
+    /// with properties.
+    fn merged_body(
+        &self,
+        body: &Body,
+        notes: &mut Vec<String>,
+    ) -> Option<(Map<String, Value>, Vec<Value>)> {
+        if self.options.body != BodyMode::Merge {
+            return None;
         }
-        let mut meta = Map::new();
-        meta.insert("method".into(), json!(info.method.to_ascii_uppercase()));
-        meta.insert("path".into(), json!(path));
-        if let Some(id) = info.id {
-            meta.insert("operationId".into(), json!(id));
-        }
-        tool.insert("_meta".into(), json!({ META_KEY: meta }));
-        Ok(Value::Object(tool))
+        let Some((properties, req)) = mergeable(&body.schema) else {
+            notes.push(
+                "the request body is not an object schema with properties; kept under `body` instead of merged"
+                    .into(),
+            );
+            return None;
+        };
+        let required = if body.required {
+            req.to_vec()
+        } else {
+            Vec::new()
+        };
+        Some((properties.clone(), required))
     }
 
     /// The path item's parameters, then the operation's, which replace a

@@ -114,9 +114,6 @@ impl StdioTransport {
 
     /// Sends several messages in one write (one line each).
     pub async fn send_all(&mut self, messages: &[Frame]) -> Result<(), String> {
-        let Some(stdin) = self.stdin.as_mut() else {
-            return Err("the server's stdin is closed".into());
-        };
         let mut buf = Vec::with_capacity(512 * messages.len());
         for m in messages {
             match m {
@@ -125,24 +122,22 @@ impl StdioTransport {
             }
             buf.push(b'\n');
         }
-        stdin
-            .write_all(&buf)
-            .await
-            .map_err(|e| format!("cannot write to the server: {e}"))?;
-        stdin
-            .flush()
-            .await
-            .map_err(|e| format!("cannot write to the server: {e}"))
+        self.write(&buf).await
     }
 
     pub async fn send(&mut self, message: &Value) -> Result<(), String> {
+        let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        self.write(&line).await
+    }
+
+    /// Writes whole lines to the server's stdin and flushes it.
+    async fn write(&mut self, lines: &[u8]) -> Result<(), String> {
         let Some(stdin) = self.stdin.as_mut() else {
             return Err("the server's stdin is closed".into());
         };
-        let mut line = serde_json::to_vec(message).map_err(|e| e.to_string())?;
-        line.push(b'\n');
         stdin
-            .write_all(&line)
+            .write_all(lines)
             .await
             .map_err(|e| format!("cannot write to the server: {e}"))?;
         stdin

@@ -444,30 +444,7 @@ fn responses(reply: &Reply, id: u64, created: u64) -> Answer {
         "content": [part],
     });
     let response = |status: &str, output: Value, usage: Value| {
-        json!({
-            "id": response_id,
-            "object": "response",
-            "created_at": created,
-            "status": status,
-            "error": null,
-            "incomplete_details": null,
-            "instructions": null,
-            "max_output_tokens": null,
-            "model": reply.model,
-            "output": output,
-            "parallel_tool_calls": true,
-            "previous_response_id": null,
-            "reasoning": {"effort": null, "summary": null},
-            "store": false,
-            "temperature": 1.0,
-            "text": {"format": {"type": "text"}},
-            "tool_choice": "auto",
-            "tools": [],
-            "top_p": 1.0,
-            "truncation": "disabled",
-            "usage": usage,
-            "metadata": {},
-        })
+        response_object(reply, &response_id, created, status, output, usage)
     };
     let usage = json!({
         "input_tokens": 0,
@@ -476,64 +453,109 @@ fn responses(reply: &Reply, id: u64, created: u64) -> Answer {
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 1,
     });
+    let completed = response("completed", json!([message]), usage);
     match reply.stream {
-        Streaming::No | Streaming::JsonArray => {
-            json_answer(&response("completed", json!([message]), usage))
-        }
+        Streaming::No | Streaming::JsonArray => json_answer(&completed),
         Streaming::Sse { .. } => {
             let in_progress = response("in_progress", json!([]), Value::Null);
-            let item_open = json!({
-                "type": "message", "id": message_id, "status": "in_progress",
-                "role": "assistant", "content": [],
-            });
-            let empty_part =
-                json!({"type": "output_text", "text": "", "annotations": [], "logprobs": []});
-            let events: Vec<(&str, Value)> = vec![
-                ("response.created", json!({"response": in_progress})),
-                ("response.in_progress", json!({"response": in_progress})),
-                (
-                    "response.output_item.added",
-                    json!({"output_index": 0, "item": item_open}),
-                ),
-                (
-                    "response.content_part.added",
-                    json!({"item_id": message_id, "output_index": 0, "content_index": 0, "part": empty_part}),
-                ),
-                (
-                    "response.output_text.delta",
-                    json!({"item_id": message_id, "output_index": 0, "content_index": 0, "delta": reply.text, "logprobs": []}),
-                ),
-                (
-                    "response.output_text.done",
-                    json!({"item_id": message_id, "output_index": 0, "content_index": 0, "text": reply.text, "logprobs": []}),
-                ),
-                (
-                    "response.content_part.done",
-                    json!({"item_id": message_id, "output_index": 0, "content_index": 0, "part": part}),
-                ),
-                (
-                    "response.output_item.done",
-                    json!({"output_index": 0, "item": message}),
-                ),
-                (
-                    "response.completed",
-                    json!({"response": response("completed", json!([message]), usage)}),
-                ),
-            ];
-            let events: Vec<(Option<&str>, Value)> = events
-                .into_iter()
-                .enumerate()
-                .map(|(n, (name, mut data))| {
-                    if let Value::Object(map) = &mut data {
-                        map.insert("type".into(), json!(name));
-                        map.insert("sequence_number".into(), json!(n));
-                    }
-                    (Some(name), data)
-                })
-                .collect();
+            let events = response_events(reply, &message_id, part, message, in_progress, completed);
             sse(&events, false)
         }
     }
+}
+
+/// A Responses API `response` object in `status` with its `output`.
+fn response_object(
+    reply: &Reply,
+    response_id: &str,
+    created: u64,
+    status: &str,
+    output: Value,
+    usage: Value,
+) -> Value {
+    json!({
+        "id": response_id,
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "error": null,
+        "incomplete_details": null,
+        "instructions": null,
+        "max_output_tokens": null,
+        "model": reply.model,
+        "output": output,
+        "parallel_tool_calls": true,
+        "previous_response_id": null,
+        "reasoning": {"effort": null, "summary": null},
+        "store": false,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage,
+        "metadata": {},
+    })
+}
+
+/// The Responses API's stream of one text message: the response created
+/// and in progress, the message and its text part opened, the text in one
+/// delta, then each closed and the response completed; each event with
+/// its `type` and `sequence_number`.
+fn response_events(
+    reply: &Reply,
+    message_id: &str,
+    part: Value,
+    message: Value,
+    in_progress: Value,
+    completed: Value,
+) -> Vec<(Option<&'static str>, Value)> {
+    let item_open = json!({
+        "type": "message", "id": message_id, "status": "in_progress",
+        "role": "assistant", "content": [],
+    });
+    let empty_part = json!({"type": "output_text", "text": "", "annotations": [], "logprobs": []});
+    let events: Vec<(&'static str, Value)> = vec![
+        ("response.created", json!({"response": in_progress})),
+        ("response.in_progress", json!({"response": in_progress})),
+        (
+            "response.output_item.added",
+            json!({"output_index": 0, "item": item_open}),
+        ),
+        (
+            "response.content_part.added",
+            json!({"item_id": message_id, "output_index": 0, "content_index": 0, "part": empty_part}),
+        ),
+        (
+            "response.output_text.delta",
+            json!({"item_id": message_id, "output_index": 0, "content_index": 0, "delta": reply.text, "logprobs": []}),
+        ),
+        (
+            "response.output_text.done",
+            json!({"item_id": message_id, "output_index": 0, "content_index": 0, "text": reply.text, "logprobs": []}),
+        ),
+        (
+            "response.content_part.done",
+            json!({"item_id": message_id, "output_index": 0, "content_index": 0, "part": part}),
+        ),
+        (
+            "response.output_item.done",
+            json!({"output_index": 0, "item": message}),
+        ),
+        ("response.completed", json!({"response": completed})),
+    ];
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(n, (name, mut data))| {
+            if let Value::Object(map) = &mut data {
+                map.insert("type".into(), json!(name));
+                map.insert("sequence_number".into(), json!(n));
+            }
+            (Some(name), data)
+        })
+        .collect()
 }
 
 fn anthropic(reply: &Reply, id: u64) -> Answer {

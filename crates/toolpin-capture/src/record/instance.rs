@@ -23,41 +23,8 @@ fn value(schema: &Value, root: &Value, depth: usize) -> Value {
     if depth > MAX_DEPTH {
         return Value::Null;
     }
-    if let Some(target) = map.get("$ref").and_then(Value::as_str) {
-        let resolved = target
-            .strip_prefix('#')
-            .and_then(|pointer| root.pointer(pointer));
-        return resolved.map_or(Value::Null, |s| value(s, root, depth + 1));
-    }
-    if let Some(c) = map.get("const") {
-        return c.clone();
-    }
-    if let Some(first) = map
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
-        return first.clone();
-    }
-    for union in ["anyOf", "oneOf", "any_of", "one_of"] {
-        if let Some(first) = map
-            .get(union)
-            .and_then(Value::as_array)
-            .and_then(|b| b.first())
-        {
-            return value(first, root, depth + 1);
-        }
-    }
-    if let Some(parts) = map.get("allOf").and_then(Value::as_array) {
-        let mut merged = Map::new();
-        for part in parts {
-            match value(part, root, depth + 1) {
-                Value::Object(members) => merged.extend(members),
-                other if parts.len() == 1 => return other,
-                _ => {}
-            }
-        }
-        return Value::Object(merged);
+    if let Some(chosen) = chosen(map, root, depth) {
+        return chosen;
     }
     let kind = match map.get("type") {
         Some(Value::String(t)) => t.to_ascii_lowercase(),
@@ -71,8 +38,54 @@ fn value(schema: &Value, root: &Value, depth: usize) -> Value {
         _ if map.contains_key("items") => "array".into(),
         _ => return Value::Null,
     };
+    of_type(&kind, map, root, depth)
+}
+
+/// The value a schema names before its type: what its `$ref` points at,
+/// its `const`, its first `enum` value, its first union branch's value, or
+/// its `allOf` parts' members merged.
+fn chosen(map: &Map<String, Value>, root: &Value, depth: usize) -> Option<Value> {
+    if let Some(target) = map.get("$ref").and_then(Value::as_str) {
+        let resolved = target
+            .strip_prefix('#')
+            .and_then(|pointer| root.pointer(pointer));
+        return Some(resolved.map_or(Value::Null, |s| value(s, root, depth + 1)));
+    }
+    if let Some(c) = map.get("const") {
+        return Some(c.clone());
+    }
+    let first = |key: &str| {
+        map.get(key)
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+    };
+    if let Some(first) = first("enum") {
+        return Some(first.clone());
+    }
+    for union in ["anyOf", "oneOf", "any_of", "one_of"] {
+        if let Some(first) = first(union) {
+            return Some(value(first, root, depth + 1));
+        }
+    }
+    let parts = map.get("allOf").and_then(Value::as_array)?;
+    let mut merged = Map::new();
+    for part in parts {
+        match value(part, root, depth + 1) {
+            Value::Object(members) => merged.extend(members),
+            other if parts.len() == 1 => return Some(other),
+            _ => {}
+        }
+    }
+    Some(Value::Object(merged))
+}
+
+/// The least value of JSON type `kind`: the required members, the fewest
+/// items, the shortest string, the number nearest zero within the bounds.
+fn of_type(kind: &str, map: &Map<String, Value>, root: &Value, depth: usize) -> Value {
+    // The least count `key` allows, capped.
+    let least = |key: &str, cap: u64| map.get(key).and_then(Value::as_u64).unwrap_or(0).min(cap);
     let number = |key: &str| map.get(key).and_then(Value::as_f64);
-    match kind.as_str() {
+    match kind {
         "object" => {
             let mut out = Map::new();
             let properties = map.get("properties").and_then(Value::as_object);
@@ -86,24 +99,12 @@ fn value(schema: &Value, root: &Value, depth: usize) -> Value {
             Value::Object(out)
         }
         "array" => {
-            let count = map
-                .get("minItems")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .min(16);
             let item = map
                 .get("items")
                 .map_or(Value::Null, |s| value(s, root, depth + 1));
-            Value::Array(vec![item; count as usize])
+            Value::Array(vec![item; least("minItems", 16) as usize])
         }
-        "string" => {
-            let length = map
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .min(1024);
-            json!("x".repeat(length as usize))
-        }
+        "string" => json!("x".repeat(least("minLength", 1024) as usize)),
         "integer" | "number" => {
             let low = number("minimum")
                 .or_else(|| number("exclusiveMinimum").map(|m| m.floor() + 1.0))

@@ -2,7 +2,7 @@
 //! (readOnlyHint false, destructiveHint true, idempotentHint false,
 //! openWorldHint true), so only a change of the effective value is a flip.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use toolpin_manifest::pointer::escape_token;
 
 use crate::compare::{effective_hints, scalar_change, ToolContext, HINT_DEFAULTS};
@@ -92,49 +92,73 @@ crate::rules! {
 // (`equivalent-rewrite`, `title-changed`, `field-changed`), pushed through
 // that family.
 
+/// Each hint's asserted (false → true) and revoked (true → false) rule, in
+/// [`HINT_DEFAULTS`] order.
+const FLIPS: [(&Rule, &Rule); 4] = [
+    (&ANNOTATION_READONLY_ASSERTED, &ANNOTATION_READONLY_REVOKED),
+    (
+        &ANNOTATION_DESTRUCTIVE_ASSERTED,
+        &ANNOTATION_DESTRUCTIVE_REVOKED,
+    ),
+    (
+        &ANNOTATION_IDEMPOTENT_ASSERTED,
+        &ANNOTATION_IDEMPOTENT_REVOKED,
+    ),
+    (
+        &ANNOTATION_OPENWORLD_ASSERTED,
+        &ANNOTATION_OPENWORLD_REVOKED,
+    ),
+];
+
 /// The MCP annotations of one tool, hint by hint (by effective value: an
-/// absent hint means its spec default), then every other member.
+/// absent hint means its spec default), then every other member, then the
+/// `annotations` member itself when either side's is not an object.
 pub(crate) fn check_annotations(
     ctx: &ToolContext,
     before: &Value,
     after: &Value,
     out: &mut Vec<Finding>,
 ) {
+    check_hints(ctx, before, after, out);
+    check_other_members(ctx, before, after, out);
+    let not_object = |tool: &Value| tool.get("annotations").is_some_and(|a| !a.is_object());
+    if not_object(before) || not_object(after) {
+        let tool = ctx.name;
+        TOOL_FAMILY.push(
+            out,
+            Finding::new(
+                &tool::FIELD_CHANGED,
+                ctx.server,
+                tool,
+                "/annotations".into(),
+            )
+            .message(format!("{tool}: /annotations changed"))
+            .values(before.get("annotations"), after.get("annotations")),
+        );
+    }
+}
+
+/// The four hints by effective value: a flip is this family's rule; the
+/// same effective value spelled differently an equivalent rewrite; a hint
+/// without an effective value (not a boolean) that changed a field change.
+fn check_hints(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
     let (server, tool) = (ctx.server, ctx.name);
-    let flips: [(&'static Rule, &'static Rule); 4] = [
-        (&ANNOTATION_READONLY_ASSERTED, &ANNOTATION_READONLY_REVOKED),
-        (
-            &ANNOTATION_DESTRUCTIVE_ASSERTED,
-            &ANNOTATION_DESTRUCTIVE_REVOKED,
-        ),
-        (
-            &ANNOTATION_IDEMPOTENT_ASSERTED,
-            &ANNOTATION_IDEMPOTENT_REVOKED,
-        ),
-        (
-            &ANNOTATION_OPENWORLD_ASSERTED,
-            &ANNOTATION_OPENWORLD_REVOKED,
-        ),
-    ];
     let (eb, ea) = (effective_hints(before), effective_hints(after));
     for (i, (key, _)) in HINT_DEFAULTS.iter().enumerate() {
-        let at = format!("/annotations/{key}");
-        let (vb, va) = (before.pointer(&at), after.pointer(&at));
-        let (asserted, revoked) = flips[i];
         // A tool that now says it is read-only destroys nothing: that is
-        // the readOnly finding, not a second one.
+        // the readOnly finding, not a second one. (Any change to
+        // destructiveHint is passed over here while the after side is
+        // read-only, also when readOnlyHint itself did not change.)
         if *key == "destructiveHint" && ea[0] == Some(true) {
             continue;
         }
+        let at = format!("/annotations/{key}");
+        let (vb, va) = (before.pointer(&at), after.pointer(&at));
+        let (asserted, revoked) = FLIPS[i];
         match (eb[i], ea[i]) {
-            (Some(false), Some(true)) => ANNOTATION_FAMILY.push(out,
-                Finding::new(asserted, server, tool, at)
-                    .message(format!("{tool}: {key} false → true (effective; an absent hint means its spec default)"))
-                    .values(vb, va),
-            ),
-            (Some(true), Some(false)) => ANNOTATION_FAMILY.push(out,
-                Finding::new(revoked, server, tool, at)
-                    .message(format!("{tool}: {key} true → false (effective; an absent hint means its spec default)"))
+            (Some(b), Some(a)) if b != a => ANNOTATION_FAMILY.push(out,
+                Finding::new(if a { asserted } else { revoked }, server, tool, at)
+                    .message(format!("{tool}: {key} {b} → {a} (effective; an absent hint means its spec default)"))
                     .values(vb, va),
             ),
             // The same effective value spelled differently (a hint spelled
@@ -153,15 +177,19 @@ pub(crate) fn check_annotations(
             _ => {}
         }
     }
-    let empty = serde_json::Map::new();
-    let ab = before
-        .get("annotations")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let aa = after
-        .get("annotations")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
+}
+
+/// The annotations that are not hints, member by member: `title` is the
+/// tool's title, anything else a field change.
+fn check_other_members(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
+    let (server, tool) = (ctx.server, ctx.name);
+    let empty = Map::new();
+    fn members<'v>(tool: &'v Value, empty: &'v Map<String, Value>) -> &'v Map<String, Value> {
+        tool.get("annotations")
+            .and_then(Value::as_object)
+            .unwrap_or(empty)
+    }
+    let (ab, aa) = (members(before, &empty), members(after, &empty));
     let keys: std::collections::BTreeSet<&String> = ab.keys().chain(aa.keys()).collect();
     for key in keys {
         if HINT_DEFAULTS.iter().any(|(k, _)| k == key) {
@@ -182,18 +210,6 @@ pub(crate) fn check_annotations(
             Finding::new(rule, server, tool, at.clone())
                 .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
                 .values(vb, va),
-        );
-    }
-    if !before.get("annotations").is_some_and(Value::is_object)
-        && before.get("annotations").is_some()
-        || !after.get("annotations").is_some_and(Value::is_object)
-            && after.get("annotations").is_some()
-    {
-        TOOL_FAMILY.push(
-            out,
-            Finding::new(&tool::FIELD_CHANGED, server, tool, "/annotations".into())
-                .message(format!("{tool}: /annotations changed"))
-                .values(before.get("annotations"), after.get("annotations")),
         );
     }
 }

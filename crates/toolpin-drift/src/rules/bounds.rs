@@ -92,15 +92,33 @@ enum End {
     Upper,
 }
 
+impl End {
+    /// The inclusive and the exclusive keyword of this end.
+    fn keys(self) -> (&'static str, &'static str) {
+        match self {
+            End::Lower => ("minimum", "exclusiveMinimum"),
+            End::Upper => ("maximum", "exclusiveMaximum"),
+        }
+    }
+}
+
+/// The keywords of a numeric range.
+const NUMERIC_KEYS: [&str; 4] = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+
+/// The count keywords, lower and upper: inclusive bounds on a length, a
+/// number of items, a number of properties.
+const COUNT_KEYS: [(&str, &str); 3] = [
+    ("minLength", "maxLength"),
+    ("minItems", "maxItems"),
+    ("minProperties", "maxProperties"),
+];
+
 /// The effective bound at one end: `minimum`/`maximum` and the exclusive
 /// keyword (a number, or draft 4's boolean beside the inclusive one),
 /// whichever is tighter; on an integer schema rounded to the inclusive
 /// integer bound, so `exclusiveMaximum: 1000000` equals `maximum: 999999`.
 fn numeric_bound(s: &Map<String, Value>, integer: bool, end: End) -> Option<Bound> {
-    let (inclusive_key, exclusive_key) = match end {
-        End::Lower => ("minimum", "exclusiveMinimum"),
-        End::Upper => ("maximum", "exclusiveMaximum"),
-    };
+    let (inclusive_key, exclusive_key) = end.keys();
     // `a` is at least as tight as `b` at this end.
     let tighter = |a: f64, b: f64| if end == End::Lower { a > b } else { a < b };
     let inclusive = s.get(inclusive_key).and_then(Value::as_f64);
@@ -142,35 +160,125 @@ fn numeric_bound(s: &Map<String, Value>, integer: bool, end: End) -> Option<Boun
     })
 }
 
-/// How a bound moved: `Some(true)` tighter, `Some(false)` looser.
-fn lower_moved(b: Option<Bound>, a: Option<Bound>) -> Option<(bool, bool)> {
+/// How a bound moved at `end`: `Some((tighter, newly set))`, or `None`
+/// when its effect is the same.
+fn bound_moved(end: End, b: Option<Bound>, a: Option<Bound>) -> Option<(bool, bool)> {
     match (b, a) {
         (None, None) => None,
         (None, Some(_)) => Some((true, true)),
         (Some(_), None) => Some((false, false)),
         (Some(x), Some(y)) if x == y => None,
         (Some(x), Some(y)) => {
-            let tighter = y.value > x.value || (y.value == x.value && y.exclusive);
-            Some((tighter, false))
+            let further = match end {
+                End::Lower => y.value > x.value,
+                End::Upper => y.value < x.value,
+            };
+            Some((further || (y.value == x.value && y.exclusive), false))
         }
     }
 }
 
-fn upper_moved(b: Option<Bound>, a: Option<Bound>) -> Option<(bool, bool)> {
-    match (b, a) {
-        (None, None) => None,
-        (None, Some(_)) => Some((true, true)),
-        (Some(_), None) => Some((false, false)),
-        (Some(x), Some(y)) if x == y => None,
-        (Some(x), Some(y)) => {
-            let tighter = y.value < x.value || (y.value == x.value && y.exclusive);
-            Some((tighter, false))
+/// A bound keyword that moved, with the values reported.
+struct BoundMove {
+    keyword: &'static str,
+    tighter: bool,
+    newly_set: bool,
+    before: Option<Value>,
+    after: Option<Value>,
+}
+
+impl BoundMove {
+    /// A move of `keyword`, reported with its own values on each side.
+    fn of(
+        keyword: &'static str,
+        (tighter, newly_set): (bool, bool),
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+    ) -> Self {
+        BoundMove {
+            keyword,
+            tighter,
+            newly_set,
+            before: sb.get(keyword).cloned(),
+            after: sa.get(keyword).cloned(),
         }
     }
 }
 
-/// A bound keyword that moved: (keyword, tighter, newly set, before, after).
-type BoundMove = (String, bool, bool, Option<Value>, Option<Value>);
+/// The bound as written at one end: the keyword that holds it (`minimum`,
+/// or OpenAPI 3.1's numeric `exclusiveMinimum`) and its value; both members
+/// when a schema spells it with two (draft 4's boolean `exclusiveMinimum`
+/// beside `minimum`).
+fn written_bound(s: &Map<String, Value>, end: End) -> (Option<&'static str>, Option<Value>) {
+    let (plain, exclusive) = end.keys();
+    match (s.get(plain), s.get(exclusive)) {
+        (None, None) => (None, None),
+        (Some(v), None) => (Some(plain), Some(v.clone())),
+        (None, Some(v)) => (Some(exclusive), Some(v.clone())),
+        (Some(p), Some(e)) => (
+            Some(plain),
+            Some(serde_json::json!({ plain: p.clone(), exclusive: e.clone() })),
+        ),
+    }
+}
+
+/// The numeric range's ends that moved by effect, each reported at the
+/// keyword the after side uses (the before side's when the bound is gone):
+/// a pointer into one of the two tools.
+fn numeric_moves(sb: &Map<String, Value>, sa: &Map<String, Value>, moves: &mut Vec<BoundMove>) {
+    let integer =
+        |s: &Map<String, Value>| types(s).is_some_and(|t| t.len() == 1 && t.contains("integer"));
+    let (ib, ia) = (integer(sb), integer(sa));
+    for end in [End::Lower, End::Upper] {
+        let bounds = (numeric_bound(sb, ib, end), numeric_bound(sa, ia, end));
+        let Some((tighter, newly_set)) = bound_moved(end, bounds.0, bounds.1) else {
+            continue;
+        };
+        let ((kb, before), (ka, after)) = (written_bound(sb, end), written_bound(sa, end));
+        moves.push(BoundMove {
+            keyword: ka.or(kb).unwrap_or(end.keys().0),
+            tighter,
+            newly_set,
+            before,
+            after,
+        });
+    }
+}
+
+/// The length, item and property counts that moved, lower then upper.
+fn count_moves(sb: &Map<String, Value>, sa: &Map<String, Value>, moves: &mut Vec<BoundMove>) {
+    let count = |s: &Map<String, Value>, k: &str| {
+        s.get(k).and_then(Value::as_f64).map(|value| Bound {
+            value,
+            exclusive: false,
+        })
+    };
+    for (lo, hi) in COUNT_KEYS {
+        for (end, k) in [(End::Lower, lo), (End::Upper, hi)] {
+            if let Some(moved) = bound_moved(end, count(sb, k), count(sa, k)) {
+                moves.push(BoundMove::of(k, moved, sb, sa));
+            }
+        }
+    }
+}
+
+/// `multipleOf`: tighter when the new step is not a divisor of the old one.
+fn multiple_of_move(sb: &Map<String, Value>, sa: &Map<String, Value>) -> Option<BoundMove> {
+    let (mb, ma) = (
+        sb.get("multipleOf").and_then(Value::as_f64),
+        sa.get("multipleOf").and_then(Value::as_f64),
+    );
+    if mb == ma {
+        return None;
+    }
+    let moved = match (mb, ma) {
+        (None, Some(_)) => (true, true),
+        (Some(_), None) => (false, false),
+        (Some(x), Some(y)) if y != 0.0 => ((x / y).fract() != 0.0, false),
+        _ => return None,
+    };
+    Some(BoundMove::of("multipleOf", moved, sb, sa))
+}
 
 /// `format` pairs where the first is contained in the second.
 const FORMAT_CONTAINMENT: [(&str, &str); 3] = [
@@ -260,210 +368,85 @@ impl Walker<'_, '_> {
         sa: &Map<String, Value>,
         handled: &mut BTreeSet<&'static str>,
     ) {
-        for k in [
-            "minimum",
-            "maximum",
-            "exclusiveMinimum",
-            "exclusiveMaximum",
-            "multipleOf",
-        ] {
-            handled.insert(k);
+        handled.extend(NUMERIC_KEYS);
+        handled.insert("multipleOf");
+        handled.extend(COUNT_KEYS.iter().flat_map(|(lo, hi)| [*lo, *hi]));
+        let mut moves = Vec::new();
+        numeric_moves(sb, sa, &mut moves);
+        count_moves(sb, sa, &mut moves);
+        moves.extend(multiple_of_move(sb, sa));
+        self.bounds_rewritten(ptr, sb, sa, &moves);
+        for m in moves {
+            self.bound_move(ptr, m);
         }
-        let integer = |s: &Map<String, Value>| {
-            types(s).is_some_and(|t| t.len() == 1 && t.contains("integer"))
+    }
+
+    /// Numeric bounds spelled differently with the same effect
+    /// (exclusiveMaximum 1000000 for maximum 999999 on an integer).
+    fn bounds_rewritten(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        moves: &[BoundMove],
+    ) {
+        let spelled_differently = NUMERIC_KEYS.iter().any(|k| sb.get(*k) != sa.get(*k));
+        let moved_numeric = moves.iter().any(|m| NUMERIC_KEYS.contains(&m.keyword));
+        if !spelled_differently || moved_numeric {
+            return;
+        }
+        let pick = |s: &Map<String, Value>| -> Value {
+            Value::Object(
+                NUMERIC_KEYS
+                    .iter()
+                    .filter_map(|k| s.get(*k).map(|v| (k.to_string(), v.clone())))
+                    .collect(),
+            )
         };
-        let (ib, ia) = (integer(sb), integer(sa));
-        let mut moves: Vec<BoundMove> = Vec::new();
-        // The bound as written: the keyword that holds it (`minimum`, or
-        // OpenAPI 3.1's numeric `exclusiveMinimum`) and its value; both
-        // members when a schema spells it with two (draft 4's boolean
-        // `exclusiveMinimum` beside `minimum`).
-        let numeric = |s: &Map<String, Value>, lo: bool| -> (Option<&'static str>, Option<Value>) {
-            let (plain, exclusive) = if lo {
-                ("minimum", "exclusiveMinimum")
-            } else {
-                ("maximum", "exclusiveMaximum")
-            };
-            match (s.get(plain), s.get(exclusive)) {
-                (None, None) => (None, None),
-                (Some(v), None) => (Some(plain), Some(v.clone())),
-                (None, Some(v)) => (Some(exclusive), Some(v.clone())),
-                (Some(p), Some(e)) => (
-                    Some(plain),
-                    Some(serde_json::json!({ plain: p.clone(), exclusive: e.clone() })),
-                ),
-            }
-        };
-        // Reported at the keyword the after side uses (the before side's
-        // when the bound is gone): a pointer into one of the two tools.
-        let moved = |lo: bool, tighter: bool, new: bool| -> BoundMove {
-            let ((kb, vb), (ka, va)) = (numeric(sb, lo), numeric(sa, lo));
-            let fallback = if lo { "minimum" } else { "maximum" };
-            let keyword = ka.or(kb).unwrap_or(fallback);
-            (keyword.to_string(), tighter, new, vb, va)
-        };
-        if let Some((tighter, new)) = lower_moved(
-            numeric_bound(sb, ib, End::Lower),
-            numeric_bound(sa, ia, End::Lower),
-        ) {
-            moves.push(moved(true, tighter, new));
-        }
-        if let Some((tighter, new)) = upper_moved(
-            numeric_bound(sb, ib, End::Upper),
-            numeric_bound(sa, ia, End::Upper),
-        ) {
-            moves.push(moved(false, tighter, new));
-        }
-        for (lo, hi) in [
-            ("minLength", "maxLength"),
-            ("minItems", "maxItems"),
-            ("minProperties", "maxProperties"),
-        ] {
-            handled.insert(lo);
-            handled.insert(hi);
-            let get = |s: &Map<String, Value>, k: &str| {
-                s.get(k).and_then(Value::as_f64).map(|v| Bound {
-                    value: v,
-                    exclusive: false,
-                })
-            };
-            if let Some((t, n)) = lower_moved(get(sb, lo), get(sa, lo)) {
-                moves.push((
-                    lo.to_string(),
-                    t,
-                    n,
-                    sb.get(lo).cloned(),
-                    sa.get(lo).cloned(),
-                ));
-            }
-            if let Some((t, n)) = upper_moved(get(sb, hi), get(sa, hi)) {
-                moves.push((
-                    hi.to_string(),
-                    t,
-                    n,
-                    sb.get(hi).cloned(),
-                    sa.get(hi).cloned(),
-                ));
-            }
-        }
-        let (mb, ma) = (
-            sb.get("multipleOf").and_then(Value::as_f64),
-            sa.get("multipleOf").and_then(Value::as_f64),
+        let (vb, va) = (pick(sb), pick(sa));
+        self.push(
+            FAMILY,
+            &tool::EQUIVALENT_REWRITE,
+            ptr,
+            format!("{ptr} bounds rewritten with the same effect"),
+            Some(&vb),
+            Some(&va),
         );
-        if mb != ma {
-            let tighter = match (mb, ma) {
-                (None, Some(_)) => Some((true, true)),
-                (Some(_), None) => Some((false, false)),
-                (Some(x), Some(y)) if y != 0.0 => Some(((x / y).fract() != 0.0, false)),
-                _ => None,
-            };
-            if let Some((t, n)) = tighter {
-                moves.push((
-                    "multipleOf".into(),
-                    t,
-                    n,
-                    sb.get("multipleOf").cloned(),
-                    sa.get("multipleOf").cloned(),
-                ));
-            }
-        }
-        // Bounds spelled differently with the same effect (exclusiveMaximum
-        // 1000000 for maximum 999999 on an integer).
-        let numeric_keys = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
-        let spelled_differently = numeric_keys.iter().any(|k| sb.get(*k) != sa.get(*k));
-        let moved_numeric = moves.iter().any(|m| numeric_keys.contains(&m.0.as_str()));
-        if spelled_differently && !moved_numeric {
-            let pick = |s: &Map<String, Value>| -> Value {
-                Value::Object(
-                    numeric_keys
-                        .iter()
-                        .filter_map(|k| s.get(*k).map(|v| (k.to_string(), v.clone())))
-                        .collect(),
-                )
-            };
-            let (vb, va) = (pick(sb), pick(sa));
-            self.push(
-                FAMILY,
-                &tool::EQUIVALENT_REWRITE,
-                ptr,
-                format!("{ptr} bounds rewritten with the same effect"),
-                Some(&vb),
-                Some(&va),
-            );
-        }
-        for (keyword, tighter, newly_set, vb, va) in moves {
-            let at = format!("{ptr}/{keyword}");
-            let show = |v: &Option<Value>| v.as_ref().map(short).unwrap_or_else(|| "none".into());
-            let message = format!("{ptr} {keyword} {} → {}", show(&vb), show(&va));
-            let upper = keyword.starts_with("max") || keyword == "exclusiveMaximum";
-            match (self.dir, tighter) {
-                (Direction::Input, true) => {
-                    let sev = if newly_set {
-                        Severity::Medium
-                    } else {
-                        Severity::High
-                    };
-                    self.push(
-                        FAMILY,
-                        &INPUT_BOUND_TIGHTENED,
-                        &at,
-                        message,
-                        vb.as_ref(),
-                        va.as_ref(),
-                    )
+    }
+
+    /// One moved bound, judged by direction: an input that accepts less
+    /// breaks calls (medium when the bound is newly set), one that accepts
+    /// more is a relaxation; results that may be larger or smaller are a
+    /// relaxation, results held tighter a change.
+    fn bound_move(&mut self, ptr: &str, m: BoundMove) {
+        let at = format!("{ptr}/{}", m.keyword);
+        let show = |v: &Option<Value>| v.as_ref().map(short).unwrap_or_else(|| "none".into());
+        let message = format!(
+            "{ptr} {} {} → {}",
+            m.keyword,
+            show(&m.before),
+            show(&m.after)
+        );
+        let (vb, va) = (m.before.as_ref(), m.after.as_ref());
+        match (self.dir, m.tighter) {
+            (Direction::Input, true) => {
+                let sev = if m.newly_set {
+                    Severity::Medium
+                } else {
+                    Severity::High
+                };
+                self.push(FAMILY, &INPUT_BOUND_TIGHTENED, &at, message, vb, va)
                     .severity = sev;
-                }
-                (Direction::Input, false) => {
-                    self.push(
-                        FAMILY,
-                        &INPUT_BOUND_RELAXED,
-                        &at,
-                        message,
-                        vb.as_ref(),
-                        va.as_ref(),
-                    );
-                }
-                // Results may be larger (an upper bound loosened) or smaller.
-                (Direction::Output, false)
-                    if upper
-                        || keyword == "multipleOf"
-                        || keyword == "minimum"
-                        || keyword == "exclusiveMinimum" =>
-                {
-                    self.push(
-                        FAMILY,
-                        &OUTPUT_BOUND_RELAXED,
-                        &at,
-                        message,
-                        vb.as_ref(),
-                        va.as_ref(),
-                    );
-                }
-                (Direction::Output, _) => {
-                    if !tighter {
-                        self.push(
-                            FAMILY,
-                            &OUTPUT_BOUND_RELAXED,
-                            &at,
-                            message,
-                            vb.as_ref(),
-                            va.as_ref(),
-                        );
-                    } else {
-                        self.push(
-                            FAMILY,
-                            &tool::FIELD_CHANGED,
-                            &at,
-                            message,
-                            vb.as_ref(),
-                            va.as_ref(),
-                        );
-                    }
-                }
+            }
+            (Direction::Input, false) => {
+                self.push(FAMILY, &INPUT_BOUND_RELAXED, &at, message, vb, va);
+            }
+            (Direction::Output, false) => {
+                self.push(FAMILY, &OUTPUT_BOUND_RELAXED, &at, message, vb, va);
+            }
+            (Direction::Output, true) => {
+                self.push(FAMILY, &tool::FIELD_CHANGED, &at, message, vb, va);
             }
         }
-        // Bounds spelled differently with the same effect (exclusiveMaximum
-        // 1000000 for maximum 999999 on an integer): the catch-all at the
-        // tool level reports the rewrite.
     }
 }

@@ -177,8 +177,17 @@ fn property_renames(
         .collect())
 }
 
+/// One property's `required` membership on each side.
+#[derive(Clone, Copy)]
+struct Required {
+    before: bool,
+    after: bool,
+}
+
 impl Walker<'_, '_> {
-    /// `properties`, `required` and `additionalProperties`.
+    /// `properties`, `required` and `additionalProperties`: each property
+    /// in turn (removed, added, or walked into and its `required` change
+    /// judged), the likely renames named, then `additionalProperties`.
     pub(crate) fn object(
         &mut self,
         ptr: &str,
@@ -228,153 +237,25 @@ impl Walker<'_, '_> {
             }
             let at = format!("{ptr}/properties/{}", escape_token(key));
             let (vb, va) = (pb.get(key.as_str()), pa.get(key.as_str()));
-            let (req_b, req_a) = (rb.contains(key.as_str()), ra.contains(key.as_str()));
+            let req = Required {
+                before: rb.contains(key.as_str()),
+                after: ra.contains(key.as_str()),
+            };
             match (vb, va) {
                 (Some(x), None) => {
-                    if self.input() {
-                        if closed_after {
-                            let deprecated = x.get("deprecated") == Some(&Value::Bool(true));
-                            let f = self.push(FAMILY, &INPUT_PROPERTY_REMOVED, &at, format!("argument `{key}` removed (the object is closed: calls passing it are rejected)"), Some(x), None);
-                            if deprecated {
-                                f.severity = Severity::Medium;
-                            }
-                        } else {
-                            self.push(FAMILY, &INPUT_PROPERTY_SILENTLY_IGNORED, &at, format!("argument `{key}` removed from an open object: calls passing it are accepted and it is ignored"), Some(x), None);
-                        }
-                    } else if req_b {
-                        self.push(
-                            FAMILY,
-                            &OUTPUT_REQUIRED_PROPERTY_REMOVED,
-                            &at,
-                            format!("result field `{key}` removed (it was guaranteed)"),
-                            Some(x),
-                            None,
-                        );
-                    } else {
-                        self.push(
-                            FAMILY,
-                            &OUTPUT_OPTIONAL_PROPERTY_REMOVED,
-                            &at,
-                            format!("result field `{key}` removed"),
-                            Some(x),
-                            None,
-                        );
-                    }
+                    self.property_removed(&at, key, x, req, closed_after);
                     continue;
                 }
                 (None, Some(y)) => {
-                    if self.input() {
-                        if req_a {
-                            let has_default = y.get("default").is_some();
-                            let f = self.push(
-                                FAMILY,
-                                &INPUT_REQUIRED_PROPERTY_ADDED,
-                                &at,
-                                format!("new required argument `{key}`"),
-                                None,
-                                Some(y),
-                            );
-                            if has_default {
-                                f.severity = Severity::Medium;
-                            }
-                        } else {
-                            let writes = self.ctx.writes;
-                            let f = self.push(
-                                FAMILY,
-                                &INPUT_OPTIONAL_PROPERTY_ADDED,
-                                &at,
-                                format!("new optional argument `{key}`"),
-                                None,
-                                Some(y),
-                            );
-                            if writes {
-                                f.severity = Severity::Medium;
-                            }
-                        }
-                    } else {
-                        self.push(
-                            FAMILY,
-                            &OUTPUT_PROPERTY_ADDED,
-                            &at,
-                            format!("new result field `{key}`"),
-                            None,
-                            Some(y),
-                        );
-                    }
+                    self.property_added(&at, key, y, req);
                     continue;
                 }
                 (Some(x), Some(y)) => self.walk(&at, x, y, Some(key), depth + 1),
                 (None, None) => {}
             }
-            let req_at = format!("{ptr}/required");
-            match (self.dir, req_b, req_a) {
-                (Direction::Input, false, true) => {
-                    let has_default = va.and_then(|v| v.get("default")).is_some();
-                    let f = self.push(
-                        FAMILY,
-                        &INPUT_REQUIRED_PROPERTY_ADDED,
-                        &req_at,
-                        format!("argument `{key}` became required"),
-                        sb.get("required"),
-                        sa.get("required"),
-                    );
-                    if has_default {
-                        f.severity = Severity::Medium;
-                    }
-                }
-                (Direction::Input, true, false) => {
-                    self.push(
-                        FAMILY,
-                        &INPUT_PROPERTY_BECAME_OPTIONAL,
-                        &req_at,
-                        format!(
-                            "argument `{key}` is no longer required: the agent may stop passing it"
-                        ),
-                        sb.get("required"),
-                        sa.get("required"),
-                    );
-                }
-                (Direction::Output, true, false) => {
-                    self.push(
-                        FAMILY,
-                        &OUTPUT_REQUIRED_PROPERTY_REMOVED,
-                        &req_at,
-                        format!("result field `{key}` is no longer guaranteed"),
-                        sb.get("required"),
-                        sa.get("required"),
-                    );
-                }
-                (Direction::Output, false, true) => {
-                    self.push(
-                        FAMILY,
-                        &tool::FIELD_CHANGED,
-                        &req_at,
-                        format!("result field `{key}` is now guaranteed"),
-                        sb.get("required"),
-                        sa.get("required"),
-                    );
-                }
-                _ => {}
-            }
+            self.required_changed(ptr, key, req, va, sb, sa);
         }
-        // A removed and an added property that match closely are reported
-        // as they are (the call still breaks or changes), with the likely
-        // rename named. Looked up by pointer: one pass over the findings,
-        // not one per rename. A removed name and an added one are never the
-        // same key, so a finding gets at most one note.
-        if !renames.is_empty() {
-            let mut notes: HashMap<String, String> = HashMap::with_capacity(2 * renames.len());
-            for (old, new) in &renames {
-                let property = |name: &str| format!("{ptr}/properties/{}", escape_token(name));
-                notes.insert(property(old), format!(" (looks renamed to `{new}`)"));
-                notes.insert(property(new), format!(" (looks renamed from `{old}`)"));
-            }
-            for f in &mut self.out[first_finding..] {
-                if let Some(note) = notes.get(&f.pointer) {
-                    f.message.push_str(note);
-                }
-            }
-        }
+        self.note_renames(ptr, &renames, first_finding);
         // The same set of required keys written differently (an empty
         // `required` dropped).
         if rb == ra && sb.get("required") != sa.get("required") {
@@ -388,14 +269,172 @@ impl Walker<'_, '_> {
                 sa.get("required"),
             );
         }
-        // additionalProperties
+        self.additional_properties(ptr, sb, sa, depth);
+    }
+
+    /// A property only the before side declares: rejected by a closed
+    /// input object, silently ignored by an open one; a result field gone.
+    fn property_removed(
+        &mut self,
+        at: &str,
+        key: &str,
+        x: &Value,
+        req: Required,
+        closed_after: bool,
+    ) {
+        if self.input() {
+            if closed_after {
+                let deprecated = x.get("deprecated") == Some(&Value::Bool(true));
+                let f = self.push(FAMILY, &INPUT_PROPERTY_REMOVED, at, format!("argument `{key}` removed (the object is closed: calls passing it are rejected)"), Some(x), None);
+                if deprecated {
+                    f.severity = Severity::Medium;
+                }
+            } else {
+                self.push(FAMILY, &INPUT_PROPERTY_SILENTLY_IGNORED, at, format!("argument `{key}` removed from an open object: calls passing it are accepted and it is ignored"), Some(x), None);
+            }
+        } else if req.before {
+            self.push(
+                FAMILY,
+                &OUTPUT_REQUIRED_PROPERTY_REMOVED,
+                at,
+                format!("result field `{key}` removed (it was guaranteed)"),
+                Some(x),
+                None,
+            );
+        } else {
+            self.push(
+                FAMILY,
+                &OUTPUT_OPTIONAL_PROPERTY_REMOVED,
+                at,
+                format!("result field `{key}` removed"),
+                Some(x),
+                None,
+            );
+        }
+    }
+
+    /// A property only the after side declares: a new argument (required
+    /// or optional) or a new result field.
+    fn property_added(&mut self, at: &str, key: &str, y: &Value, req: Required) {
+        if !self.input() {
+            self.push(
+                FAMILY,
+                &OUTPUT_PROPERTY_ADDED,
+                at,
+                format!("new result field `{key}`"),
+                None,
+                Some(y),
+            );
+            return;
+        }
+        // A default softens a new required argument; a new optional one
+        // matters more on a tool that writes.
+        let (rule, message, medium): (&'static Rule, _, _) = if req.after {
+            let message = format!("new required argument `{key}`");
+            (
+                &INPUT_REQUIRED_PROPERTY_ADDED,
+                message,
+                y.get("default").is_some(),
+            )
+        } else {
+            let message = format!("new optional argument `{key}`");
+            (&INPUT_OPTIONAL_PROPERTY_ADDED, message, self.ctx.writes)
+        };
+        let f = self.push(FAMILY, rule, at, message, None, Some(y));
+        if medium {
+            f.severity = Severity::Medium;
+        }
+    }
+
+    /// A property both sides declare whose `required` membership changed,
+    /// judged by direction at `{ptr}/required`.
+    fn required_changed(
+        &mut self,
+        ptr: &str,
+        key: &str,
+        req: Required,
+        va: Option<&Value>,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+    ) {
+        // A default softens an argument that became required.
+        let (rule, message, medium): (&'static Rule, String, bool) =
+            match (self.dir, req.before, req.after) {
+                (Direction::Input, false, true) => (
+                    &INPUT_REQUIRED_PROPERTY_ADDED,
+                    format!("argument `{key}` became required"),
+                    va.and_then(|v| v.get("default")).is_some(),
+                ),
+                (Direction::Input, true, false) => (
+                    &INPUT_PROPERTY_BECAME_OPTIONAL,
+                    format!(
+                        "argument `{key}` is no longer required: the agent may stop passing it"
+                    ),
+                    false,
+                ),
+                (Direction::Output, true, false) => (
+                    &OUTPUT_REQUIRED_PROPERTY_REMOVED,
+                    format!("result field `{key}` is no longer guaranteed"),
+                    false,
+                ),
+                (Direction::Output, false, true) => (
+                    &tool::FIELD_CHANGED,
+                    format!("result field `{key}` is now guaranteed"),
+                    false,
+                ),
+                _ => return,
+            };
+        let req_at = format!("{ptr}/required");
+        let f = self.push(
+            FAMILY,
+            rule,
+            &req_at,
+            message,
+            sb.get("required"),
+            sa.get("required"),
+        );
+        if medium {
+            f.severity = Severity::Medium;
+        }
+    }
+
+    /// A removed and an added property that match closely are reported as
+    /// they are (the call still breaks or changes), with the likely rename
+    /// named. Looked up by pointer: one pass over the findings since
+    /// `first_finding`, not one per rename. A removed name and an added one
+    /// are never the same key, so a finding gets at most one note.
+    fn note_renames(&mut self, ptr: &str, renames: &[(String, String)], first_finding: usize) {
+        if renames.is_empty() {
+            return;
+        }
+        let mut notes: HashMap<String, String> = HashMap::with_capacity(2 * renames.len());
+        for (old, new) in renames {
+            let property = |name: &str| format!("{ptr}/properties/{}", escape_token(name));
+            notes.insert(property(old), format!(" (looks renamed to `{new}`)"));
+            notes.insert(property(new), format!(" (looks renamed from `{old}`)"));
+        }
+        for f in &mut self.out[first_finding..] {
+            if let Some(note) = notes.get(&f.pointer) {
+                f.message.push_str(note);
+            }
+        }
+    }
+
+    /// `additionalProperties`: walked into when both sides are schemas,
+    /// otherwise judged as the object closing or opening.
+    fn additional_properties(
+        &mut self,
+        ptr: &str,
+        sb: &Map<String, Value>,
+        sa: &Map<String, Value>,
+        depth: usize,
+    ) {
         let (ab, aa) = (
             sb.get("additionalProperties"),
             sa.get("additionalProperties"),
         );
-        let (ob, oa) = (openness(ab), openness(aa));
         let at = format!("{ptr}/additionalProperties");
-        match (ob, oa) {
+        match (openness(ab), openness(aa)) {
             (Openness::Schema, Openness::Schema) => {
                 if let (Some(x), Some(y)) = (ab, aa) {
                     self.walk(&at, x, y, None, depth + 1);
