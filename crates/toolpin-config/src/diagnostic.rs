@@ -4,9 +4,9 @@
 
 use serde::de::DeserializeOwned;
 
-use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location};
 /// The one place a byte offset becomes a line and a column.
 pub use toolpin_manifest::diagnostic::line_column;
+use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location};
 
 use crate::Error;
 

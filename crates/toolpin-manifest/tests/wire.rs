@@ -23,11 +23,7 @@ fn section<'d>(doc: &'d str, start: &str) -> &'d str {
         .split_once(&format!("\n{start}\n"))
         .unwrap_or_else(|| panic!("no section {start:?}"))
         .1;
-    let mut end = rest.len();
-    for (i, _) in rest.match_indices(&format!("\n{level} ")) {
-        end = i;
-        break;
-    }
+    let end = rest.find(&format!("\n{level} ")).unwrap_or(rest.len());
     &rest[..end]
 }
 

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use toolpin_capture::{servers, Format};
 use crate::settings::{Config, Server};
+use toolpin_capture::{servers, Format};
 use toolpin_manifest::Catalog;
 
 use crate::Error;

@@ -11,11 +11,11 @@
 //!   (progress, logging, cancellation) in both directions. A message the
 //!   proxy does not understand goes through untouched.
 
-use toolpin_manifest::wire::event;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use toolpin_manifest::wire::event;
 
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;

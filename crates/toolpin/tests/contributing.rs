@@ -150,7 +150,11 @@ fn drawn_edges(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
             .unwrap_or_else(|| panic!("a graph line names a crate: {line}"));
         let rest = &line[name_start..];
         let name = rest.split_whitespace().next().unwrap_or(rest);
-        let name = if rest.starts_with("toolpin (CLI)") { "toolpin" } else { name };
+        let name = if rest.starts_with("toolpin (CLI)") {
+            "toolpin"
+        } else {
+            name
+        };
         let deps: BTreeSet<String> = match rest.split_once('→') {
             Some((_, list)) => list
                 .split(',')
@@ -181,10 +185,7 @@ fn declared_edges() -> BTreeMap<String, BTreeSet<String>> {
         .iter()
         .filter(|p| members.contains(&p["id"].as_str().unwrap_or_default()))
         .collect();
-    let names: BTreeSet<&str> = packages
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
+    let names: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
     packages
         .iter()
         .map(|p| {

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use toolpin_capture::call;
 use crate::settings::{Config, Server};
+use toolpin_capture::call;
 use toolpin_contract::behaviour::{Class, Outcome as CallOutcome};
 use toolpin_contract::run::{CallJudgement, Gate, Planned, Refusal, Seen};
 

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolpin_capture::{servers, Source};
 use crate::settings::ProxyConfig;
 use crate::settings::{Config, Server};
+use toolpin_capture::{servers, Source};
 use toolpin_manifest::Catalog;
 use toolpin_proxy::flags;
 use toolpin_proxy::serve::{Front, Serve};

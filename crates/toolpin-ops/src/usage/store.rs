@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use toolpin_config::ledger::LedgerLocation;
 use crate::settings::Config;
+use toolpin_config::ledger::LedgerLocation;
 use toolpin_ledger::Ledger;
 
 use crate::Error;

@@ -13,7 +13,6 @@ use super::pinned::PinnedCatalogs;
 use super::store::{open_store, Store};
 use crate::Error;
 
-
 /// Reads every file (its format told from its first line) into one set of
 /// aggregates. A file that cannot be opened or is of no known format is an
 /// error before anything is read.

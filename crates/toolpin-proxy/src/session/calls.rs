@@ -2,8 +2,8 @@
 //! served tool, not blocked by drift, with valid arguments), and the one
 //! way a refused call is answered.
 
-use toolpin_manifest::wire::event;
 use super::*;
+use toolpin_manifest::wire::event;
 
 /// Why a call is refused, and what the agent is answered.
 struct Refusal {

@@ -2,8 +2,8 @@
 //! results checked against their pinned output schema, and a recapture
 //! when an upstream says its tools changed.
 
-use toolpin_manifest::wire::event;
 use super::*;
+use toolpin_manifest::wire::event;
 
 impl Session {
     pub(super) fn on_upstream_message(
@@ -173,9 +173,10 @@ impl Session {
                 // The agent went away meanwhile: nothing to compare for.
                 Err(_) if upstream.is_shutting_down() => return,
                 Err(e) => {
-                    self.proxy
-                        .events
-                        .emit(event::RECAPTURE_FAILED, json!({"server": server, "message": e}));
+                    self.proxy.events.emit(
+                        event::RECAPTURE_FAILED,
+                        json!({"server": server, "message": e}),
+                    );
                     return;
                 }
             };

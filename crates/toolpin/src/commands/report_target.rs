@@ -148,7 +148,11 @@ fn targets(args: &ReportArgs) -> Result<Vec<ReportTarget>, CliError> {
 /// `--plan` replaces the report with the plan, which has a text and a JSON
 /// form only. Checked before anything is captured.
 pub fn check_plan_formats(args: &ReportArgs) -> Result<(), CliError> {
-    match args.format.iter().find(|t| !toolpin_report::Report::Plan.offers(t.format)) {
+    match args
+        .format
+        .iter()
+        .find(|t| !toolpin_report::Report::Plan.offers(t.format))
+    {
         Some(t) if args.plan => Err(CliError::new(format!(
             "--plan prints the plan as {}, not {}; run without --plan for that report",
             toolpin_report::Report::Plan.list(),

@@ -6,18 +6,17 @@
 
 use std::path::{Path, PathBuf};
 
+use toolpin_manifest::text::plural_of;
 use toolpin_ops::project::Project;
 use toolpin_ops::usage::record::record_alarms;
 use toolpin_ops::usage::serve::{serve_until_stopped, ServeEvents, ServeSettings};
 use toolpin_ops::usage::store::open_store;
 use toolpin_ops::usage::ReportRequest;
-use toolpin_manifest::text::plural_of;
 use toolpin_usage::{Aggregates, IngestReport, Options, Timestamp};
 
 use super::{display, print, Outcome};
 use crate::cli::{
-    UsageCommand, UsageCompactArgs, UsageIngestArgs, UsageReadArgs, UsageReportArgs,
-    UsageServeArgs,
+    UsageCommand, UsageCompactArgs, UsageIngestArgs, UsageReadArgs, UsageReportArgs, UsageServeArgs,
 };
 use crate::error::CliError;
 
@@ -259,8 +258,12 @@ fn compact(args: &UsageCompactArgs, quiet: bool) -> Result<Outcome, CliError> {
     let project = optional_config(&args.store.config)?;
     let cfg = project.as_ref().map(|p| &p.config);
     let mut store = open_store(args.store.store.as_deref(), cfg, true)?;
-    let done =
-        toolpin_ops::usage::compact(&mut store, Timestamp::now(), args.hourly_days, args.retain_days)?;
+    let done = toolpin_ops::usage::compact(
+        &mut store,
+        Timestamp::now(),
+        args.hourly_days,
+        args.retain_days,
+    )?;
     if !quiet {
         eprintln!("usage: {done}");
     }

@@ -22,7 +22,8 @@ pub fn run(args: &WatchArgs, quiet: bool) -> Result<Outcome, CliError> {
             eprintln!("error: {e}");
         }
         run += 1;
-        let seed = u64::from(std::process::id()) ^ run.rotate_left(32)
+        let seed = u64::from(std::process::id())
+            ^ run.rotate_left(32)
             ^ toolpin_manifest::time::Timestamp::now().unix_nanos();
         if schedule::stopping() || !schedule::sleep(schedule::jittered(interval, seed)) {
             if !quiet {
