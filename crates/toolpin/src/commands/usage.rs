@@ -83,7 +83,7 @@ impl Store {
         CliError::new(format!(
             "usage store {}: {}",
             self.shown,
-            toolpin_config::expand::redact(&e.to_string(), &self.secrets)
+            toolpin_manifest::Redactor::new(&self.secrets).redact(&e.to_string())
         ))
     }
 }
@@ -97,16 +97,14 @@ fn open_store(
     must_exist: bool,
 ) -> Result<Store, CliError> {
     let (location, shown, secrets) = match (&args.store, cfg) {
-        (Some(s), _) if s.starts_with("postgres://") || s.starts_with("postgresql://") => (
-            LedgerLocation::Postgres(s.clone()),
-            "(the --store URL)".to_string(),
-            Vec::new(),
-        ),
-        (Some(s), _) => (
-            LedgerLocation::Sqlite(PathBuf::from(s)),
-            s.clone(),
-            Vec::new(),
-        ),
+        (Some(s), _) => match LedgerLocation::parse(s) {
+            LedgerLocation::Postgres(url) => (
+                LedgerLocation::Postgres(url),
+                "(the --store URL)".to_string(),
+                Vec::new(),
+            ),
+            sqlite => (sqlite, s.clone(), Vec::new()),
+        },
         (None, Some(cfg)) => match &cfg.ledger.location {
             Some(location) => (
                 location.clone(),
@@ -138,26 +136,18 @@ fn open_store(
             }
         }
     }
-    let opened = match &location {
-        LedgerLocation::Sqlite(path) => {
-            // The embedded default ledger lives in toolpin's state directory.
-            if args.store.is_none() && cfg.is_some_and(|c| c.ledger.in_state_dir()) {
-                if let Some(dir) = path.parent() {
-                    toolpin_manifest::fs::ensure_state_dir(dir).map_err(|e| {
-                        CliError::new(format!("cannot create {}: {e}", display(dir)))
-                    })?;
-                }
+    // The embedded default ledger lives in toolpin's state directory.
+    let in_state_dir = args.store.is_none() && cfg.is_some_and(|c| c.ledger.in_state_dir());
+    let ledger = toolpin_ops::open::open_location(&location, in_state_dir, &secrets).map_err(
+        |e| match e {
+            toolpin_ops::open::OpenError::StateDir { dir, error } => {
+                CliError::new(format!("cannot create {}: {error}", display(&dir)))
             }
-            Ledger::open(path)
-        }
-        LedgerLocation::Postgres(url) => Ledger::connect(url, &toolpin_ledger::Options::default()),
-    };
-    let ledger = opened.map_err(|e| {
-        CliError::new(format!(
-            "usage store {shown}: {}",
-            toolpin_config::expand::redact(&e.to_string(), &secrets)
-        ))
-    })?;
+            toolpin_ops::open::OpenError::Ledger(line) => {
+                CliError::new(format!("usage store {shown}: {line}"))
+            }
+        },
+    )?;
     Ok(Store {
         ledger,
         shown,
