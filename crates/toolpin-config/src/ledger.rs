@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use toolpin_manifest::SafeUrl;
 
 use crate::expand::expand_url;
 
@@ -28,23 +29,46 @@ pub struct LedgerFileConfig {
     enabled: Option<bool>,
 }
 
-/// Where the ledger is.
-#[derive(Clone, PartialEq, Eq)]
+/// Where the ledger is, from the configuration (or `--store`) to the
+/// error message: its `Display` and `Debug` hide a URL's password
+/// (`postgres://toolpin:***@db/toolpin`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LedgerLocation {
     /// A SQLite file.
     Sqlite(PathBuf),
-    /// A PostgreSQL URL, `${VAR}` references expanded (so it may hold a
-    /// password: print [`LedgerConfig::shown`], never this).
-    Postgres(String),
+    /// A PostgreSQL URL (`postgres://` or `postgresql://`), `${VAR}`
+    /// references expanded: it may hold a password, which only its
+    /// `Deref` (for connecting) gives.
+    Postgres(SafeUrl),
 }
 
-impl std::fmt::Debug for LedgerLocation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LedgerLocation::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
-            LedgerLocation::Postgres(_) => f.write_str("Postgres(***)"),
+impl LedgerLocation {
+    /// A PostgreSQL URL (by its scheme, `postgres://` or `postgresql://`,
+    /// in any case), or else the path of a SQLite file.
+    pub fn parse(text: &str) -> Self {
+        if is_postgres_url(text) {
+            LedgerLocation::Postgres(SafeUrl::new(text))
+        } else {
+            LedgerLocation::Sqlite(PathBuf::from(text))
         }
     }
+}
+
+impl std::fmt::Display for LedgerLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LedgerLocation::Sqlite(path) => write!(f, "{}", path.display()),
+            LedgerLocation::Postgres(url) => write!(f, "{url}"),
+        }
+    }
+}
+
+/// Whether `text` is a PostgreSQL URL (`postgres://` or `postgresql://`,
+/// the scheme in any case).
+pub fn is_postgres_url(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.eq_ignore_ascii_case("postgres") || scheme.eq_ignore_ascii_case("postgresql")
+    })
 }
 
 /// The resolved `[ledger]` table. Its `Debug` shows no secret value.
@@ -149,18 +173,14 @@ impl LedgerConfig {
                 })
             }
             (None, Some(url)) => {
-                let scheme = url.split("://").next().unwrap_or("");
-                if !(scheme.eq_ignore_ascii_case("postgres")
-                    || scheme.eq_ignore_ascii_case("postgresql"))
-                    || !url.contains("://")
-                {
+                if !is_postgres_url(&url) {
                     return Err(format!(
                         "ledger.url: {url:?} is not a postgres:// URL (a SQLite ledger is set with `path`)"
                     ));
                 }
                 let expanded = expand_url(&url, lookup).map_err(|m| format!("ledger.url: {m}"))?;
                 Ok(Self {
-                    location: Some(LedgerLocation::Postgres(expanded.value)),
+                    location: Some(LedgerLocation::Postgres(SafeUrl::new(expanded.value))),
                     required,
                     configured: true,
                     shown: url,
@@ -256,6 +276,36 @@ mod tests {
         );
         assert_eq!(c.secrets.len(), 1);
         assert!(!format!("{c:?}").contains("s3cr"), "{c:?}");
+    }
+
+    #[test]
+    fn urls_are_recognized_by_their_scheme() {
+        assert!(is_postgres_url("postgres://db/x"));
+        assert!(is_postgres_url("PostgreSQL://db/x"));
+        assert!(!is_postgres_url("toolpin.ledger.db"));
+        assert!(!is_postgres_url("/var/lib/toolpin/postgres://x"));
+        assert!(!is_postgres_url("é"));
+        assert!(matches!(
+            LedgerLocation::parse("postgresql://u:pw@db/x"),
+            LedgerLocation::Postgres(_)
+        ));
+        assert_eq!(
+            LedgerLocation::parse("state/ledger.db"),
+            LedgerLocation::Sqlite(PathBuf::from("state/ledger.db"))
+        );
+    }
+
+    #[test]
+    fn a_location_shows_and_debugs_without_its_password() {
+        let l = LedgerLocation::parse("postgres://toolpin:p%40ss@db/toolpin?password=hunter22");
+        assert_eq!(
+            l.to_string(),
+            "postgres://toolpin:***@db/toolpin?password=***"
+        );
+        let debug = format!("{l:?}");
+        for secret in ["p%40ss", "p@ss", "hunter22"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
     }
 
     #[test]

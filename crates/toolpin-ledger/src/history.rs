@@ -3,7 +3,7 @@
 //! first sighting.
 //!
 //! The counts are one `GROUP BY` in SQL, per key and UTC day (integer
-//! division, the same text for both backends but the placeholders): a
+//! division, the same text for both backends): a
 //! calendar expression per row (`strftime`, `to_char`) costs more than the
 //! rest of the query, and the few hundred days of a group are summed into
 //! months or quarters here. The medians need every duration of a group,
@@ -129,13 +129,6 @@ pub struct HistoryRow {
     pub reruns: i64,
 }
 
-/// How the two backends write what differs.
-#[derive(Clone, Copy)]
-pub(crate) enum Dialect {
-    Sqlite,
-    Postgres,
-}
-
 /// A bound value of a query.
 pub(crate) enum Param {
     Text(String),
@@ -160,28 +153,15 @@ pub(crate) struct Statements {
 /// class.
 pub(crate) const COUNT_COLUMNS: usize = 13;
 
-/// The kinds that are drift (what changes, severities and durations count),
-/// as an SQL list of this crate's constants (never input).
-fn drift_kinds() -> String {
-    EventKind::ALL
-        .into_iter()
-        .filter(|k| k.is_resolvable())
-        .map(|k| format!("'{}'", k.name()))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-pub(crate) fn statements(q: &HistoryQuery, dialect: Dialect) -> Statements {
+/// The statements, in the notation of [`crate::dialect`] (the same text
+/// for both backends).
+pub(crate) fn statements(q: &HistoryQuery) -> Statements {
     let mut params = Vec::new();
     let mut conditions = Vec::new();
     let mut bind = |column: &str, op: &str, value: Param| {
         params.push(value);
         let n = params.len();
-        let placeholder = match dialect {
-            Dialect::Sqlite => format!("?{n}"),
-            Dialect::Postgres => format!("${n}"),
-        };
-        conditions.push(format!("{column} {op} {placeholder}"));
+        conditions.push(format!("{column} {op} ?{n}"));
     };
     // Only the filters given become conditions: a `? IS NULL OR` form
     // would keep SQLite from choosing an index.
@@ -213,7 +193,7 @@ pub(crate) fn statements(q: &HistoryQuery, dialect: Dialect) -> Statements {
         HistoryGroup::Server => ("server", "''"),
         HistoryGroup::Tool => ("tool", "server"),
     };
-    let drift = drift_kinds();
+    let drift = crate::statements::kind_list(EventKind::is_resolvable);
     let is_drift = format!("kind IN ({drift})");
     // The event's class is grouped on, so that the kind list is tested
     // once per row rather than in every sum: 0 drift-kind, 1 approved,

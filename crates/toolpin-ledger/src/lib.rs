@@ -4,7 +4,7 @@
 //! - [`Ledger`]: the store, opened on a SQLite file ([`Ledger::open`]) or
 //!   connected to a PostgreSQL database ([`Ledger::connect`]; either by
 //!   [`Ledger::open_location`] with a [`Location`]), with its schema
-//!   migrated ([`migrate`]). The backend is private (see `Backend`): both
+//!   migrated ([`migrate`]). The backend is private (see `store`): both
 //!   behave the same behind the same methods.
 //! - [`Sighting`]: what a caller saw (a failing check's tool, an approval,
 //!   a proxy refusal, …), recorded with [`Ledger::record_drift`]. An event is
@@ -21,16 +21,20 @@
 //! (unix seconds), never read here. The ledger stores exactly what it is
 //! given: callers pass redacted text. No printing, no logging.
 
+mod dialect;
+mod driver;
 mod event;
 pub mod history;
 pub mod migrate;
 mod outbox;
 mod postgres;
 mod sqlite;
+mod statements;
+mod store;
 pub mod usage;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 pub use event::{
@@ -120,61 +124,18 @@ pub struct Event {
     pub resolved: Option<(i64, Resolution)>,
 }
 
-/// Where a ledger is: a SQLite file, or a PostgreSQL database by URL.
-///
-/// Its `Display` and `Debug` hide the URL's password
+/// Where a ledger is: a SQLite file, or a PostgreSQL database by URL. The
+/// configuration's type ([`toolpin_config::ledger::LedgerLocation`]), so
+/// that one value goes from `[ledger]` (or `--store`) to the error
+/// message; its `Display` and `Debug` hide the URL's password
 /// (`postgres://toolpin:***@db/toolpin`).
-#[derive(Clone, PartialEq, Eq)]
-pub enum Location {
-    Sqlite(PathBuf),
-    /// A `postgres://` or `postgresql://` URL.
-    Postgres(String),
-}
-
-impl Location {
-    /// A PostgreSQL URL (by its scheme, `postgres://` or `postgresql://`),
-    /// or else the path of a SQLite file.
-    pub fn parse(text: &str) -> Self {
-        if postgres::is_url(text) {
-            Location::Postgres(text.to_string())
-        } else {
-            Location::Sqlite(PathBuf::from(text))
-        }
-    }
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Location::Sqlite(path) => write!(f, "{}", path.display()),
-            Location::Postgres(url) => f.write_str(&postgres::redact(url)),
-        }
-    }
-}
-
-impl fmt::Debug for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Location::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
-            Location::Postgres(url) => f
-                .debug_tuple("Postgres")
-                .field(&postgres::redact(url))
-                .finish(),
-        }
-    }
-}
-
-/// The storage behind a [`Ledger`]. Callers see only the ledger's methods,
-/// so a PostgreSQL variant can be added without changing them.
-enum Backend {
-    Sqlite(sqlite::Store),
-    /// Boxed: the client is far larger than a SQLite connection.
-    Postgres(Box<postgres::Store>),
-}
+pub use toolpin_config::ledger::LedgerLocation as Location;
+pub use toolpin_manifest::SafeUrl;
 
 /// The drift ledger.
 pub struct Ledger {
-    backend: Backend,
+    /// SQLite or PostgreSQL behind the same statements ([`store`]).
+    store: store::Store,
 }
 
 impl Ledger {
@@ -187,7 +148,7 @@ impl Ledger {
     /// [`Ledger::open`] with options.
     pub fn open_with(path: &Path, options: &Options) -> Result<Self, Error> {
         Ok(Self {
-            backend: Backend::Sqlite(sqlite::Store::open(path, options)?),
+            store: store::Store::open(path, options)?,
         })
     }
 
@@ -198,8 +159,13 @@ impl Ledger {
     /// be `disable` or `prefer`. Errors are one line and name the database
     /// by its URL with the password hidden.
     pub fn connect(url: &str, options: &Options) -> Result<Self, Error> {
+        Self::connect_url(&SafeUrl::new(url), options)
+    }
+
+    /// [`Ledger::connect`] with the URL as the configuration holds it.
+    pub fn connect_url(url: &SafeUrl, options: &Options) -> Result<Self, Error> {
         Ok(Self {
-            backend: Backend::Postgres(Box::new(postgres::Store::connect(url, options)?)),
+            store: store::Store::connect(url, options)?,
         })
     }
 
@@ -208,16 +174,13 @@ impl Ledger {
     pub fn open_location(location: &Location, options: &Options) -> Result<Self, Error> {
         match location {
             Location::Sqlite(path) => Self::open_with(path, options),
-            Location::Postgres(url) => Self::connect(url, options),
+            Location::Postgres(url) => Self::connect_url(url, options),
         }
     }
 
     /// The schema version the store is at after opening.
     pub fn schema_version(&mut self) -> Result<i64, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.schema_version(),
-            Backend::Postgres(s) => s.schema_version(),
-        }
+        self.store.schema_version()
     }
 
     /// Records a sighting: a new event, or one more sighting of the open
@@ -235,10 +198,7 @@ impl Ledger {
         sighting: &Sighting,
         sinks: &[&str],
     ) -> Result<Recorded, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.record(sighting, sinks),
-            Backend::Postgres(s) => s.record(sighting, sinks),
-        }
+        self.store.record(sighting, sinks)
     }
 
     /// Records many sightings in one transaction (a watch run's whole
@@ -252,10 +212,7 @@ impl Ledger {
     where
         F: Fn(&Sighting) -> Vec<String>,
     {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.record_batch(sightings, &route),
-            Backend::Postgres(s) => s.record_batch(sightings, &route),
-        }
+        self.store.record_batch(sightings, &route)
     }
 
     /// Resolves the open events of a tool: with
@@ -276,10 +233,7 @@ impl Ledger {
     ) -> Result<Vec<i64>, Error> {
         let key = (environment, server, tool);
         let kinds = EventKind::resolved_by_fingerprint;
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.resolve(key, kinds, resolution, at),
-            Backend::Postgres(s) => s.resolve(key, kinds, resolution, at),
-        }
+        self.store.resolve(key, kinds, resolution, at)
     }
 
     /// Resolves the open `contract-failed` events of a tool (a definition's
@@ -298,10 +252,7 @@ impl Ledger {
     ) -> Result<Vec<i64>, Error> {
         let key = (environment, server, tool);
         let kinds = |k: EventKind| k == EventKind::ContractFailed;
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.resolve(key, kinds, resolution, at),
-            Backend::Postgres(s) => s.resolve(key, kinds, resolution, at),
-        }
+        self.store.resolve(key, kinds, resolution, at)
     }
 
     /// Records an approval of `live` for the tool pinned at `pinned` (an
@@ -324,36 +275,24 @@ impl Ledger {
         if let Some(vendor) = vendor {
             sighting = sighting.vendor(vendor);
         }
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.record_approval(&sighting, live),
-            Backend::Postgres(s) => s.record_approval(&sighting, live),
-        }
+        self.store.record_approval(&sighting, live)
     }
 
     /// The open (unresolved) events of the resolvable kinds that match
     /// `filter`, oldest first.
     pub fn open_events(&mut self, filter: &EventFilter) -> Result<Vec<Event>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.events(filter, true),
-            Backend::Postgres(s) => s.events(filter, true),
-        }
+        self.store.events(filter, true)
     }
 
     /// Every event that matches `filter`, resolved or not, of every kind,
     /// oldest first.
     pub fn events(&mut self, filter: &EventFilter) -> Result<Vec<Event>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.events(filter, false),
-            Backend::Postgres(s) => s.events(filter, false),
-        }
+        self.store.events(filter, false)
     }
 
     /// One event by id.
     pub fn event(&mut self, id: i64) -> Result<Option<Event>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.event(id),
-            Backend::Postgres(s) => s.event(id),
-        }
+        self.store.event(id)
     }
 
     /// Enqueues one notification; `false` when it was already enqueued
@@ -365,10 +304,7 @@ impl Ledger {
         notice: Notice,
         at: i64,
     ) -> Result<bool, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.enqueue(sink, event, notice, at),
-            Backend::Postgres(s) => s.enqueue(sink, event, notice, at),
-        }
+        self.store.enqueue(sink, event, notice, at)
     }
 
     /// Takes up to `limit` pending deliveries due at `now`, oldest first,
@@ -387,27 +323,18 @@ impl Ledger {
         limit: usize,
         sinks: Option<&[String]>,
     ) -> Result<Vec<Delivery>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.take_due(now, limit, sinks),
-            Backend::Postgres(s) => s.take_due(now, limit, sinks),
-        }
+        self.store.take_due(now, limit, sinks)
     }
 
     /// The sinks (of `sinks`; `None`: any) that have a delivery due at
     /// `now`, by name: what a watcher sends to in this pass.
     pub fn due_sinks(&mut self, now: i64, sinks: Option<&[String]>) -> Result<Vec<String>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.due_sinks(now, sinks),
-            Backend::Postgres(s) => s.due_sinks(now, sinks),
-        }
+        self.store.due_sinks(now, sinks)
     }
 
     /// Marks a delivery delivered.
     pub fn mark_delivered(&mut self, delivery: i64, at: i64) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.mark_delivered(delivery, at),
-            Backend::Postgres(s) => s.mark_delivered(delivery, at),
-        }
+        self.store.mark_delivered(delivery, at)
     }
 
     /// Marks an attempt failed with `error` (one line, redacted by the
@@ -420,21 +347,16 @@ impl Ledger {
         error: &str,
         at: i64,
     ) -> Result<DeliveryState, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.mark_failed(delivery, error, at, false),
-            Backend::Postgres(s) => s.mark_failed(delivery, error, at, false),
-        }
+        self.store.mark_failed(delivery, error, at, false)
     }
 
     /// Marks a delivery failed for good, whatever its attempts: the sink
     /// refused it in a way no retry changes (a revoked token, a malformed
     /// routing key), so it is not sent again.
     pub fn give_up(&mut self, delivery: i64, error: &str, at: i64) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.mark_failed(delivery, error, at, true),
-            Backend::Postgres(s) => s.mark_failed(delivery, error, at, true),
-        }
-        .map(|_| ())
+        self.store
+            .mark_failed(delivery, error, at, true)
+            .map(|_| ())
     }
 
     /// Records that a check saw each of `servers` in `environment` match
@@ -445,36 +367,24 @@ impl Ledger {
         servers: &[&str],
         at: i64,
     ) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.record_clean(environment, servers, at),
-            Backend::Postgres(s) => s.record_clean(environment, servers, at),
-        }
+        self.store.record_clean(environment, servers, at)
     }
 
     /// What `sink` calls `event` (a GitHub issue's number), if it said.
     pub fn sink_ref(&mut self, sink: &str, event: i64) -> Result<Option<String>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.sink_ref(sink, event),
-            Backend::Postgres(s) => s.sink_ref(sink, event),
-        }
+        self.store.sink_ref(sink, event)
     }
 
     /// Keeps what `sink` calls `event`, replacing what was kept.
     pub fn set_sink_ref(&mut self, sink: &str, event: i64, reference: &str) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.set_sink_ref(sink, event, reference),
-            Backend::Postgres(s) => s.set_sink_ref(sink, event, reference),
-        }
+        self.store.set_sink_ref(sink, event, reference)
     }
 
     /// `toolpin history`: the events that match `query`, counted per
     /// group and UTC period of their first sighting, ordered by key, server
     /// and period (see [`HistoryRow`] for what each count is).
     pub fn history(&mut self, query: &HistoryQuery) -> Result<Vec<HistoryRow>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.history(query),
-            Backend::Postgres(s) => s.history(query),
-        }
+        self.store.history(query)
     }
 
     /// Inserts `events` as given (their ids ignored), in one transaction,
@@ -482,23 +392,25 @@ impl Ledger {
     /// and tests that need a large ledger quickly. Not for recording.
     #[doc(hidden)]
     pub fn insert_events_unchecked(&mut self, events: &[Event]) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.insert_events(events),
-            Backend::Postgres(s) => s.insert_events(events),
-        }
+        self.store.insert_events(events)
     }
 
-    /// Every delivery of an event, in the order enqueued.
+    /// Prepares every statement the ledger runs on this database without
+    /// running any (each rendered for its dialect); how many. For the
+    /// tests of the dialect fragments: an error names the statement the
+    /// database does not read.
+    #[doc(hidden)]
+    pub fn prepare_every_statement(&mut self) -> Result<usize, Error> {
+        self.store.prepare_every_statement()
+    }
+
     /// Merges tool-usage aggregates into the store, in one transaction
     /// (see [`usage`]).
     pub fn usage_merge(
         &mut self,
         calls: &toolpin_usage::Aggregates,
     ) -> Result<usage::UsageWritten, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.usage_merge(calls),
-            Backend::Postgres(s) => s.usage_merge(calls),
-        }
+        self.store.usage_merge(calls)
     }
 
     /// The stored tool usage `filter` selects.
@@ -506,10 +418,7 @@ impl Ledger {
         &mut self,
         filter: &usage::UsageFilter,
     ) -> Result<toolpin_usage::Aggregates, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.usage_read(filter),
-            Backend::Postgres(s) => s.usage_read(filter),
-        }
+        self.store.usage_read(filter)
     }
 
     /// Rolls hour rows before `hourly_before` into day rows, and deletes
@@ -519,25 +428,17 @@ impl Ledger {
         hourly_before: u64,
         delete_before: Option<u64>,
     ) -> Result<usage::Compacted, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.usage_compact(hourly_before, delete_before),
-            Backend::Postgres(s) => s.usage_compact(hourly_before, delete_before),
-        }
+        self.store.usage_compact(hourly_before, delete_before)
     }
 
     /// The first stored hour and the end of the last bucket, if any.
     pub fn usage_span(&mut self) -> Result<Option<(u64, u64)>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.usage_span(),
-            Backend::Postgres(s) => s.usage_span(),
-        }
+        self.store.usage_span()
     }
 
+    /// Every delivery of an event, in the order enqueued.
     pub fn deliveries(&mut self, event: i64) -> Result<Vec<Delivery>, Error> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.deliveries(event),
-            Backend::Postgres(s) => s.deliveries(event),
-        }
+        self.store.deliveries(event)
     }
 }
 

@@ -6,12 +6,12 @@
 //! so that two processes flushing at once never lose a count. A row that
 //! does not decode fails the read or write with its key: never skipped.
 //!
-//! The SQL is the same for both backends (`$N` parameters, which SQLite
-//! reads as named parameters in order of appearance).
+//! The statements are the store's ([`crate::statements`], `USAGE_*`),
+//! the same for both backends.
 
 use std::fmt;
 
-use toolpin_usage::{Aggregates, EventKey, Key, ToolStats};
+use toolpin_usage::{Key, ToolStats};
 
 /// Which stored calls to read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,45 +59,6 @@ impl fmt::Display for Compacted {
     }
 }
 
-pub(crate) const SELECT_ONE: &str = "SELECT stats FROM usage_calls WHERE hour = $1 AND hours = $2 \
-     AND environment = $3 AND tenant = $4 AND agent = $5 AND catalog = $6 AND tool = $7";
-
-pub(crate) const UPSERT: &str = "INSERT INTO usage_calls \
-     (hour, hours, environment, tenant, agent, catalog, tool, stats) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-     ON CONFLICT (hour, hours, environment, tenant, agent, catalog, tool) \
-     DO UPDATE SET stats = excluded.stats";
-
-pub(crate) const ADD_EVENTS: &str = "INSERT INTO usage_events \
-     (hour, environment, event, server, tool, rule, catalog, count) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-     ON CONFLICT (hour, environment, event, server, tool, rule, catalog) \
-     DO UPDATE SET count = usage_events.count + excluded.count";
-
-pub(crate) const SELECT_RANGE: &str =
-    "SELECT hour, environment, tenant, agent, catalog, tool, stats \
-     FROM usage_calls WHERE hour >= $1 AND hour < $2";
-
-pub(crate) const SELECT_RANGE_ENV: &str =
-    "SELECT hour, environment, tenant, agent, catalog, tool, stats \
-     FROM usage_calls WHERE hour >= $1 AND hour < $2 AND environment = $3";
-
-pub(crate) const SELECT_EVENTS: &str =
-    "SELECT hour, environment, event, server, tool, rule, catalog, count \
-     FROM usage_events WHERE hour >= $1 AND hour < $2";
-
-pub(crate) const SELECT_OLD_HOURS: &str =
-    "SELECT hour, environment, tenant, agent, catalog, tool, stats \
-     FROM usage_calls WHERE hours = 1 AND hour < $1";
-
-pub(crate) const DELETE_OLD_HOURS: &str = "DELETE FROM usage_calls WHERE hours = 1 AND hour < $1";
-
-pub(crate) const DELETE_EXPIRED_CALLS: &str = "DELETE FROM usage_calls WHERE hour + hours <= $1";
-
-pub(crate) const DELETE_EXPIRED_EVENTS: &str = "DELETE FROM usage_events WHERE hour + 1 <= $1";
-
-pub(crate) const SELECT_SPAN: &str = "SELECT MIN(hour), MAX(hour + hours) FROM usage_calls";
-
 /// Hours in a rolled-up row.
 pub(crate) const DAY: i64 = 24;
 
@@ -142,6 +103,22 @@ pub(crate) fn decode(text: &str, key: &Key) -> Result<ToolStats, String> {
         .map_err(|e| format!("the usage row of {} cannot be read: {e}", key_text(key)))
 }
 
+/// [`decode`] for a key given by its hour and borrowed parts.
+pub(crate) fn decode_at(text: &str, hour: u64, parts: [&str; 5]) -> Result<ToolStats, String> {
+    toolpin_usage::serial::decode(text).map_err(|e| {
+        let [environment, tenant, agent, catalog, tool] = parts.map(str::to_string);
+        let key = Key {
+            hour,
+            environment,
+            tenant,
+            agent,
+            catalog,
+            tool,
+        };
+        format!("the usage row of {} cannot be read: {e}", key_text(&key))
+    })
+}
+
 /// The day rows that the hour rows `rows` roll up into.
 pub(crate) fn roll_up(
     rows: Vec<(Key, ToolStats)>,
@@ -158,19 +135,4 @@ pub(crate) fn roll_up(
         }
     }
     days
-}
-
-/// Builds aggregates from rows read back.
-pub(crate) fn collect(
-    rows: impl IntoIterator<Item = (Key, ToolStats)>,
-    events: impl IntoIterator<Item = (EventKey, u64)>,
-) -> Aggregates {
-    let mut out = Aggregates::new(toolpin_usage::Limits::default());
-    for (key, stats) in rows {
-        out.add_owned_stats(&key, stats);
-    }
-    for (key, n) in events {
-        out.add_events(key, n);
-    }
-    out
 }

@@ -30,5 +30,5 @@ pub use format::ToolFormat;
 pub use glob::Glob;
 pub use normalize::{ToolError, Transform};
 pub use pointer::Pointer;
-pub use redact::Redactor;
+pub use redact::{Redactor, SafeUrl};
 pub use severity::Severity;

@@ -265,6 +265,178 @@ pub fn percent_encoded(value: &str, lower: bool) -> String {
     out
 }
 
+/// A URL whose `Display` and `Debug` hide its secrets: the password of
+/// its user part and the values of query parameters that look secret
+/// (`password=`, `token=`, `api_key=`, …), each shown as `***`
+/// (`postgres://toolpin:***@db/toolpin?sslmode=disable`). uv's
+/// `DisplaySafeUrl` is the model: the type carries the URL from the
+/// configuration to the error message, and printing it is always safe.
+///
+/// It derefs to the URL as written, secrets and all, for the client that
+/// connects with it: never print that. Text that may echo a secret (a
+/// driver's error) goes through [`SafeUrl::redact`].
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SafeUrl(String);
+
+/// What stands in for a hidden value.
+const HIDDEN: &str = "***";
+
+impl SafeUrl {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self(url.into())
+    }
+
+    /// The URL's scheme (before `://`), as written.
+    pub fn scheme(&self) -> Option<&str> {
+        self.0.split_once("://").map(|(scheme, _)| scheme)
+    }
+
+    /// The value of query parameter `name`, percent-decoded.
+    pub fn query_value(&self, name: &str) -> Option<String> {
+        let (_, query) = self.0.split_once('?')?;
+        query.split('&').find_map(|pair| {
+            let (k, v) = pair.split_once('=')?;
+            (k == name).then(|| decoded(v))
+        })
+    }
+
+    /// The secret values the URL holds (the password, the secret-looking
+    /// query values), as written and percent-decoded.
+    pub fn secrets(&self) -> Vec<String> {
+        let (user, after) = split_user(&self.0);
+        let mut found: Vec<String> = Vec::new();
+        if let Some((_, Some(password))) = user {
+            found.push(password.to_string());
+        }
+        if let Some((_, query)) = after.split_once('?') {
+            for pair in query.split('&') {
+                if let Some((k, v)) = pair.split_once('=') {
+                    if looks_secret(k) {
+                        found.push(v.to_string());
+                    }
+                }
+            }
+        }
+        let decoded: Vec<String> = found.iter().map(|v| decoded(v)).collect();
+        found.extend(decoded);
+        found.retain(|v| !v.is_empty());
+        found.sort();
+        found.dedup();
+        found
+    }
+
+    /// `text` with the URL's secrets replaced by `***`, in every form the
+    /// [`Redactor`] knows (as written, decoded, JSON-escaped,
+    /// percent-encoded).
+    pub fn redact(&self, text: &str) -> String {
+        let pairs: Vec<(String, String)> = self
+            .secrets()
+            .into_iter()
+            .map(|v| (HIDDEN.to_string(), v))
+            .collect();
+        Redactor::new(&pairs).redact(text)
+    }
+}
+
+impl std::ops::Deref for SafeUrl {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for SafeUrl {
+    fn from(url: String) -> Self {
+        Self(url)
+    }
+}
+
+impl From<&str> for SafeUrl {
+    fn from(url: &str) -> Self {
+        Self(url.to_string())
+    }
+}
+
+impl std::fmt::Display for SafeUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (user, after) = split_user(&self.0);
+        if let Some((head, password)) = user {
+            f.write_str(head)?;
+            if password.is_some() {
+                write!(f, ":{HIDDEN}")?;
+            }
+            f.write_str("@")?;
+        }
+        match after.split_once('?') {
+            Some((path, query)) => {
+                write!(f, "{path}?")?;
+                for (i, pair) in query.split('&').enumerate() {
+                    if i > 0 {
+                        f.write_str("&")?;
+                    }
+                    match pair.split_once('=') {
+                        Some((k, _)) if looks_secret(k) => write!(f, "{k}={HIDDEN}")?,
+                        _ => f.write_str(pair)?,
+                    }
+                }
+                Ok(())
+            }
+            None => f.write_str(after),
+        }
+    }
+}
+
+impl std::fmt::Debug for SafeUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SafeUrl").field(&self.to_string()).finish()
+    }
+}
+
+/// The URL split at its user part: `(scheme://user, password)` and what
+/// follows the `@`, or no user part and the whole URL. The user part ends
+/// at the last `@`, so a password holding `/`, `?` or `@` unencoded is
+/// still all of it (at worst more than the password is hidden, never less).
+#[allow(clippy::type_complexity)]
+fn split_user(url: &str) -> (Option<(&str, Option<&str>)>, &str) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (None, url);
+    };
+    let Some((user_info, after)) = rest.rsplit_once('@') else {
+        return (None, url);
+    };
+    let head_len = scheme.len() + 3;
+    match user_info.split_once(':') {
+        Some((user, password)) => (Some((&url[..head_len + user.len()], Some(password))), after),
+        None => (Some((&url[..head_len + user_info.len()], None)), after),
+    }
+}
+
+/// Whether a query parameter's name says its value is a secret.
+fn looks_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "sig",
+        "auth",
+        "credential",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
+}
+
+/// Percent-decoded (a malformed escape kept as it is, invalid UTF-8 lossy).
+fn decoded(text: &str) -> String {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,5 +523,64 @@ mod tests {
         assert!(r.is_empty());
         assert_eq!(r.redact("x"), "x");
         assert_eq!(percent_encoded("a/b c", false), "a%2Fb%20c");
+    }
+
+    #[test]
+    fn a_password_in_the_user_part_or_a_parameter_is_redacted() {
+        let shown = |url: &str| SafeUrl::new(url).to_string();
+        assert_eq!(
+            shown("postgres://toolpin:s3cret@db/toolpin"),
+            "postgres://toolpin:***@db/toolpin"
+        );
+        assert_eq!(
+            shown("postgresql://toolpin:p%40ss@db:5433,db2/toolpin?sslmode=disable"),
+            "postgresql://toolpin:***@db:5433,db2/toolpin?sslmode=disable"
+        );
+        assert_eq!(
+            shown("postgres://toolpin@/toolpin?host=/run/postgresql&password=hunter2"),
+            "postgres://toolpin@/toolpin?host=/run/postgresql&password=***"
+        );
+        assert_eq!(shown("postgres://db/toolpin"), "postgres://db/toolpin");
+        // An `@`, `/` or `?` in the password (unencoded) still hides all
+        // of it.
+        assert_eq!(shown("postgres://u:a@b@db/x"), "postgres://u:***@db/x");
+        assert_eq!(shown("postgres://u:a/b?c@db/x"), "postgres://u:***@db/x");
+        assert_eq!(
+            SafeUrl::new("postgres://u:a/b?c@db/x").secrets(),
+            vec!["a/b?c".to_string()]
+        );
+        // Secret-looking parameters of any URL.
+        assert_eq!(
+            shown("https://h/x?api_key=k3y-value&page=2&access_token=t0ken"),
+            "https://h/x?api_key=***&page=2&access_token=***"
+        );
+        let url = SafeUrl::new("postgres://u:s3cret@db/x");
+        assert_eq!(format!("{url:?}"), "SafeUrl(\"postgres://u:***@db/x\")");
+        assert_eq!(&*url, "postgres://u:s3cret@db/x");
+    }
+
+    #[test]
+    fn secrets_are_found_raw_and_decoded_and_scrubbed() {
+        let url = SafeUrl::new("postgres://u:p%40ss@db/x?password=other");
+        let s = url.secrets();
+        assert!(s.contains(&"p%40ss".to_string()));
+        assert!(s.contains(&"p@ss".to_string()));
+        assert!(s.contains(&"other".to_string()));
+        assert_eq!(
+            url.redact("auth failed for p@ss and p%40ss (\"p@ss\")"),
+            "auth failed for *** and *** (\"***\")"
+        );
+    }
+
+    #[test]
+    fn percent_decoding_leaves_broken_escapes_alone() {
+        assert_eq!(decoded("a%20b"), "a b");
+        assert_eq!(decoded("100%"), "100%");
+        assert_eq!(decoded("%4"), "%4");
+        assert_eq!(decoded("%zz"), "%zz");
+        let url = SafeUrl::new("postgres://db/x?sslmode=disable&application_name=a%20b");
+        assert_eq!(url.query_value("application_name").as_deref(), Some("a b"));
+        assert_eq!(url.query_value("sslmode").as_deref(), Some("disable"));
+        assert_eq!(url.scheme(), Some("postgres"));
     }
 }

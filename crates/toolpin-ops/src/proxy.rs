@@ -58,7 +58,7 @@ impl ProxyRecorder {
                         }
                     }
                     if let Err(e) = ledger.record_batch(&batch, |_| Vec::new()) {
-                        let line = toolpin_config::expand::redact(&e.to_string(), &secrets);
+                        let line = toolpin_manifest::Redactor::new(&secrets).redact(&e.to_string());
                         if line != last_error {
                             writer_warn(&format!("ledger: {line}; run-time drift not recorded"));
                             last_error = line;

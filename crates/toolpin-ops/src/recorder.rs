@@ -61,7 +61,7 @@ impl Recorder {
             Ok(v) => Ok(Some(v)),
             Err(e) => {
                 self.ledger = None;
-                let line = toolpin_config::expand::redact(&e.to_string(), &self.secrets);
+                let line = toolpin_manifest::Redactor::new(&self.secrets).redact(&e.to_string());
                 self.unavailable(&line)?;
                 Ok(None)
             }

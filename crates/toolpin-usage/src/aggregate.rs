@@ -648,9 +648,15 @@ impl Aggregates {
     /// [`Aggregates::add_stats`] for statistics the caller owns: a new key
     /// takes them as they are, without a merge (reading a store back).
     pub fn add_owned_stats(&mut self, key: &Key, stats: ToolStats) {
+        self.add_owned_stats_at(key.hour, Parts::of(key).strings, stats);
+    }
+
+    /// [`Aggregates::add_owned_stats`] for the key of `hour` and `parts`
+    /// (environment, tenant, agent, catalog, tool) borrowed from where
+    /// they were read (a store's row): copied only when the key is new.
+    pub fn add_owned_stats_at(&mut self, hour: u64, parts: [&str; 5], stats: ToolStats) {
         let limits = self.limits;
-        let strings = Parts::of(key).strings;
-        let slot = self.slot(key.hour, strings, stats.calls);
+        let slot = self.slot(hour, parts, stats.calls);
         let added = if slot.calls == 0 && slot.latency.count() == 0 && slot.params.is_empty() {
             let added = stats.heap_bytes().saturating_sub(slot.heap_bytes());
             *slot = stats;

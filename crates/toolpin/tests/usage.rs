@@ -336,3 +336,28 @@ fn serve_receives_the_python_sdk_and_stores_at_sigterm() {
         .collect();
     assert_eq!(tenants, ["globex", "globex"]);
 }
+
+/// `--store` with a PostgreSQL URL is a URL whatever the case of its
+/// scheme (the command tested `starts_with("postgres://")` itself while
+/// the ledger read the scheme in any case, so `POSTGRESQL://…` was taken
+/// for a file and its password printed): its password is never shown,
+/// and no file is made.
+#[test]
+fn a_store_url_in_any_case_is_a_url_and_its_password_is_never_shown() {
+    let sb = Sandbox::new();
+    let listing = sb.listing();
+    for scheme in ["POSTGRESQL", "postgres"] {
+        let url = format!("{scheme}://toolpin:s3cret-pw%21@127.0.0.1:1/toolpin?connect_timeout=2");
+        let run = sb.run(&["usage", "report", "--store", &url, "--no-record"]);
+        assert_eq!(run.code, 2, "{url}: {run:#?}");
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", run.stderr);
+        assert!(!run.stderr.contains("s3cret-pw"), "{}", run.stderr);
+        assert!(
+            run.stderr.contains("cannot connect to the ledger database"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(sb.listing(), listing, "{url} changed files");
+    }
+}

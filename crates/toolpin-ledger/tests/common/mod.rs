@@ -69,7 +69,7 @@ impl Db {
     pub fn location(&self) -> Location {
         match self {
             Db::Sqlite(dir) => Location::Sqlite(dir.db()),
-            Db::Postgres { url } => Location::Postgres(url.clone()),
+            Db::Postgres { url } => Location::Postgres(url.as_str().into()),
         }
     }
 

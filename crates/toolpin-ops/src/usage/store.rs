@@ -25,7 +25,7 @@ impl Store {
         Error::new(format!(
             "usage store {}: {}",
             self.shown,
-            toolpin_config::expand::redact(&e.to_string(), &self.secrets)
+            toolpin_manifest::Redactor::new(&self.secrets).redact(&e.to_string())
         ))
     }
 }
@@ -39,16 +39,14 @@ pub fn open_store(
     must_exist: bool,
 ) -> Result<Store, Error> {
     let (location, shown, secrets) = match (store, cfg) {
-        (Some(s), _) if s.starts_with("postgres://") || s.starts_with("postgresql://") => (
-            LedgerLocation::Postgres(s.to_string()),
-            "(the --store URL)".to_string(),
-            Vec::new(),
-        ),
-        (Some(s), _) => (
-            LedgerLocation::Sqlite(PathBuf::from(s)),
-            s.to_string(),
-            Vec::new(),
-        ),
+        (Some(s), _) => match LedgerLocation::parse(s) {
+            LedgerLocation::Postgres(url) => (
+                LedgerLocation::Postgres(url),
+                "(the --store URL)".to_string(),
+                Vec::new(),
+            ),
+            sqlite => (sqlite, s.to_string(), Vec::new()),
+        },
         (None, Some(cfg)) => match &cfg.ledger.location {
             Some(location) => (
                 location.clone(),
@@ -80,25 +78,13 @@ pub fn open_store(
             }
         }
     }
-    let opened = match &location {
-        LedgerLocation::Sqlite(path) => {
-            // The embedded default ledger lives in toolpin's state directory.
-            if store.is_none() && cfg.is_some_and(|c| c.ledger.in_state_dir()) {
-                if let Some(dir) = path.parent() {
-                    toolpin_manifest::fs::ensure_state_dir(dir).map_err(|e| {
-                        Error::new(format!("cannot create {}: {e}", display_path(dir)))
-                    })?;
-                }
-            }
-            Ledger::open(path)
+    // The embedded default ledger lives in toolpin's state directory.
+    let in_state_dir = store.is_none() && cfg.is_some_and(|c| c.ledger.in_state_dir());
+    let ledger = crate::open::open_location(&location, in_state_dir, &secrets).map_err(|e| match e {
+        crate::open::OpenError::StateDir { dir, error } => {
+            Error::new(format!("cannot create {}: {error}", display_path(&dir)))
         }
-        LedgerLocation::Postgres(url) => Ledger::connect(url, &toolpin_ledger::Options::default()),
-    };
-    let ledger = opened.map_err(|e| {
-        Error::new(format!(
-            "usage store {shown}: {}",
-            toolpin_config::expand::redact(&e.to_string(), &secrets)
-        ))
+        crate::open::OpenError::Ledger(line) => Error::new(format!("usage store {shown}: {line}")),
     })?;
     Ok(Store {
         ledger,

@@ -69,7 +69,7 @@ pub fn run(args: &HistoryArgs) -> Result<Outcome, CliError> {
     let rows = ledger.history(&query).map_err(|e| {
         CliError::new(format!(
             "ledger: {}",
-            toolpin_config::expand::redact(&e.to_string(), &cfg.ledger.secrets)
+            toolpin_manifest::Redactor::new(&cfg.ledger.secrets).redact(&e.to_string())
         ))
     })?;
     // The flag only takes history's formats.
