@@ -90,6 +90,18 @@ pub fn diff(
     walker.walk(pointer, before, after, None, 0);
 }
 
+/// The place a schema pair is compared at, handed to each family's
+/// keyword check: the pointer, the two schemas, the property they describe
+/// (for `default`) and the nesting depth (for recursion).
+#[derive(Clone, Copy)]
+pub(crate) struct Site<'s> {
+    pub(crate) ptr: &'s str,
+    pub(crate) sb: &'s Map<String, Value>,
+    pub(crate) sa: &'s Map<String, Value>,
+    pub(crate) prop: Option<&'s str>,
+    pub(crate) depth: usize,
+}
+
 /// One schema comparison in progress. The family files under `src/rules/`
 /// extend it with their keyword checks.
 pub(crate) struct Walker<'a, 'o> {
@@ -477,18 +489,25 @@ impl Walker<'_, '_> {
         }
         // Each family's checks (rules/<family>.rs), in the order their
         // findings come; each marks the keywords it claims as handled.
+        let site = Site {
+            ptr,
+            sb,
+            sa,
+            prop,
+            depth,
+        };
         let mut handled: BTreeSet<&str> = BTreeSet::new();
-        self.prose(ptr, sb, sa, &mut handled); // property
-        self.deprecated(ptr, sb, sa, &mut handled); // property
-        self.types(ptr, sb, sa, &mut handled); // types
-        self.enums(ptr, sb, sa, &mut handled); // enums
-        self.format_and_pattern(ptr, sb, sa, &mut handled); // bounds
-        self.bounds(ptr, sb, sa, &mut handled); // bounds
-        self.default(ptr, sb, sa, prop, &mut handled); // default
-        self.object(ptr, sb, sa, depth, &mut handled); // object
-        self.arrays(ptr, sb, sa, depth, &mut handled); // the walk: recursion only
-        self.unions(ptr, sb, sa, depth, &mut handled); // unions
-                                                       // Everything else, member by member.
+        self.prose(&site, &mut handled); // property
+        self.deprecated(&site, &mut handled); // property
+        self.types(&site, &mut handled); // types
+        self.enums(&site, &mut handled); // enums
+        self.format_and_pattern(&site, &mut handled); // bounds
+        self.bounds(&site, &mut handled); // bounds
+        self.default(&site, &mut handled); // default
+        self.object(&site, &mut handled); // object
+        self.arrays(&site, &mut handled); // the walk: recursion only
+        self.unions(&site, &mut handled); // unions
+                                          // Everything else, member by member.
         let keys: BTreeSet<&String> = sb.keys().chain(sa.keys()).collect();
         for key in keys {
             let k = key.as_str();
@@ -531,17 +550,11 @@ impl Walker<'_, '_> {
 
     /// `items`, `prefixItems` and `additionalItems`: recursion only, no
     /// rule of its own; what changed inside an item schema is judged there.
-    fn arrays(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        depth: usize,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
-        handled.insert("items");
-        handled.insert("prefixItems");
-        handled.insert("additionalItems");
+    fn arrays(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site {
+            ptr, sb, sa, depth, ..
+        } = *site;
+        handled.extend(["items", "prefixItems", "additionalItems"]);
         // `items` as one schema.
         match (sb.get("items"), sa.get("items")) {
             (

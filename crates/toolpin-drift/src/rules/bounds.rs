@@ -8,9 +8,10 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use crate::finding::Finding;
 use crate::rule::{Family, Rule, Severity};
 use crate::rules::tool;
-use crate::schema::{short, types, Direction, Walker};
+use crate::schema::{short, types, Direction, Site, Walker};
 
 crate::rules! {
     family BOUNDS_RULES, BOUNDS_FAMILY: "bounds", "Bound, format and pattern rules";
@@ -303,18 +304,11 @@ impl Walker<'_, '_> {
 
     /// `format` and `pattern`: a contained format (int32 → int64) and a
     /// dropped pattern are relaxations, a containing one a tightening.
-    pub(crate) fn format_and_pattern(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
-        handled.insert("format");
-        handled.insert("pattern");
+    pub(crate) fn format_and_pattern(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site { ptr, sb, sa, .. } = *site;
+        handled.extend(["format", "pattern"]);
         let (fb, fa) = (sb.get("format"), sa.get("format"));
         if fb != fa {
-            let at = format!("{ptr}/format");
             let (sb_, sa_) = (fb.and_then(Value::as_str), fa.and_then(Value::as_str));
             let widening =
                 matches!((sb_, sa_), (Some(x), Some(y)) if FORMAT_CONTAINMENT.contains(&(x, y)));
@@ -328,46 +322,24 @@ impl Walker<'_, '_> {
                 (Direction::Output, _, true) => &tool::FIELD_CHANGED,
                 (Direction::Output, _, _) => &OUTPUT_FORMAT_CHANGED,
             };
-            let show = |v: Option<&Value>| v.map(short).unwrap_or_else(|| "none".into());
-            self.push(
-                FAMILY,
-                rule,
-                &at,
-                format!("{ptr} format {} → {}", show(fb), show(fa)),
-                fb,
-                fa,
-            );
+            self.keyword_moved(ptr, "format", rule, fb, fa);
         }
         let (pb, pa) = (sb.get("pattern"), sa.get("pattern"));
         if pb != pa {
-            let at = format!("{ptr}/pattern");
             let rule: &'static Rule = match (self.dir, pa.is_none()) {
                 (Direction::Input, true) => &INPUT_BOUND_RELAXED,
                 (Direction::Input, false) => &INPUT_PATTERN_CHANGED,
                 (Direction::Output, true) => &OUTPUT_BOUND_RELAXED,
                 (Direction::Output, false) => &OUTPUT_FORMAT_CHANGED,
             };
-            let show = |v: Option<&Value>| v.map(short).unwrap_or_else(|| "none".into());
-            self.push(
-                FAMILY,
-                rule,
-                &at,
-                format!("{ptr} pattern {} → {}", show(pb), show(pa)),
-                pb,
-                pa,
-            );
+            self.keyword_moved(ptr, "pattern", rule, pb, pa);
         }
     }
 
     /// The numeric bounds by effect at each end, the length, item and
     /// property counts, and `multipleOf`; a newly set input bound is medium.
-    pub(crate) fn bounds(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
+    pub(crate) fn bounds(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site { ptr, sb, sa, .. } = *site;
         handled.extend(NUMERIC_KEYS);
         handled.insert("multipleOf");
         handled.extend(COUNT_KEYS.iter().flat_map(|(lo, hi)| [*lo, *hi]));
@@ -419,34 +391,35 @@ impl Walker<'_, '_> {
     /// more is a relaxation; results that may be larger or smaller are a
     /// relaxation, results held tighter a change.
     fn bound_move(&mut self, ptr: &str, m: BoundMove) {
-        let at = format!("{ptr}/{}", m.keyword);
-        let show = |v: &Option<Value>| v.as_ref().map(short).unwrap_or_else(|| "none".into());
-        let message = format!(
-            "{ptr} {} {} → {}",
-            m.keyword,
-            show(&m.before),
-            show(&m.after)
-        );
         let (vb, va) = (m.before.as_ref(), m.after.as_ref());
-        match (self.dir, m.tighter) {
-            (Direction::Input, true) => {
-                let sev = if m.newly_set {
-                    Severity::Medium
-                } else {
-                    Severity::High
-                };
-                self.push(FAMILY, &INPUT_BOUND_TIGHTENED, &at, message, vb, va)
-                    .severity = sev;
-            }
-            (Direction::Input, false) => {
-                self.push(FAMILY, &INPUT_BOUND_RELAXED, &at, message, vb, va);
-            }
-            (Direction::Output, false) => {
-                self.push(FAMILY, &OUTPUT_BOUND_RELAXED, &at, message, vb, va);
-            }
-            (Direction::Output, true) => {
-                self.push(FAMILY, &tool::FIELD_CHANGED, &at, message, vb, va);
-            }
+        let rule: &'static Rule = match (self.dir, m.tighter) {
+            (Direction::Input, true) => &INPUT_BOUND_TIGHTENED,
+            (Direction::Input, false) => &INPUT_BOUND_RELAXED,
+            (Direction::Output, false) => &OUTPUT_BOUND_RELAXED,
+            (Direction::Output, true) => &tool::FIELD_CHANGED,
+        };
+        let f = self.keyword_moved(ptr, m.keyword, rule, vb, va);
+        if rule.id == INPUT_BOUND_TIGHTENED.id {
+            f.severity = if m.newly_set {
+                Severity::Medium
+            } else {
+                Severity::High
+            };
         }
+    }
+
+    /// A keyword of this family whose value moved, pushed as `rule` at
+    /// `{ptr}/{keyword}` with both values shown.
+    fn keyword_moved(
+        &mut self,
+        ptr: &str,
+        keyword: &str,
+        rule: &'static Rule,
+        b: Option<&Value>,
+        a: Option<&Value>,
+    ) -> &mut Finding {
+        let show = |v: Option<&Value>| v.map(short).unwrap_or_else(|| "none".into());
+        let message = format!("{ptr} {keyword} {} → {}", show(b), show(a));
+        self.push(FAMILY, rule, &format!("{ptr}/{keyword}"), message, b, a)
     }
 }

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::rule::{Family, Severity};
 use crate::rules::tool;
-use crate::schema::{same, short, Walker};
+use crate::schema::{same, short, Site, Walker};
 
 crate::rules! {
     family DEFAULT_RULES, DEFAULT_FAMILY: "default", "Default rules";
@@ -37,14 +37,10 @@ const DECISIVE_DEFAULT_NAMES: [&str; 7] = [
 
 impl Walker<'_, '_> {
     /// `default`, with `prop` the name of the property it belongs to.
-    pub(crate) fn default(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        prop: Option<&str>,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
+    pub(crate) fn default(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site {
+            ptr, sb, sa, prop, ..
+        } = *site;
         handled.insert("default");
         let (db, da) = (sb.get("default"), sa.get("default"));
         if db.zip(da).is_some_and(|(x, y)| same(x, y)) || (db.is_none() && da.is_none()) {

@@ -8,7 +8,7 @@ use toolpin_manifest::jcs;
 
 use crate::rule::{Family, Rule};
 use crate::rules::tool;
-use crate::schema::{short, Direction, Walker};
+use crate::schema::{short, Direction, Site, Walker};
 
 crate::rules! {
     family ENUMS_RULES, ENUMS_FAMILY: "enums", "Enum and const rules";
@@ -71,15 +71,9 @@ fn enum_values(s: &Map<String, Value>) -> Option<Vec<Value>> {
 impl Walker<'_, '_> {
     /// `enum` and `const`: the literals lost and gained, each set reported
     /// once; a new input literal on a tool that writes is security.
-    pub(crate) fn enums(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
-        handled.insert("enum");
-        handled.insert("const");
+    pub(crate) fn enums(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site { ptr, sb, sa, .. } = *site;
+        handled.extend(["enum", "const"]);
         let (eb, ea) = (enum_values(sb), enum_values(sa));
         let at = format!(
             "{ptr}/{}",

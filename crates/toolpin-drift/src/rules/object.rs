@@ -11,7 +11,7 @@ use toolpin_manifest::pointer::escape_token;
 use crate::budget::{Exceeded, MAX_RENAME_PAIRS};
 use crate::rule::{Family, Rule, Severity};
 use crate::rules::tool;
-use crate::schema::{Direction, Walker};
+use crate::schema::{Direction, Site, Walker};
 
 crate::rules! {
     family OBJECT_RULES, OBJECT_FAMILY: "object", "Object property rules";
@@ -188,17 +188,11 @@ impl Walker<'_, '_> {
     /// `properties`, `required` and `additionalProperties`: each property
     /// in turn (removed, added, or walked into and its `required` change
     /// judged), the likely renames named, then `additionalProperties`.
-    pub(crate) fn object(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        depth: usize,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
-        handled.insert("properties");
-        handled.insert("required");
-        handled.insert("additionalProperties");
+    pub(crate) fn object(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site {
+            ptr, sb, sa, depth, ..
+        } = *site;
+        handled.extend(["properties", "required", "additionalProperties"]);
         let empty = Map::new();
         let pb = sb
             .get("properties")

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::rule::{Family, Severity};
 use crate::rules::tool;
-use crate::schema::{Walker, PROSE};
+use crate::schema::{Site, Walker, PROSE};
 
 crate::rules! {
     family PROPERTY_RULES, PROPERTY_FAMILY: "property", "Schema prose rules";
@@ -43,13 +43,8 @@ impl Walker<'_, '_> {
     /// `description`, `title`, `examples`, `$comment`: each edit reported
     /// with an inline diff; steering cues make it critical and security
     /// where the model reads the text (not in an outputSchema).
-    pub(crate) fn prose(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
+    pub(crate) fn prose(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site { ptr, sb, sa, .. } = *site;
         for key in PROSE {
             handled.insert(key);
             let (vb, va) = (sb.get(key), sa.get(key));
@@ -90,13 +85,8 @@ impl Walker<'_, '_> {
 
     /// `deprecated`: set, or lifted (`false` spelled out or dropped is no
     /// change).
-    pub(crate) fn deprecated(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
+    pub(crate) fn deprecated(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site { ptr, sb, sa, .. } = *site;
         handled.insert("deprecated");
         let on = |s: &Map<String, Value>| s.get("deprecated") == Some(&Value::Bool(true));
         let (vb, va) = (sb.get("deprecated"), sa.get("deprecated"));

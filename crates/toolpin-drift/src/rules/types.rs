@@ -3,11 +3,10 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
 
 use crate::rule::{Family, Rule};
 use crate::rules::tool;
-use crate::schema::{types, Direction, Types, Walker};
+use crate::schema::{types, Direction, Site, Types, Walker};
 
 crate::rules! {
     family TYPES_RULES, TYPES_FAMILY: "types", "Type rules";
@@ -75,15 +74,9 @@ fn covers(set: &Types, t: &str) -> bool {
 
 impl Walker<'_, '_> {
     /// `type` and `nullable`: how the set of accepted types moved.
-    pub(crate) fn types(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
-        handled.insert("type");
-        handled.insert("nullable");
+    pub(crate) fn types(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site { ptr, sb, sa, .. } = *site;
+        handled.extend(["type", "nullable"]);
         let (tb, ta) = (types(sb), types(sa));
         if tb == ta {
             return;

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::budget::Exceeded;
 use crate::rule::{Family, Rule};
 use crate::rules::tool;
-use crate::schema::{holds_ref, pair_branches, resolved_branches, Direction, Walker};
+use crate::schema::{holds_ref, pair_branches, resolved_branches, Direction, Site, Walker};
 
 crate::rules! {
     family UNIONS_RULES, UNIONS_FAMILY: "unions", "Union rules";
@@ -52,14 +52,10 @@ const FAMILY: &Family = &UNIONS_FAMILY;
 impl Walker<'_, '_> {
     /// `anyOf`, `oneOf` and `allOf`: paired branches are walked, the rest
     /// judged (an `allOf` conjunct narrows, so its verdicts are reversed).
-    pub(crate) fn unions(
-        &mut self,
-        ptr: &str,
-        sb: &Map<String, Value>,
-        sa: &Map<String, Value>,
-        depth: usize,
-        handled: &mut BTreeSet<&'static str>,
-    ) {
+    pub(crate) fn unions(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
+        let Site {
+            ptr, sb, sa, depth, ..
+        } = *site;
         for key in ["anyOf", "oneOf", "allOf"] {
             handled.insert(key);
             let (bb, ba) = (
