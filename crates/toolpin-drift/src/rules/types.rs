@@ -3,7 +3,6 @@
 
 use std::collections::BTreeSet;
 
-
 use crate::rule::{Family, Rule};
 use crate::rules::tool;
 use crate::schema::{types, Direction, Site, Types, Walker};

@@ -80,12 +80,15 @@ pub fn open_store(
     }
     // The embedded default ledger lives in toolpin's state directory.
     let in_state_dir = store.is_none() && cfg.is_some_and(|c| c.ledger.in_state_dir());
-    let ledger = crate::open::open_location(&location, in_state_dir, &secrets).map_err(|e| match e {
-        crate::open::OpenError::StateDir { dir, error } => {
-            Error::new(format!("cannot create {}: {error}", display_path(&dir)))
-        }
-        crate::open::OpenError::Ledger(line) => Error::new(format!("usage store {shown}: {line}")),
-    })?;
+    let ledger =
+        crate::open::open_location(&location, in_state_dir, &secrets).map_err(|e| match e {
+            crate::open::OpenError::StateDir { dir, error } => {
+                Error::new(format!("cannot create {}: {error}", display_path(&dir)))
+            }
+            crate::open::OpenError::Ledger(line) => {
+                Error::new(format!("usage store {shown}: {line}"))
+            }
+        })?;
     Ok(Store {
         ledger,
         shown,
