@@ -47,7 +47,11 @@ impl LedgerLocation {
     /// in any case), or else the path of a SQLite file.
     pub fn parse(text: &str) -> Self {
         if is_postgres_url(text) {
-            LedgerLocation::Postgres(SafeUrl::new(text))
+            // A scheme is case-insensitive (RFC 3986), the driver's parser
+            // is not: it is handed in lower case.
+            let (scheme, rest) = text.split_once("://").unwrap_or((text, ""));
+            let url = format!("{}://{rest}", scheme.to_ascii_lowercase());
+            LedgerLocation::Postgres(SafeUrl::new(&url))
         } else {
             LedgerLocation::Sqlite(PathBuf::from(text))
         }
