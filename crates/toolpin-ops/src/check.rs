@@ -28,11 +28,15 @@ pub struct Checked {
     pub plan: Plan,
 }
 
-/// Reads the pin (once), captures the project's servers with `capture`,
+/// Reads the pin, captures the project's servers with `capture`,
 /// compares, and judges by the configured policy and evals.
 pub fn check(project: &Project, capture: servers::Options) -> Result<Checked, Error> {
-    let (pinned, bytes) = lockfile::read_keeping(&project.lockfile)?;
+    let pinned = lockfile::read(&project.lockfile)?;
     let live = crate::capture::capture_config(&project.config, capture)?;
+    // The text (for locating findings) is read after the capture rather
+    // than kept from the parse: held through the capture it raised the
+    // peak RSS of a 12,000-tool check from 97 to 110 MiB.
+    let lockfile_text = std::fs::read_to_string(&project.lockfile).ok();
     let cfg = &project.config;
     let mut comparison = toolpin_drift::compare(&pinned, &live);
     let verdict = cfg.policy.apply(&mut comparison);
@@ -40,7 +44,7 @@ pub fn check(project: &Project, capture: servers::Options) -> Result<Checked, Er
     Ok(Checked {
         pinned,
         live,
-        lockfile_text: String::from_utf8(bytes).ok(),
+        lockfile_text,
         comparison,
         verdict,
         plan,

@@ -18,13 +18,14 @@ pub fn run(
 ) -> Result<Outcome, CliError> {
     check_targets(report)?;
     let project = config.resolve()?;
-    let checked = toolpin_ops::check::check(&project, config.capture_options(quiet))?;
+    let mut checked = toolpin_ops::check::check(&project, config.capture_options(quiet))?;
     // Opened first: a required ledger that cannot be written is an error
     // before any report is printed.
     let mut recorder = Recorder::open(&project.config, quiet)?;
+    // Moved, not copied: the text is as large as the lockfile.
     let context = toolpin_report::context::Context::new(
         repository_path(&project.lockfile),
-        checked.lockfile_text.clone(),
+        checked.lockfile_text.take(),
     );
     let outcome = render(
         &Judged {
