@@ -28,7 +28,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
-use toolpin_manifest::diagnostic::{Diagnostic, Message};
 
 pub use diagnostic::{line_column, Document};
 pub use evals::{Eval, Evals, Route, EVAL_VARS};
@@ -39,26 +38,7 @@ pub use timeout::{parse_timeout, TimeoutValue};
 
 /// A configuration error: one line for the user, naming the file (and,
 /// where it can, the line, column and key).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// At a line and column of the file: `origin:line:column: message`.
-    #[error(transparent)]
-    At(#[from] Diagnostic),
-    /// About the file as a whole or what it names, as written.
-    #[error(transparent)]
-    Other(#[from] Message),
-}
-
-impl Error {
-    pub fn new(message: impl Into<String>) -> Self {
-        Error::Other(Message::new(message))
-    }
-
-    /// The message as shown.
-    pub fn message(&self) -> String {
-        self.to_string()
-    }
-}
+pub use toolpin_manifest::diagnostic::Error;
 
 /// Default deadline for an `exec` source.
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);

@@ -14,7 +14,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use toml::Spanned;
-use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location, Message};
+use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location};
 use toolpin_manifest::Catalog;
 
 use crate::derive;
@@ -33,21 +33,7 @@ pub const DEFAULT_REPEATS: u64 = 1;
 pub const MAX_REPEATS: u64 = 100;
 
 /// A contracts file that cannot be used: one line, located where it can be.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// At a line and column of the file: `origin:line:column: message`.
-    #[error(transparent)]
-    At(#[from] Diagnostic),
-    /// About the file as a whole, the lockfile or a server, as written.
-    #[error(transparent)]
-    Other(#[from] Message),
-}
-
-impl Error {
-    pub fn new(message: impl Into<String>) -> Self {
-        Error::Other(Message::new(message))
-    }
-}
+pub use toolpin_manifest::diagnostic::Error;
 
 /// Whether a contract may call a tool its pin does not call read-only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

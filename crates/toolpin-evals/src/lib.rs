@@ -14,58 +14,16 @@ use std::fmt::Write;
 use serde_json::{json, Value};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::{Comparison, Finding};
-use toolpin_manifest::diagnostic::{Diagnostic, Kind, Location, Message};
+
 use toolpin_manifest::text::plural_of;
 use toolpin_report::style::printable;
 use toolpin_report::Style;
 
 use toolpin_config::{Evals, Route};
 
-/// An eval that could not be run: one line for the user.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// In a results file: `PATH: message` or `PATH:LINE: message`.
-    #[error(transparent)]
-    At(#[from] Diagnostic),
-    /// Running the eval, as written.
-    #[error(transparent)]
-    Other(#[from] Message),
-}
-
-impl Error {
-    pub fn new(message: impl Into<String>) -> Self {
-        Error::Other(Message::new(message))
-    }
-
-    /// `PATH: message`.
-    pub fn at(path: &std::path::Path, message: impl std::fmt::Display) -> Self {
-        Diagnostic::new(
-            Kind::Input,
-            Location::file(display(path)),
-            message.to_string(),
-        )
-        .into()
-    }
-
-    /// `PATH:LINE: message`.
-    pub fn at_line(path: &std::path::Path, line: usize, message: impl std::fmt::Display) -> Self {
-        let at = Location::line(display(path), line);
-        Diagnostic::new(Kind::Input, at, message.to_string()).into()
-    }
-
-    /// The message as shown.
-    pub fn message(&self) -> String {
-        self.to_string()
-    }
-}
-
-/// A path as messages show it: without a leading `./`.
-fn display(path: &std::path::Path) -> String {
-    path.strip_prefix("./")
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
+/// An eval that could not be run: one line for the user (in a results
+/// file: `PATH: message` or `PATH:LINE: message`).
+pub use toolpin_manifest::diagnostic::Error;
 
 /// The evals the failing findings route to.
 #[derive(Debug, Default, PartialEq)]

@@ -729,7 +729,10 @@ fn render_table(
     let _ = writeln!(
         text,
         "summary: {}",
-        printable(&crate::display(&out.join("summary.json")), false)
+        printable(
+            &toolpin_manifest::text::shown_path(&out.join("summary.json")),
+            false
+        )
     );
     text
 }
@@ -763,7 +766,7 @@ fn table(
         if req.aa {
             row.push(cell(&runs.aa));
         }
-        row.push(crate::display(&out.join(&eval.name)));
+        row.push(toolpin_manifest::text::shown_path(&out.join(&eval.name)));
         regressed_rows.push(outcome.regressed());
         rows.push(row);
     }

@@ -43,6 +43,23 @@ pub struct Found {
     pub notes: Vec<String>,
 }
 
+impl Found {
+    /// A server named `name` in `client`'s file, enabled, with nothing
+    /// read yet.
+    fn new(client: Client, name: &str) -> Self {
+        Found {
+            client,
+            name: name.to_string(),
+            source: Err(String::new()),
+            include: Vec::new(),
+            exclude: Vec::new(),
+            init_timeout_ms: None,
+            enabled: true,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// What one file held.
 #[derive(Debug, Default)]
 pub struct Parsed {
@@ -136,16 +153,7 @@ fn entries(servers: Option<&Value>, interp: &Interp, out: &mut Vec<Found>) {
 /// they do not clash; only their meaning can depend on the client.
 fn json_entry(name: &str, entry: &Value, interp: &Interp) -> Found {
     let client = interp.client;
-    let mut found = Found {
-        client,
-        name: name.to_string(),
-        source: Err(String::new()),
-        include: Vec::new(),
-        exclude: Vec::new(),
-        init_timeout_ms: None,
-        enabled: true,
-        notes: Vec::new(),
-    };
+    let mut found = Found::new(client, name);
     let Some(e) = entry.as_object() else {
         found.source = Err("its entry is not an object".into());
         return found;
@@ -228,16 +236,7 @@ fn codex(text: &str, ctx: &Context) -> Result<Parsed, String> {
         return Ok(parsed);
     };
     for (name, entry) in servers {
-        let mut found = Found {
-            client: Client::Codex,
-            name: name.clone(),
-            source: Err(String::new()),
-            include: Vec::new(),
-            exclude: Vec::new(),
-            init_timeout_ms: None,
-            enabled: true,
-            notes: Vec::new(),
-        };
+        let mut found = Found::new(Client::Codex, name);
         let Some(e) = entry.as_object() else {
             found.source = Err("its entry is not a table".into());
             parsed.servers.push(found);

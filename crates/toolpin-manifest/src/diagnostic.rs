@@ -120,6 +120,47 @@ impl Message {
     }
 }
 
+/// An error a person acts on, either located in a file or a message that
+/// stands alone: what a configuration, contracts or results file reader
+/// returns. Shown as its variant is.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// At a place in a file: `origin:line:column: message`.
+    #[error(transparent)]
+    At(#[from] Diagnostic),
+    /// About a file as a whole or what it names, as written.
+    #[error(transparent)]
+    Other(#[from] Message),
+}
+
+impl Error {
+    /// A message as written.
+    pub fn new(message: impl Into<String>) -> Self {
+        Error::Other(Message::new(message))
+    }
+
+    /// An [`Kind::Input`] error about the file at `path`: `PATH: message`.
+    pub fn at(path: &std::path::Path, message: impl fmt::Display) -> Self {
+        Diagnostic::new(
+            Kind::Input,
+            Location::file(crate::text::shown_path(path)),
+            message.to_string(),
+        )
+        .into()
+    }
+
+    /// An [`Kind::Input`] error at a line of `path`: `PATH:LINE: message`.
+    pub fn at_line(path: &std::path::Path, line: usize, message: impl fmt::Display) -> Self {
+        let at = Location::line(crate::text::shown_path(path), line);
+        Diagnostic::new(Kind::Input, at, message.to_string()).into()
+    }
+
+    /// The message as shown.
+    pub fn message(&self) -> String {
+        self.to_string()
+    }
+}
+
 /// 1-based line and column of byte `offset` in `text`; the column counts
 /// characters (UTF-8 continuation bytes are not counted; an offset inside
 /// a character is that character's). An offset past the end is the end.

@@ -25,6 +25,14 @@ pub fn plural_s<N: PartialEq + From<u8>>(n: N) -> &'static str {
 }
 
 /// Words separated by single spaces: newlines, tabs and runs of
+/// A path as messages show it: without a leading `./`.
+pub fn shown_path(path: &std::path::Path) -> String {
+    path.strip_prefix("./")
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
 /// whitespace are gone (for a message that must stay on one line).
 pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -218,12 +218,7 @@ pub fn acknowledge_seen_tools(
         .iter()
         .map(|p| Evidence::read(p, lockfile))
         .collect::<Result<Vec<_>, _>>()?;
-    let shown = || {
-        path.strip_prefix("./")
-            .unwrap_or(&path)
-            .display()
-            .to_string()
-    };
+    let shown = || toolpin_manifest::text::shown_path(&path);
     let previous = match std::fs::read(&path) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,

@@ -11,7 +11,7 @@ use toolpin_evals::Plan;
 use toolpin_manifest::{lockfile, Catalog};
 
 use crate::project::Project;
-use crate::record::{self, CheckRecorded, Seen};
+use crate::record::{self, Seen, SightingsRecorded};
 use crate::recorder::Recorder;
 use crate::Error;
 
@@ -93,5 +93,5 @@ pub struct Written {
     /// policy.
     pub drifting: usize,
     /// What the ledger made of it; `None`: no ledger to write to.
-    pub recorded: Option<CheckRecorded>,
+    pub recorded: Option<SightingsRecorded>,
 }

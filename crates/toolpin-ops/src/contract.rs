@@ -6,9 +6,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::record::SightingsRecorded;
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::Comparison;
-use toolpin_ledger::{EventFilter, EventKind, Ledger, Recorded, Resolution, Sighting};
+use toolpin_ledger::{EventFilter, EventKind, Ledger, Resolution, Sighting};
 use toolpin_manifest::{Catalog, Fingerprint};
 
 use crate::record::{finding_record, server_info};
@@ -17,14 +18,6 @@ mod calls;
 mod observe;
 
 pub use calls::{record, run, unavailable, Judged, Loaded, Ran, Recording};
-
-/// What recording a contract run did.
-#[derive(Debug, Default)]
-pub struct ContractRecorded {
-    pub recorded: Vec<(Sighting, Recorded)>,
-    /// Events resolved because their tool behaved as recorded again.
-    pub resolved: Vec<i64>,
-}
 
 /// One `contract-failed` sighting per tool with failing findings. The
 /// event is keyed by the pinned tool and by the failure itself (its rules,
@@ -95,7 +88,7 @@ pub fn record_contract_run<F>(
     called: &BTreeSet<String>,
     route: F,
     at: i64,
-) -> Result<ContractRecorded, toolpin_ledger::Error>
+) -> Result<SightingsRecorded, toolpin_ledger::Error>
 where
     F: Fn(&Sighting) -> Vec<String>,
 {
@@ -109,7 +102,7 @@ where
         called.contains(&key) && !failing.contains(&key)
     };
     let resolved = resolve_open(ledger, environment, passed, |_| Resolution::Reverted, at)?;
-    Ok(ContractRecorded {
+    Ok(SightingsRecorded {
         recorded: failed.into_iter().zip(recorded).collect(),
         resolved,
     })

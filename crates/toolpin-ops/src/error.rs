@@ -23,13 +23,12 @@ macro_rules! from_errors {
 }
 
 from_errors!(
-    toolpin_config::Error,
+    // The configuration's, the contracts file's and the evals' error.
+    toolpin_manifest::diagnostic::Error,
     toolpin_manifest::lockfile::LockfileError,
     toolpin_manifest::CatalogError,
     toolpin_capture::servers::Failures,
     toolpin_capture::file::FileError,
-    toolpin_contract::Error,
     toolpin_approve::Error,
-    toolpin_evals::Error,
     std::io::Error,
 );

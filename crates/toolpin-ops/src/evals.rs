@@ -11,6 +11,7 @@ use toolpin_report::Style;
 
 use crate::project::Project;
 use crate::Error;
+use toolpin_manifest::text::shown_path;
 
 /// What `evals run` was asked.
 pub struct Request<'a> {
@@ -123,12 +124,4 @@ pub fn run(project: &Project, request: &Request, style: Style) -> Result<Ran, Er
 /// The configured evals `keep` selects, in the configuration's order.
 fn selected(cfg: &crate::settings::Config, keep: impl Fn(&Eval) -> bool) -> Vec<&Eval> {
     cfg.evals.evals.values().filter(|e| keep(e)).collect()
-}
-
-/// A path as shown: without a leading `./`.
-fn shown_path(path: &Path) -> String {
-    path.strip_prefix("./")
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }

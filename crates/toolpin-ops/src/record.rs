@@ -23,12 +23,12 @@ pub struct CheckSightings {
     pub clean: Vec<String>,
 }
 
-/// What recording a check did.
+/// What recording a check's or a contract run's sightings did.
 #[derive(Debug, Default)]
-pub struct CheckRecorded {
+pub struct SightingsRecorded {
     pub recorded: Vec<(Sighting, Recorded)>,
-    /// Events the check showed resolved (upstream went back, or the
-    /// lockfile now pins the live tool).
+    /// Events the run showed resolved (upstream went back, the lockfile
+    /// now pins the live tool, or the tool behaved as recorded again).
     pub resolved: Vec<i64>,
 }
 
@@ -244,7 +244,7 @@ pub fn record_check<F>(
     seen: CheckSightings,
     route: F,
     at: i64,
-) -> Result<CheckRecorded, toolpin_ledger::Error>
+) -> Result<SightingsRecorded, toolpin_ledger::Error>
 where
     F: Fn(&Sighting) -> Vec<String>,
 {
@@ -304,7 +304,7 @@ where
             at,
         )?);
     }
-    Ok(CheckRecorded {
+    Ok(SightingsRecorded {
         recorded: seen.drift.into_iter().zip(recorded).collect(),
         resolved,
     })

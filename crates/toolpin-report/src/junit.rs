@@ -187,34 +187,43 @@ fn legal(c: char) -> bool {
 
 /// Character data: `&`, `<`, `>` escaped, illegal characters dropped.
 fn text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars().filter(|c| legal(*c)) {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
+    escaped(s, markup)
 }
 
 /// An attribute value in double quotes: as [`text`], plus quotes, and
 /// whitespace kept as character references (attribute normalization would
 /// turn a raw newline or tab into a space).
 fn attr(s: &str) -> String {
+    escaped(s, |c| {
+        markup(c).or(match c {
+            '"' => Some("&quot;"),
+            '\'' => Some("&apos;"),
+            '\n' => Some("&#10;"),
+            '\r' => Some("&#13;"),
+            '\t' => Some("&#9;"),
+            _ => None,
+        })
+    })
+}
+
+/// The entity of a character that would open or close markup.
+fn markup(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        _ => None,
+    }
+}
+
+/// `s` with illegal characters dropped and each character `entity` names
+/// replaced by its entity.
+fn escaped(s: &str, entity: impl Fn(char) -> Option<&'static str>) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars().filter(|c| legal(*c)) {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' => out.push_str("&#9;"),
-            c => out.push(c),
+        match entity(c) {
+            Some(e) => out.push_str(e),
+            None => out.push(c),
         }
     }
     out

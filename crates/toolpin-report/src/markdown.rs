@@ -671,14 +671,10 @@ fn push_plan(out: &mut String, c: &Comparison, verdict: &Verdict) {
 fn html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for ch in printable(text, false).chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '@' => out.push_str("@\u{2060}"),
-            c => out.push(c),
+        match (html_entity(ch), ch) {
+            (Some(e), _) => out.push_str(e),
+            (None, '\'') => out.push_str("&#39;"),
+            (None, c) => out.push(c),
         }
     }
     out
@@ -690,20 +686,29 @@ fn html(text: &str) -> String {
 fn inline(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     for ch in printable(text, false).chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '@' => out.push_str("@\u{2060}"),
-            c if c.is_ascii_punctuation() => {
+        match html_entity(ch) {
+            Some(e) => out.push_str(e),
+            None if ch.is_ascii_punctuation() => {
                 out.push('\\');
-                out.push(c);
+                out.push(ch);
             }
-            c => out.push(c),
+            None => out.push(ch),
         }
     }
     out
+}
+
+/// What an HTML-special character (or `@`, which would mention someone)
+/// becomes in both [`html`] and [`inline`].
+fn html_entity(ch: char) -> Option<&'static str> {
+    match ch {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '@' => Some("@\u{2060}"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -247,18 +247,8 @@ fn http_headers(
     record: &mut Map<String, Value>,
     secrets: &mut Secrets,
 ) -> Result<Vec<(String, String)>, String> {
-    let mut headers = Vec::new();
-    if let Some(table) = &cfg.headers {
-        let mut recorded = Map::new();
-        for (name, value) in table {
-            let e = expand(value, lookup).map_err(|m| format!("`headers.{name}`: {m}"))?;
-            recorded.insert(name.clone(), json!(record_value(name, value)));
-            secrets.literal(name, value);
-            secrets.expanded(&e, secret_looking(name));
-            headers.push((name.clone(), e.value));
-        }
-        record.insert("headers".into(), Value::Object(recorded));
-    }
+    let mut headers: Vec<(String, String)> =
+        expanded_table("headers", cfg.headers.as_ref(), lookup, record, secrets)?;
     if let Some(var) = &cfg.bearer_token_env {
         let token = lookup(var)
             .filter(|t| !t.is_empty())
@@ -302,14 +292,7 @@ fn command_line(
     if argv.first().is_none_or(|p| p.is_empty()) {
         return Err(format!("`{key}` must name a program: {key} = {example}"));
     }
-    let timeout = match timeout {
-        None => default,
-        Some(t) => {
-            let d = parse_timeout("timeout", t)?;
-            record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
-            d
-        }
-    };
+    let timeout = recorded_timeout(timeout, record)?.unwrap_or(default);
     record.insert(key.into(), json!(argv));
     Ok((argv, timeout))
 }
@@ -324,22 +307,48 @@ fn process_env(
     record: &mut Map<String, Value>,
     secrets: &mut Secrets,
 ) -> Result<BTreeMap<String, String>, String> {
-    let mut env = BTreeMap::new();
-    if let Some(vars) = &cfg.env {
-        let mut recorded = Map::new();
-        for (key, value) in vars {
-            let e = expand(value, lookup).map_err(|m| format!("`env.{key}`: {m}"))?;
-            recorded.insert(key.clone(), json!(record_value(key, value)));
-            secrets.literal(key, value);
-            secrets.expanded(&e, secret_looking(key));
-            env.insert(key.clone(), e.value);
-        }
-        record.insert("env".into(), Value::Object(recorded));
-    }
+    let env = expanded_table("env", cfg.env.as_ref(), lookup, record, secrets)?;
     if let Some(c) = &cfg.cwd {
         record.insert("cwd".into(), json!(c));
     }
     Ok(env)
+}
+
+/// A table of `${VAR}` values (`env`, `headers`): each value expanded for
+/// use and recorded as written (a literal secret redacted), the secrets
+/// noted so that no message shows them.
+fn expanded_table<T: FromIterator<(String, String)>>(
+    key: &str,
+    table: Option<&BTreeMap<String, String>>,
+    lookup: Lookup,
+    record: &mut Map<String, Value>,
+    secrets: &mut Secrets,
+) -> Result<T, String> {
+    let Some(table) = table else {
+        return Ok(T::from_iter([]));
+    };
+    let mut recorded = Map::new();
+    let mut expanded = Vec::with_capacity(table.len());
+    for (name, value) in table {
+        let e = expand(value, lookup).map_err(|m| format!("`{key}.{name}`: {m}"))?;
+        recorded.insert(name.clone(), json!(record_value(name, value)));
+        secrets.literal(name, value);
+        secrets.expanded(&e, secret_looking(name));
+        expanded.push((name.clone(), e.value));
+    }
+    record.insert(key.into(), Value::Object(recorded));
+    Ok(expanded.into_iter().collect())
+}
+
+/// `timeout` parsed and recorded (as `timeout_ms`) when set.
+fn recorded_timeout(
+    timeout: Option<&TimeoutValue>,
+    record: &mut Map<String, Value>,
+) -> Result<Option<Duration>, String> {
+    let Some(t) = timeout else { return Ok(None) };
+    let d = parse_timeout("timeout", t)?;
+    record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
+    Ok(Some(d))
 }
 
 /// An `openapi` source: a file, or a URL fetched with `headers`; the
@@ -364,14 +373,7 @@ fn openapi(
     record.insert("openapi".into(), json!(written));
     let (location, timeout) = if is_http_url(&expanded.value) {
         let headers = http_headers(cfg, lookup, record, secrets)?;
-        let timeout = match &cfg.timeout {
-            None => None,
-            Some(t) => {
-                let d = parse_timeout("timeout", t)?;
-                record.insert("timeout_ms".into(), json!(d.as_millis() as u64));
-                Some(d)
-            }
-        };
+        let timeout = recorded_timeout(cfg.timeout.as_ref(), record)?;
         let location = Location::Url {
             url: expanded.value,
             headers,

@@ -33,7 +33,7 @@ pub fn path_for(lockfile: &Path) -> PathBuf {
 
 /// The names in the file; `None` when there is no file yet.
 pub fn read(path: &Path) -> Result<Option<BTreeSet<String>>, Error> {
-    let shown = crate::display(path);
+    let shown = toolpin_manifest::text::shown_path(path);
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -104,8 +104,12 @@ pub fn add(path: &Path, new: &[String]) -> Result<Vec<String>, Error> {
         .cloned()
         .collect();
     if !added.is_empty() {
-        toolpin_manifest::fs::write_atomic(path, render(&names).as_bytes())
-            .map_err(|e| Error::new(format!("cannot write {}: {e}", crate::display(path))))?;
+        toolpin_manifest::fs::write_atomic(path, render(&names).as_bytes()).map_err(|e| {
+            Error::new(format!(
+                "cannot write {}: {e}",
+                toolpin_manifest::text::shown_path(path)
+            ))
+        })?;
     }
     Ok(added)
 }

@@ -361,7 +361,10 @@ pub fn read_side(
     }
     let repeats: Vec<Repeat> = numbered.into_values().chain(unnumbered).collect();
     if repeats.iter().all(|r| r.cases.is_empty()) {
-        let shown: Vec<String> = paths.iter().map(|p| crate::display(p)).collect();
+        let shown: Vec<String> = paths
+            .iter()
+            .map(|p| toolpin_manifest::text::shown_path(p))
+            .collect();
         return Err(Error::new(format!(
             "{what}: no case runs in {}",
             shown.join(", ")

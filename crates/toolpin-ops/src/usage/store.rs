@@ -8,6 +8,7 @@ use toolpin_config::ledger::LedgerLocation;
 use toolpin_ledger::Ledger;
 
 use crate::Error;
+use toolpin_manifest::text::shown_path;
 
 /// The store's file beside the configuration when the ledger is off.
 const STORE_FILE: &str = "toolpin.usage.db";
@@ -57,7 +58,7 @@ pub fn open_store(
                 let path = cfg.path.parent().unwrap_or(Path::new("")).join(STORE_FILE);
                 (
                     LedgerLocation::Sqlite(path.clone()),
-                    display_path(&path),
+                    shown_path(&path),
                     Vec::new(),
                 )
             }
@@ -73,7 +74,7 @@ pub fn open_store(
             if !path.exists() {
                 return Err(Error::new(format!(
                     "{}: no usage store here; `toolpin usage ingest` or `toolpin usage serve` writes it (or pass --store)",
-                    display_path(path)
+                    shown_path(path)
                 )));
             }
         }
@@ -83,7 +84,7 @@ pub fn open_store(
     let ledger =
         crate::open::open_location(&location, in_state_dir, &secrets).map_err(|e| match e {
             crate::open::OpenError::StateDir { dir, error } => {
-                Error::new(format!("cannot create {}: {error}", display_path(&dir)))
+                Error::new(format!("cannot create {}: {error}", shown_path(&dir)))
             }
             crate::open::OpenError::Ledger(line) => {
                 Error::new(format!("usage store {shown}: {line}"))
@@ -94,12 +95,4 @@ pub fn open_store(
         shown,
         secrets,
     })
-}
-
-/// A path as shown: without a leading `./`.
-fn display_path(path: &Path) -> String {
-    path.strip_prefix("./")
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }

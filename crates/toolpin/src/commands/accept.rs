@@ -17,12 +17,7 @@ pub fn run(
     evidence: &[PathBuf],
     quiet: bool,
 ) -> Result<Outcome, CliError> {
-    let reason = reason.trim();
-    if reason.is_empty() {
-        return Err(CliError::new(
-            "--reason must say why the change is acceptable",
-        ));
-    }
+    let reason = given_reason(reason, "the change is acceptable")?;
     let pending = Pending::capture(args.resolve()?, args.capture_options(quiet))?;
     let lockfile = pending.lockfile();
     if pending.changes.is_empty() {
@@ -65,12 +60,7 @@ pub fn seen_tools(
     evidence: &[PathBuf],
     quiet: bool,
 ) -> Result<Outcome, CliError> {
-    let reason = reason.trim();
-    if reason.is_empty() {
-        return Err(CliError::new(
-            "--reason must say why the tool name is acceptable",
-        ));
-    }
+    let reason = given_reason(reason, "the tool name is acceptable")?;
     if let Some(bad) = names
         .iter()
         .find(|n| n.trim().is_empty() || n.chars().any(char::is_control))
@@ -97,4 +87,13 @@ pub fn seen_tools(
         }
     }
     Ok(Outcome::Clean)
+}
+
+/// `--reason`, trimmed; it must say why `what`.
+fn given_reason<'a>(reason: &'a str, what: &str) -> Result<&'a str, CliError> {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(CliError::new(format!("--reason must say why {what}")));
+    }
+    Ok(reason)
 }

@@ -164,9 +164,4 @@ fn repository_path(path: &Path) -> String {
     display(path)
 }
 
-pub(crate) fn display(path: &Path) -> String {
-    path.strip_prefix("./")
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
+pub(crate) use toolpin_manifest::text::shown_path as display;
