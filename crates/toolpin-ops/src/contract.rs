@@ -31,15 +31,7 @@ pub fn contract_sightings(
     vendors: &BTreeMap<String, String>,
     at: i64,
 ) -> Vec<Sighting> {
-    let mut by_tool: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
-    for &i in &verdict.failing {
-        if let Some(f) = comparison.findings.get(i) {
-            by_tool
-                .entry((f.server.as_str(), f.tool.as_str()))
-                .or_default()
-                .push(i);
-        }
-    }
+    let by_tool = crate::record::failing_by_tool(comparison, verdict);
     by_tool
         .into_iter()
         .map(|((server, tool), indices)| {

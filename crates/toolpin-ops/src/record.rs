@@ -59,6 +59,24 @@ pub fn server_info(catalog: &Catalog, server: &str, member: &str) -> Option<Stri
         .map(str::to_string)
 }
 
+/// The failing findings (indices into `comparison.findings`) by
+/// (server, tool), in that order.
+pub(crate) fn failing_by_tool<'a>(
+    comparison: &'a Comparison,
+    verdict: &Verdict,
+) -> BTreeMap<(&'a str, &'a str), Vec<usize>> {
+    let mut by_tool: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
+    for &i in &verdict.failing {
+        if let Some(f) = comparison.findings.get(i) {
+            by_tool
+                .entry((f.server.as_str(), f.tool.as_str()))
+                .or_default()
+                .push(i);
+        }
+    }
+    by_tool
+}
+
 /// A tool's fingerprints before and after, by (server, tool).
 type Changes<'a> = BTreeMap<(&'a str, &'a str), (Option<&'a str>, Option<&'a str>)>;
 
@@ -88,16 +106,7 @@ pub fn sightings(seen: &Seen, at: i64) -> CheckSightings {
         plan,
         vendors,
     } = *seen;
-    // Failing findings by (server, tool).
-    let mut by_tool: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
-    for &i in &verdict.failing {
-        if let Some(f) = comparison.findings.get(i) {
-            by_tool
-                .entry((f.server.as_str(), f.tool.as_str()))
-                .or_default()
-                .push(i);
-        }
-    }
+    let by_tool = failing_by_tool(comparison, verdict);
     let changes: Changes = comparison
         .tools
         .iter()

@@ -142,40 +142,28 @@ pub(super) fn resolve(
             }
         }
         SourceKind::Exec => {
-            let (argv, timeout) = command_line(
-                "exec",
-                cfg.exec.as_ref(),
-                "[\"program\", \"arg\", …]",
-                cfg.timeout.as_ref(),
-                DEFAULT_EXEC_TIMEOUT,
-                record,
-            )?;
-            let env = process_env(cfg, lookup, record, secrets)?;
+            let example = "[\"program\", \"arg\", …]";
+            let argv = command_line("exec", cfg.exec.as_ref(), example, record)?;
             Source::Exec {
+                timeout: recorded_timeout(cfg.timeout.as_ref(), record)?
+                    .unwrap_or(DEFAULT_EXEC_TIMEOUT),
                 argv,
-                env,
+                env: process_env(cfg, lookup, record, secrets)?,
                 cwd,
-                timeout,
             }
         }
         SourceKind::Command => stdio(cfg, cwd, lookup, record, secrets)?,
         SourceKind::Url => http(cfg, lookup, record, secrets)?,
         SourceKind::OpenApi => openapi(cfg, dir, lookup, record, secrets)?,
         SourceKind::Record => {
-            let (argv, timeout) = command_line(
-                "record",
-                cfg.record.as_ref(),
-                "[\"python\", \"agent.py\", \"--smoke\"]",
-                cfg.timeout.as_ref(),
-                DEFAULT_RECORD_TIMEOUT,
-                record,
-            )?;
-            let env = process_env(cfg, lookup, record, secrets)?;
+            let example = "[\"python\", \"agent.py\", \"--smoke\"]";
+            let argv = command_line("record", cfg.record.as_ref(), example, record)?;
             Source::Record {
+                timeout: recorded_timeout(cfg.timeout.as_ref(), record)?
+                    .unwrap_or(DEFAULT_RECORD_TIMEOUT),
                 argv,
-                env,
+                env: process_env(cfg, lookup, record, secrets)?,
                 cwd,
-                timeout,
                 merge: cfg.merge.clone(),
             }
         }
@@ -278,23 +266,20 @@ pub fn is_http_url(text: &str) -> bool {
     })
 }
 
-/// The argv of an `exec` or `record` source (`key`) and its deadline, both
-/// recorded (the timeout only when set); `example` shows a valid argv.
+/// The argv of an `exec` or `record` source (`key`), recorded; `example`
+/// shows a valid argv.
 fn command_line(
     key: &str,
     argv: Option<&Vec<String>>,
     example: &str,
-    timeout: Option<&TimeoutValue>,
-    default: Duration,
     record: &mut Map<String, Value>,
-) -> Result<(Vec<String>, Duration), String> {
+) -> Result<Vec<String>, String> {
     let argv = argv.cloned().unwrap_or_default();
     if argv.first().is_none_or(|p| p.is_empty()) {
         return Err(format!("`{key}` must name a program: {key} = {example}"));
     }
-    let timeout = recorded_timeout(timeout, record)?.unwrap_or(default);
     record.insert(key.into(), json!(argv));
-    Ok((argv, timeout))
+    Ok(argv)
 }
 
 /// The `env` and `cwd` of a process (`exec`, `command` or `record`): `env`
