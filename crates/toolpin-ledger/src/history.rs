@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::event::FINDING_KINDS;
+use crate::stored::FINDING_KINDS;
 use crate::EventKind;
 
 /// What the rows are per.

@@ -23,29 +23,29 @@
 
 mod dialect;
 mod driver;
-mod event;
 pub mod history;
 pub mod migrate;
-mod outbox;
 mod postgres;
 mod sqlite;
 mod statements;
 mod store;
+mod stored;
 pub mod usage;
 
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
-pub use event::{
-    EventFilter, EventKind, FindingRecord, RecordOutcome, Recorded, Resolution, Sighting,
-    FINDING_KINDS, MAX_DETAIL,
-};
 pub use history::{
     Durations, HistoryGroup, HistoryPeriod, HistoryQuery, HistoryRow, KindCounts, SeverityCounts,
 };
-pub use outbox::{Delivery, DeliveryState, Notice};
-pub use toolpin_drift::rule::Severity;
+pub use stored::{FINDING_KINDS, MAX_DETAIL};
+/// The records, as plain data in their own crate so that their readers
+/// (`toolpin-notify`) need no database driver.
+pub use toolpin_ledger_model::{
+    backoff, Delivery, DeliveryState, Event, EventFilter, EventKind, FindingRecord, Notice,
+    RecordOutcome, Recorded, Resolution, Severity, Sighting, LEASE, MAX_ATTEMPTS,
+};
 
 /// How long a write waits for another process's write to finish before the
 /// ledger is reported locked.
@@ -86,42 +86,6 @@ impl Default for Options {
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
         }
     }
-}
-
-/// One drift event as stored.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Event {
-    pub id: i64,
-    pub environment: String,
-    pub server: String,
-    /// The namespaced tool; `""` for an event about the server itself.
-    pub tool: String,
-    /// The pinned tool fingerprint; `None` for a tool that is not pinned
-    /// (added upstream).
-    pub pinned: Option<String>,
-    /// The live tool fingerprint; `None` for a tool gone upstream.
-    pub live: Option<String>,
-    pub kind: EventKind,
-    /// The worst severity among the findings; `None` when there are none.
-    pub severity: Option<Severity>,
-    pub findings: Vec<FindingRecord>,
-    pub vendor: Option<String>,
-    /// The server's reported version (`serverInfo.version`) when first seen.
-    pub server_version: Option<String>,
-    /// The server's version in the lockfile.
-    pub pinned_version: Option<String>,
-    /// How many evals the plan asked to re-run (the latest sighting's).
-    pub reruns: i64,
-    /// The last time, before the first sighting, a check saw the server
-    /// match its pins: the upstream change happened after it. `None` when
-    /// no clean check was recorded before.
-    pub unchanged_at: Option<i64>,
-    pub first_seen: i64,
-    pub last_seen: i64,
-    /// How many sightings the event stands for.
-    pub count: i64,
-    /// When and how it was resolved; `None` while it is open.
-    pub resolved: Option<(i64, Resolution)>,
 }
 
 /// Where a ledger is: a SQLite file, or a PostgreSQL database by URL. The
@@ -441,5 +405,3 @@ impl Ledger {
         self.store.deliveries(event)
     }
 }
-
-pub use outbox::{backoff, LEASE, MAX_ATTEMPTS};

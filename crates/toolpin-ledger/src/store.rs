@@ -23,14 +23,14 @@ use toolpin_manifest::SafeUrl;
 use toolpin_usage::{Aggregates, EventKey, Key, ToolStats};
 
 use crate::driver::{args, Arg, Fail, Result, Row, Tx};
-use crate::event::{findings_json, kind_bits, more_severe, parse_findings, severity_from_name};
 use crate::history::{self, CountRow, DurationRow, HistoryQuery, HistoryRow, Param};
-use crate::outbox::{backoff, Delivery, DeliveryState, Notice, LEASE, MAX_ATTEMPTS};
 use crate::statements::*;
+use crate::stored::{findings_json, kind_bits, more_severe, parse_findings};
 use crate::usage::{self, Compacted, UsageFilter, UsageWritten};
+use crate::{backoff, Delivery, DeliveryState, Notice, LEASE, MAX_ATTEMPTS};
 use crate::{
     migrate, postgres, sqlite, Error, Event, EventFilter, EventKind, Options, RecordOutcome,
-    Recorded, Resolution, Sighting,
+    Recorded, Resolution, Severity, Sighting,
 };
 
 /// The key of the advisory lock migrations run under ("toolpin" in ASCII).
@@ -622,7 +622,7 @@ fn record_in(tx: &mut Tx<'_>, s: &Sighting, sinks: &[&str]) -> Result<Recorded> 
             Ok((r.get::<i64>(0)?, r.get::<Option<String>>(1)?))
         })?;
         if let Some((id, old)) = existing {
-            let old = old.as_deref().and_then(severity_from_name);
+            let old = old.as_deref().and_then(Severity::parse);
             let outcome = if more_severe(severity, old) {
                 let findings = findings_json(&s.findings);
                 let bump = args![
@@ -710,7 +710,7 @@ fn resolve_in(
 fn enqueue_in(tx: &mut Tx<'_>, sink: &str, event: i64, notice: Notice, at: i64) -> Result<bool> {
     let added = tx.execute(
         ENQUEUE,
-        args![sink, event, notice.what(), notice.level(), at],
+        args![sink, event, notice.name(), notice.level(), at],
     )?;
     Ok(added == 1)
 }
@@ -785,8 +785,7 @@ fn read_event(r: &Row<'_>) -> Result<Event> {
             .ok_or_else(|| Fail::Data(format!("unknown kind {kind:?}")))?,
         severity: match severity {
             Some(s) => Some(
-                severity_from_name(&s)
-                    .ok_or_else(|| Fail::Data(format!("unknown severity {s:?}")))?,
+                Severity::parse(&s).ok_or_else(|| Fail::Data(format!("unknown severity {s:?}")))?,
             ),
             None => None,
         },

@@ -2,11 +2,10 @@
 //! retitled on an escalation, commented on and closed on the resolve. The
 //! issue's number is the sink's reference for the event.
 
-use reqwest::Method;
 use serde_json::{json, Value};
-use toolpin_ledger::{Delivery, Notice, Resolution};
+use toolpin_ledger_model::{Delivery, Notice, Resolution};
 
-use crate::http::{Answer, Client};
+use crate::http::{Answer, Client, Method};
 use crate::text::{self, accept_command, subject};
 use crate::{Delivered, DeliveryError};
 
@@ -153,7 +152,7 @@ pub fn github_comment(delivery: &Delivery) -> Value {
 }
 
 struct Api<'a> {
-    client: &'a Client,
+    client: &'a Client<'a>,
     target: &'a Target<'a>,
 }
 
@@ -177,7 +176,7 @@ impl Api<'_> {
         reference: Option<&str>,
     ) -> Result<Answer, DeliveryError> {
         let url = self.url(rest);
-        let headers = [
+        let headers = vec![
             ("Authorization", format!("Bearer {}", self.target.token)),
             ("Accept", "application/vnd.github+json".to_string()),
             ("X-GitHub-Api-Version", "2022-11-28".to_string()),
@@ -191,19 +190,16 @@ impl Api<'_> {
             &doing,
             method,
             &url,
-            &headers,
-            Some(body.to_string().into_bytes()),
+            headers,
+            body.to_string().into_bytes(),
             reference,
         )?;
         if answer.is_success() {
             return Ok(answer);
         }
         // GitHub's rate limits answer 403 (or 429) with these headers.
-        let limited = answer
-            .headers
-            .get("x-ratelimit-remaining")
-            .is_some_and(|v| v.as_bytes() == b"0")
-            || answer.headers.contains_key("retry-after");
+        let limited = answer.header("x-ratelimit-remaining") == Some("0")
+            || answer.header("retry-after").is_some();
         Err(self
             .client
             .status_error(&doing, &url, &answer, limited, reference))
@@ -211,7 +207,7 @@ impl Api<'_> {
 
     fn create(&self, delivery: &Delivery) -> Result<Delivered, DeliveryError> {
         let issue = github_issue(delivery, self.target.labels);
-        let answer = self.call("creating an issue", Method::POST, "", &issue, None)?;
+        let answer = self.call("creating an issue", Method::Post, "", &issue, None)?;
         let number = serde_json::from_str::<Value>(&answer.body)
             .ok()
             .and_then(|v| v.get("number").and_then(Value::as_u64));
@@ -253,7 +249,7 @@ pub(crate) fn deliver(
             let update = json!({"title": issue["title"], "body": issue["body"]});
             api.call(
                 "updating the issue",
-                Method::PATCH,
+                Method::Patch,
                 &format!("/{n}"),
                 &update,
                 Some(n),
@@ -263,7 +259,7 @@ pub(crate) fn deliver(
         (Notice::Escalate(_), Some(n)) => {
             api.call(
                 "commenting on the issue",
-                Method::POST,
+                Method::Post,
                 &format!("/{n}/comments"),
                 &github_comment(delivery),
                 Some(n),
@@ -272,7 +268,7 @@ pub(crate) fn deliver(
             let update = json!({"title": issue["title"], "body": issue["body"]});
             api.call(
                 "updating the issue",
-                Method::PATCH,
+                Method::Patch,
                 &format!("/{n}"),
                 &update,
                 Some(n),
@@ -284,14 +280,14 @@ pub(crate) fn deliver(
         (Notice::Resolve, Some(n)) => {
             api.call(
                 "commenting on the issue",
-                Method::POST,
+                Method::Post,
                 &format!("/{n}/comments"),
                 &github_comment(delivery),
                 Some(n),
             )?;
             api.call(
                 "closing the issue",
-                Method::PATCH,
+                Method::Patch,
                 &format!("/{n}"),
                 &json!({"state": "closed", "state_reason": "completed"}),
                 Some(n),

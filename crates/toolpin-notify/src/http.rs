@@ -1,36 +1,104 @@
-//! The one HTTP request shape every sink makes, and the errors it turns
-//! into: one line naming the sink and the endpoint's host (never its path
-//! or query: a Slack URL is itself the secret), redacted of every secret
-//! the sink holds.
+//! The one HTTP request shape every sink makes, as data ([`Request`]),
+//! sent through a [`Transport`] the caller gives (toolpin-ops's is
+//! reqwest's blocking client), and the errors it turns into: one line
+//! naming the sink and the endpoint's host (never its path or query: a
+//! Slack URL is itself the secret), redacted of every secret the sink
+//! holds.
 
-use std::io::Read;
-use std::time::Duration;
+use std::fmt;
 
-use reqwest::blocking;
-use reqwest::header::HeaderMap;
-use reqwest::Method;
 use toolpin_config::notify::{Secret, Sink, SinkKind};
 use toolpin_manifest::text::one_line;
+use toolpin_manifest::Redactor;
+use url::Url;
 
 use crate::DeliveryError;
 
-/// The most of an answer's body read: enough for an error message or a
-/// JSON reply, and a misbehaving endpoint cannot make us read gigabytes.
-const MAX_BODY: u64 = 64 * 1024;
+/// The most of an answer's body a [`Transport`] reads: enough for an
+/// error message or a JSON reply, and a misbehaving endpoint cannot make
+/// us read gigabytes.
+pub const MAX_ANSWER: u64 = 64 * 1024;
 
 /// The most of an answer's text put in an error message.
 const MAX_EXCERPT: usize = 200;
 
-/// What the service answered.
+/// The methods the sinks use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Post,
+    Patch,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Post => "POST",
+            Method::Patch => "PATCH",
+        }
+    }
+}
+
+/// One request a sink makes, as data. Its `Debug` shows the method and
+/// the endpoint's host only: the URL, a header or the body may hold a
+/// secret.
+#[derive(Clone)]
+pub struct Request {
+    pub method: Method,
+    pub url: Url,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.method.as_str(), host(self.url.as_str()))
+    }
+}
+
+/// What the service answered: at most [`MAX_ANSWER`] bytes of its body.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    /// Names in lower case, in the order received.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Why a request got no answer: the network, not what was sent, so worth
+/// another try. One line that names the endpoint by its host at most
+/// (`timed out after 10s`, `cannot connect to HOST: …`); the sink's
+/// secrets are redacted from it before it is shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransportError {
+    pub why: String,
+}
+
+/// Sends a sink's requests, one at a time (the GitHub sink's conversation
+/// is several). Blocking: a delivery waits for each answer.
+pub trait Transport {
+    /// Sends `request` and reads its answer (at most [`MAX_ANSWER`] bytes
+    /// of the body). Redirects are answers, not followed.
+    fn send(&self, request: &Request) -> Result<Response, TransportError>;
+}
+
+/// What the service answered, as a sink reads it.
 pub(crate) struct Answer {
     pub status: u16,
-    pub headers: HeaderMap,
+    headers: Vec<(String, String)>,
     pub body: String,
 }
 
 impl Answer {
     pub fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
+    }
+
+    /// The first value of header `name` (lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -40,15 +108,14 @@ pub(crate) fn retryable_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..600).contains(&status)
 }
 
-pub(crate) struct Client {
-    inner: blocking::Client,
-    sink: String,
-    timeout: Duration,
-    redactions: Vec<(String, String)>,
+pub(crate) struct Client<'a> {
+    transport: &'a dyn Transport,
+    sink: &'a str,
+    redactor: Redactor,
 }
 
-impl Client {
-    pub fn new(sink: &Sink, timeout: Duration) -> Result<Self, DeliveryError> {
+impl<'a> Client<'a> {
+    pub fn new(sink: &'a Sink, transport: &'a dyn Transport) -> Self {
         let mut secrets: Vec<&Secret> = sink.url.iter().collect();
         match &sink.kind {
             SinkKind::Slack => {}
@@ -63,30 +130,16 @@ impl Client {
         if let (SinkKind::Slack, Some(url)) = (&sink.kind, &sink.url) {
             redactions.extend(slack_secret_path(url.expose()));
         }
-        let inner = blocking::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .user_agent(concat!("toolpin/", env!("CARGO_PKG_VERSION")))
-            // A redirect is reported, not followed: it would carry the
-            // token or the signed body to wherever it points.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| DeliveryError {
-                message: format!("notify.{}: cannot set up the HTTP client: {e}", sink.name),
-                retryable: false,
-                reference: None,
-            })?;
-        Ok(Self {
-            inner,
-            sink: sink.name.clone(),
-            timeout,
-            redactions,
-        })
+        Self {
+            transport,
+            sink: &sink.name,
+            redactor: Redactor::new(&redactions),
+        }
     }
 
     /// An error for this sink: `notify.NAME: what`, redacted, on one line.
     pub fn error(&self, what: &str, retryable: bool, reference: Option<&str>) -> DeliveryError {
-        let text = one_line(&toolpin_config::expand::redact(what, &self.redactions));
+        let text = one_line(&self.redactor.redact(what));
         DeliveryError {
             message: format!("notify.{}: {text}", self.sink),
             retryable,
@@ -105,7 +158,7 @@ impl Client {
         reference: Option<&str>,
     ) -> DeliveryError {
         // Redacted before it is cut, so that no part of a secret is left.
-        let body = toolpin_config::expand::redact(&answer.body, &self.redactions);
+        let body = self.redactor.redact(&answer.body);
         let said = excerpt(&body);
         let said = if said.is_empty() {
             String::new()
@@ -125,51 +178,27 @@ impl Client {
         doing: &str,
         method: Method,
         url: &str,
-        headers: &[(&str, String)],
-        body: Option<Vec<u8>>,
+        headers: Vec<(&'static str, String)>,
+        body: Vec<u8>,
         reference: Option<&str>,
     ) -> Result<Answer, DeliveryError> {
-        let parsed = reqwest::Url::parse(url)
+        let url = Url::parse(url)
             .map_err(|_| self.error(&format!("{doing}: the URL is not valid"), false, reference))?;
-        let mut request = self.inner.request(method, parsed);
-        for (name, value) in headers {
-            request = request.header(*name, value.as_str());
-        }
-        if let Some(body) = body {
-            request = request.body(body);
-        }
-        let fail = |e: reqwest::Error| {
-            let why = if e.is_timeout() {
-                format!("timed out after {}", seconds(self.timeout))
-            } else if e.is_connect() {
-                format!("cannot connect to {}: {}", host(url), root_cause(&e))
-            } else {
-                format!("request to {} failed: {}", host(url), root_cause(&e))
-            };
-            // The network, not what we sent: worth another try.
-            self.error(&format!("{doing}: {why}"), true, reference)
-        };
-        let response = request.send().map_err(fail)?;
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let mut bytes = Vec::new();
-        response
-            .take(MAX_BODY)
-            .read_to_end(&mut bytes)
-            .map_err(|e| {
-                let why = if e.kind() == std::io::ErrorKind::TimedOut
-                    || e.to_string().contains("timed out")
-                {
-                    format!("timed out after {}", seconds(self.timeout))
-                } else {
-                    format!("reading the answer from {}: {e}", host(url))
-                };
-                self.error(&format!("{doing}: {why}"), true, reference)
-            })?;
-        Ok(Answer {
-            status,
+        let request = Request {
+            method,
+            url,
             headers,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
+            body,
+        };
+        let response = self
+            .transport
+            .send(&request)
+            // The network, not what we sent: worth another try.
+            .map_err(|e| self.error(&format!("{doing}: {}", e.why), true, reference))?;
+        Ok(Answer {
+            status: response.status,
+            headers: response.headers,
+            body: String::from_utf8_lossy(&response.body).into_owned(),
         })
     }
 }
@@ -179,7 +208,7 @@ impl Client {
 /// URL with another host, port or scheme, or the path alone, must not show
 /// it either. The path and query (as sent, percent-encoded) for redaction.
 fn slack_secret_path(url: &str) -> Vec<(String, String)> {
-    let Ok(parsed) = reqwest::Url::parse(url) else {
+    let Ok(parsed) = Url::parse(url) else {
         return Vec::new();
     };
     let path = parsed.path();
@@ -194,27 +223,9 @@ fn slack_secret_path(url: &str) -> Vec<(String, String)> {
     forms
 }
 
-fn seconds(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{}ms", d.as_millis())
-    }
-}
-
-/// The innermost error: reqwest's own text names the URL, its causes do
-/// not.
-fn root_cause(e: &reqwest::Error) -> String {
-    let mut cause: &dyn std::error::Error = e;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    cause.to_string()
-}
-
 /// The endpoint's host and port, what a message may name.
-pub(crate) fn host(url: &str) -> String {
-    match reqwest::Url::parse(url) {
+pub fn host(url: &str) -> String {
+    match Url::parse(url) {
         Ok(u) => match (u.host_str(), u.port()) {
             (Some(h), Some(p)) => format!("{h}:{p}"),
             (Some(h), None) => h.to_string(),

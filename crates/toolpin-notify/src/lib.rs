@@ -6,10 +6,12 @@
 //! - The payloads are pure functions of the delivery ([`slack_payload`],
 //!   [`pagerduty_payload`], [`webhook_payload`], [`github_issue`], …), so
 //!   they are tested without a network.
-//! - [`deliver`] sends one delivery, synchronously (reqwest's blocking
-//!   client: call it outside any tokio runtime), and says whether a failure
-//!   is worth retrying. Retries and backoff are the ledger's outbox's
-//!   (`toolpin_ledger::backoff`, `MAX_ATTEMPTS`).
+//! - [`deliver`] sends one delivery, synchronously, through the
+//!   [`Transport`] it is given: each request built as data (a [`Request`]),
+//!   each answer read back (a [`Response`]); toolpin-ops's transport is
+//!   reqwest's blocking client, so this crate has no HTTP client. It says
+//!   whether a failure is worth retrying. Retries and backoff are the
+//!   ledger's outbox's (`toolpin_ledger_model::backoff`, `MAX_ATTEMPTS`).
 //! - No secret (a routing key, a token, a Slack URL, an HMAC secret) is in
 //!   any error message: messages name the sink and the endpoint's host only,
 //!   and whatever a service answers is redacted.
@@ -24,13 +26,13 @@ mod text;
 mod webhook;
 
 use std::fmt;
-use std::time::Duration;
 
 use toolpin_config::notify::{Sink, SinkKind};
-use toolpin_ledger::{Delivery, Event};
+use toolpin_ledger_model::{Delivery, Event};
 use toolpin_manifest::Severity;
 
 pub use github::{github_comment, github_issue, GITHUB_API};
+pub use http::{host, Method, Request, Response, Transport, TransportError, MAX_ANSWER};
 pub use pagerduty::{pagerduty_dedup_key, pagerduty_payload, pagerduty_severity, PAGERDUTY_EVENTS};
 pub use slack::{slack_payload, SLACK_SECTION_LIMIT};
 pub use text::{accept_command, summary};
@@ -90,14 +92,15 @@ pub fn routes_event(sink: &Sink, event: &Event) -> bool {
     )
 }
 
-/// Sends `delivery` to `sink`. `reference` is what the sink called the
-/// event before (the GitHub issue's number); `timeout` bounds each HTTP
-/// request. Blocking: call it outside any tokio runtime.
+/// Sends `delivery` to `sink` through `transport`. `reference` is what the
+/// sink called the event before (the GitHub issue's number). Nothing is
+/// sent while a secret's variable is unset. Blocking: each request waits
+/// for its answer.
 pub fn deliver(
     sink: &Sink,
     delivery: &Delivery,
     reference: Option<&str>,
-    timeout: Duration,
+    transport: &dyn Transport,
 ) -> Result<Delivered, DeliveryError> {
     sink.ready().map_err(|message| DeliveryError {
         message,
@@ -105,7 +108,7 @@ pub fn deliver(
         retryable: true,
         reference: reference.map(str::to_string),
     })?;
-    let client = http::Client::new(sink, timeout)?;
+    let client = http::Client::new(sink, transport);
     match &sink.kind {
         SinkKind::Slack => slack::deliver(&client, sink, delivery, reference),
         SinkKind::PagerDuty { routing_key } => {

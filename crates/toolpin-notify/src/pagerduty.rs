@@ -1,14 +1,13 @@
 //! PagerDuty Events API v2: a trigger per event, the same dedup key again
 //! for an escalation (at the new severity) and for the resolve.
 
-use reqwest::Method;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use toolpin_config::notify::Sink;
-use toolpin_ledger::{Delivery, Event, Notice};
+use toolpin_ledger_model::{Delivery, Event, Notice};
 use toolpin_manifest::Severity;
 
-use crate::http::Client;
+use crate::http::{Client, Method};
 use crate::text::{self, accept_command, summary};
 use crate::{Delivered, DeliveryError};
 
@@ -138,10 +137,10 @@ pub(crate) fn deliver(
         .into_bytes();
     let answer = client.send(
         "pagerduty",
-        Method::POST,
+        Method::Post,
         url,
-        &[("Content-Type", "application/json".to_string())],
-        Some(body),
+        vec![("Content-Type", "application/json".to_string())],
+        body,
         reference,
     )?;
     if !answer.is_success() {

@@ -1,12 +1,11 @@
 //! Slack incoming webhooks: a POST of `{text, blocks}` to the webhook URL
 //! (the URL is the secret), answered `200 ok`.
 
-use reqwest::Method;
 use serde_json::{json, Value};
 use toolpin_config::notify::Sink;
-use toolpin_ledger::{Delivery, Notice, Resolution};
+use toolpin_ledger_model::{Delivery, Notice, Resolution};
 
-use crate::http::Client;
+use crate::http::{Client, Method};
 use crate::text::{self, accept_command, summary};
 use crate::{Delivered, DeliveryError};
 
@@ -119,10 +118,10 @@ pub(crate) fn deliver(
     let body = slack_payload(delivery).to_string().into_bytes();
     let answer = client.send(
         "slack",
-        Method::POST,
+        Method::Post,
         url,
-        &[("Content-Type", "application/json".to_string())],
-        Some(body),
+        vec![("Content-Type", "application/json".to_string())],
+        body,
         reference,
     )?;
     // Slack documents `200 ok`; anything else is its error code.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use toolpin_ledger::{Delivery, Event, EventKind, Notice};
+use toolpin_ledger_model::{Delivery, Event, Notice};
 
 /// The one line a notification leads with:
 /// `[toolpin] high drift in orders/orders__lookup_order (staging)`,
@@ -45,12 +45,8 @@ pub(crate) fn subject(event: &Event) -> String {
 /// there is nothing to accept: no live definition (the tool is gone), an
 /// event about the server, or a kind an acceptance does not resolve.
 pub fn accept_command(event: &Event) -> Option<String> {
-    let resolvable = matches!(
-        event.kind,
-        EventKind::Drift | EventKind::ProxyDrift | EventKind::ProxyRefusal
-    );
     let live = event.live.as_deref()?;
-    if !resolvable || event.tool.is_empty() {
+    if !event.kind.resolved_by_fingerprint() || event.tool.is_empty() {
         return None;
     }
     let hex = live.rsplit(':').next().unwrap_or(live);

@@ -2,26 +2,17 @@
 //! signed with HMAC-SHA256 when the sink has a `secret`.
 
 use hmac::{Hmac, Mac};
-use reqwest::Method;
 use serde_json::{json, Value};
 use sha2::Sha256;
 use toolpin_config::notify::Sink;
-use toolpin_ledger::{Delivery, Notice, Resolution};
+use toolpin_ledger_model::{Delivery, Notice, Resolution};
 
-use crate::http::Client;
+use crate::http::{Client, Method};
 use crate::text::{accept_command, summary};
 use crate::{Delivered, DeliveryError};
 
 /// The `schema` member of every body.
 pub const SCHEMA: &str = "toolpin.notify/v1";
-
-fn notice_name(notice: Notice) -> &'static str {
-    match notice {
-        Notice::Trigger => "trigger",
-        Notice::Escalate(_) => "escalate",
-        Notice::Resolve => "resolve",
-    }
-}
 
 /// The body for `delivery`: `{schema, notice, delivery, summary,
 /// escalated_to, accept, event: {…}}`.
@@ -54,7 +45,7 @@ pub fn webhook_payload(delivery: &Delivery) -> Value {
         .collect();
     json!({
         "schema": SCHEMA,
-        "notice": notice_name(delivery.notice),
+        "notice": delivery.notice.name(),
         "delivery": delivery.id,
         "summary": summary(delivery),
         "escalated_to": match delivery.notice {
@@ -110,20 +101,13 @@ pub(crate) fn deliver(
     let body = webhook_payload(delivery).to_string().into_bytes();
     let mut headers = vec![
         ("Content-Type", "application/json".to_string()),
-        ("X-Toolpin-Event", notice_name(delivery.notice).to_string()),
+        ("X-Toolpin-Event", delivery.notice.name().to_string()),
         ("X-Toolpin-Delivery", delivery.id.to_string()),
     ];
     if let Some(secret) = secret {
         headers.push(("X-Toolpin-Signature-256", signature(secret, &body)));
     }
-    let answer = client.send(
-        "webhook",
-        Method::POST,
-        url,
-        &headers,
-        Some(body),
-        reference,
-    )?;
+    let answer = client.send("webhook", Method::Post, url, headers, body, reference)?;
     if answer.is_success() {
         Ok(Delivered {
             reference: reference.map(str::to_string),

@@ -8,7 +8,9 @@
 //! earlier: a pass never holds a lease that runs out before the send it
 //! was taken for, and never sends a delivery another watcher took since.
 //! The ledger stays on the calling thread (its connection is not shared);
-//! the sink threads only send.
+//! the sink threads only send, over HTTP ([`http`]).
+
+mod http;
 
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -16,6 +18,9 @@ use std::time::Duration;
 
 use toolpin_config::notify::{NotifyConfig, Sink};
 use toolpin_ledger::{Delivery, DeliveryState, Ledger, Sighting, LEASE};
+use toolpin_notify::DeliveryError;
+
+pub use http::HttpTransport;
 
 use crate::schedule;
 
@@ -289,7 +294,7 @@ impl Sender for NotifySender {
             };
         };
         let timeout = sink.timeout.unwrap_or(SINK_TIMEOUT);
-        match toolpin_notify::deliver(sink, delivery, reference, timeout) {
+        match send(sink, delivery, reference, timeout) {
             Ok(sent) => Sent::Delivered(sent.reference),
             Err(e) => Sent::Failed {
                 why: e.message,
@@ -298,6 +303,24 @@ impl Sender for NotifySender {
             },
         }
     }
+}
+
+/// Sends `delivery` to `sink` with `toolpin_notify::deliver` over HTTP
+/// ([`HttpTransport`]), each request bounded by `timeout`. `reference` is
+/// what the sink called the event before. Blocking: call it outside any
+/// tokio runtime.
+pub fn send(
+    sink: &Sink,
+    delivery: &Delivery,
+    reference: Option<&str>,
+    timeout: Duration,
+) -> Result<toolpin_notify::Delivered, DeliveryError> {
+    let transport = HttpTransport::new(timeout).map_err(|e| DeliveryError {
+        message: format!("notify.{}: cannot set up the HTTP client: {e}", sink.name),
+        retryable: false,
+        reference: None,
+    })?;
+    toolpin_notify::deliver(sink, delivery, reference, &transport)
 }
 
 /// The sinks a sighting goes to, by `[notify.NAME]` routing: the sinks

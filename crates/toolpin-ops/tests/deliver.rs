@@ -2,7 +2,7 @@
 //! PostgreSQL: the other sinks are not delayed, and two watchers working
 //! the same outbox at once send each notification once, even when a pass
 //! outlasts the lease (issue 32, fault 10). The sinks are local HTTP
-//! stand-ins on loopback; the sends are `toolpin_notify::deliver`'s.
+//! stand-ins on loopback; the sends are `toolpin_ops::deliver::send`'s.
 
 #[path = "../../toolpin-ledger/tests/common/mod.rs"]
 mod common;
@@ -44,7 +44,7 @@ impl Hang {
     }
 }
 
-/// `toolpin_notify::deliver` with a short request timeout, so that the
+/// `toolpin_ops::deliver::send` with a short request timeout, so that the
 /// sink that never answers costs a fraction of a second per try.
 struct Short {
     config: NotifyConfig,
@@ -54,7 +54,7 @@ struct Short {
 impl Sender for Short {
     fn send(&self, delivery: &Delivery, reference: Option<&str>) -> Sent {
         let sink = &self.config.sinks[&delivery.sink];
-        match toolpin_notify::deliver(sink, delivery, reference, self.timeout) {
+        match toolpin_ops::deliver::send(sink, delivery, reference, self.timeout) {
             Ok(sent) => Sent::Delivered(sent.reference),
             Err(e) => Sent::Failed {
                 why: e.message,

@@ -12,7 +12,9 @@ use std::thread;
 use std::time::Duration;
 
 use toolpin_config::notify::{NotifyConfig, NotifyFileSink, Sink};
-use toolpin_ledger::{Delivery, DeliveryState, Event, EventKind, FindingRecord, Notice, Severity};
+use toolpin_ledger_model::{
+    Delivery, DeliveryState, Event, EventKind, FindingRecord, Notice, Severity,
+};
 
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -222,7 +224,7 @@ pub fn delivery(notice: Notice) -> Delivery {
     if notice == Notice::Resolve {
         event.resolved = Some((
             1_764_780_000,
-            toolpin_ledger::Resolution::Accepted { live: LIVE.into() },
+            toolpin_ledger_model::Resolution::Accepted { live: LIVE.into() },
         ));
     }
     if let Notice::Escalate(s) = notice {

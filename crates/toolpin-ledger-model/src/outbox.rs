@@ -1,6 +1,6 @@
 //! The outbox: the notifications events owe, and their delivery state.
 
-use toolpin_drift::rule::Severity;
+use toolpin_manifest::Severity;
 
 use crate::Event;
 
@@ -17,7 +17,8 @@ pub enum Notice {
 }
 
 impl Notice {
-    pub(crate) fn what(self) -> &'static str {
+    /// The name stored (the outbox's `what`).
+    pub fn name(self) -> &'static str {
         match self {
             Notice::Trigger => "trigger",
             Notice::Escalate(_) => "escalate",
@@ -27,18 +28,19 @@ impl Notice {
 
     /// The severity an escalation is at; `""` for the others (part of the
     /// outbox's unique key, so never NULL).
-    pub(crate) fn level(self) -> &'static str {
+    pub fn level(self) -> &'static str {
         match self {
             Notice::Escalate(s) => s.name(),
             _ => "",
         }
     }
 
-    pub(crate) fn parse(what: &str, level: &str) -> Option<Self> {
+    /// Reads [`Notice::name`] and [`Notice::level`] back.
+    pub fn parse(what: &str, level: &str) -> Option<Self> {
         match what {
             "trigger" => Some(Notice::Trigger),
             "resolve" => Some(Notice::Resolve),
-            "escalate" => crate::event::severity_from_name(level).map(Notice::Escalate),
+            "escalate" => Severity::parse(level).map(Notice::Escalate),
             _ => None,
         }
     }
@@ -56,7 +58,8 @@ pub enum DeliveryState {
 }
 
 impl DeliveryState {
-    pub(crate) fn name(self) -> &'static str {
+    /// The name stored.
+    pub fn name(self) -> &'static str {
         match self {
             DeliveryState::Pending => "pending",
             DeliveryState::Delivered => "delivered",
@@ -64,7 +67,8 @@ impl DeliveryState {
         }
     }
 
-    pub(crate) fn parse(name: &str) -> Option<Self> {
+    /// Reads [`DeliveryState::name`] back.
+    pub fn parse(name: &str) -> Option<Self> {
         match name {
             "pending" => Some(DeliveryState::Pending),
             "delivered" => Some(DeliveryState::Delivered),

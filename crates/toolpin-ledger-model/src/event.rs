@@ -1,8 +1,7 @@
 //! What a caller records: sightings, their findings, and the outcome.
 
-use serde_json::{Map, Value};
 use toolpin_drift::finding::Finding;
-use toolpin_drift::rule::Severity;
+use toolpin_manifest::Severity;
 
 /// The kind of an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,7 +75,7 @@ impl EventKind {
 
     /// Whether a change of the tool's definition is what the event is
     /// about, so that an acceptance or upstream going back resolves it.
-    pub(crate) fn resolved_by_fingerprint(self) -> bool {
+    pub fn resolved_by_fingerprint(self) -> bool {
         matches!(
             self,
             EventKind::Drift | EventKind::ProxyDrift | EventKind::ProxyRefusal
@@ -96,25 +95,9 @@ pub struct FindingRecord {
     /// The one line for people, as the caller gives it (redacted).
     pub message: String,
     /// More for people where there is more: a description's word diff, an
-    /// enum's added values (redacted by the caller; at most
-    /// [`MAX_DETAIL`] bytes are kept).
+    /// enum's added values (redacted by the caller; the ledger keeps at
+    /// most `toolpin_ledger::MAX_DETAIL` bytes).
     pub detail: Option<String>,
-}
-
-/// The most bytes of a finding's detail the ledger keeps.
-pub const MAX_DETAIL: usize = 4096;
-
-/// `text` cut to at most [`MAX_DETAIL`] bytes at a character boundary,
-/// with `…` when cut.
-pub(crate) fn capped(text: &str) -> String {
-    if text.len() <= MAX_DETAIL {
-        return text.to_string();
-    }
-    let mut end = MAX_DETAIL - '…'.len_utf8();
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 impl From<&Finding> for FindingRecord {
@@ -130,89 +113,9 @@ impl From<&Finding> for FindingRecord {
     }
 }
 
-pub(crate) fn severity_from_name(name: &str) -> Option<Severity> {
-    Severity::ALL.into_iter().find(|s| s.name() == name)
-}
-
 /// The worst (most severe) severity among `findings`.
-pub(crate) fn worst(findings: &[FindingRecord]) -> Option<Severity> {
+fn worst(findings: &[FindingRecord]) -> Option<Severity> {
     findings.iter().map(|f| f.severity).min()
-}
-
-/// Whether `new` is more severe than `old` (anything is more severe than
-/// no severity at all).
-pub(crate) fn more_severe(new: Option<Severity>, old: Option<Severity>) -> bool {
-    match (new, old) {
-        (Some(n), Some(o)) => n < o,
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
-}
-
-/// The findings as the JSON text stored: an array of objects with
-/// `rule`, `pointer`, `severity`, `kind`, `message` and, when there is
-/// one, `detail`.
-pub(crate) fn findings_json(findings: &[FindingRecord]) -> String {
-    let items = findings
-        .iter()
-        .map(|f| {
-            let mut m = Map::new();
-            m.insert("rule".into(), Value::String(f.rule.clone()));
-            m.insert("pointer".into(), Value::String(f.pointer.clone()));
-            m.insert("severity".into(), Value::String(f.severity.name().into()));
-            m.insert("kind".into(), Value::String(f.kind.clone()));
-            m.insert("message".into(), Value::String(f.message.clone()));
-            if let Some(detail) = &f.detail {
-                m.insert("detail".into(), Value::String(capped(detail)));
-            }
-            Value::Object(m)
-        })
-        .collect();
-    Value::Array(items).to_string()
-}
-
-/// The finding kinds, in the order of their bits in the `finding_kinds`
-/// column (migration 3): structural 1, semantic 2, description 4,
-/// behavioural 8.
-pub const FINDING_KINDS: [&str; 4] = ["structural", "semantic", "description", "behavioural"];
-
-/// The `finding_kinds` bit set of `findings` (a kind this build does not
-/// know sets no bit).
-pub(crate) fn kind_bits(findings: &[FindingRecord]) -> i64 {
-    findings
-        .iter()
-        .filter_map(|f| FINDING_KINDS.iter().position(|k| *k == f.kind))
-        .fold(0, |bits, i| bits | (1 << i))
-}
-
-/// Reads [`findings_json`]'s text back.
-pub(crate) fn parse_findings(text: &str) -> Result<Vec<FindingRecord>, String> {
-    let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let items = value.as_array().ok_or("findings are not an array")?;
-    items
-        .iter()
-        .map(|item| {
-            let field = |name: &str| {
-                item.get(name)
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .ok_or_else(|| format!("a finding has no {name}"))
-            };
-            let severity = field("severity")?;
-            Ok(FindingRecord {
-                rule: field("rule")?,
-                pointer: field("pointer")?,
-                severity: severity_from_name(&severity)
-                    .ok_or_else(|| format!("unknown severity {severity:?}"))?,
-                kind: field("kind")?,
-                message: field("message")?,
-                detail: item
-                    .get("detail")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            })
-        })
-        .collect()
 }
 
 /// One sighting of an event, as a caller records it.
