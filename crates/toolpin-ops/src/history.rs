@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use toolpin_ledger::{Durations, HistoryGroup, HistoryPeriod, HistoryQuery, HistoryRow};
 use toolpin_manifest::time::rfc3339;
+use toolpin_report::csv;
 use toolpin_report::format::{pick, Format, CSV, JSON, MARKDOWN, TEXT};
 
 /// The `schema` member of the JSON document.
@@ -224,7 +225,7 @@ fn csv(rows: &[HistoryRow], query: &HistoryQuery) -> String {
         "rejections",
         "reruns",
     ]);
-    let mut out = csv_record(header.iter().map(|h| h.to_string()));
+    let mut out = csv::record(&header);
     let opt = |v: Option<i64>| v.map(|n| n.to_string()).unwrap_or_default();
     for r in rows {
         let mut f = Vec::with_capacity(header.len());
@@ -244,7 +245,7 @@ fn csv(rows: &[HistoryRow], query: &HistoryQuery) -> String {
         for n in [r.open, r.approvals, r.rejections, r.reruns] {
             f.push(n.to_string());
         }
-        out.push_str(&csv_record(f.into_iter()));
+        out.push_str(&csv::record(f));
     }
     out
 }
@@ -280,20 +281,6 @@ fn counts(r: &HistoryRow) -> [i64; 11] {
         r.kinds.behavioural,
         r.silent,
     ]
-}
-
-fn csv_record(fields: impl Iterator<Item = String>) -> String {
-    let fields: Vec<String> = fields.map(|f| csv_field(&f)).collect();
-    format!("{}\r\n", fields.join(","))
-}
-
-/// One RFC 4180 field.
-pub fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\r', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
 }
 
 fn durations(d: &Durations) -> Value {
@@ -441,16 +428,6 @@ mod tests {
         assert_eq!(human(47 * 3600), "47h");
         assert_eq!(human(2 * 86_400 + 3600), "2d");
         assert_eq!(human(-5), "0s");
-    }
-
-    #[test]
-    fn csv_fields_are_quoted_as_rfc_4180_says() {
-        assert_eq!(csv_field("acme"), "acme");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
-        assert_eq!(csv_field("cr\r"), "\"cr\r\"");
-        assert_eq!(csv_field(""), "");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use toolpin_drift::Comparison;
 use crate::context::Context;
 use crate::style::Style;
 use crate::text::Sides;
-use crate::{github, json, junit, markdown, sarif, text};
+use crate::{csv, github, json, junit, markdown, sarif, text};
 
 /// Everything a report is rendered from. Each renderer takes what it needs.
 #[derive(Clone, Copy, Debug)]
@@ -153,7 +153,7 @@ impl Report {
     /// The formats this report is written in; the first is the default.
     pub fn formats(self) -> &'static [&'static Format] {
         match self {
-            Report::Drift => &[TEXT, JSON, MARKDOWN, SARIF, JUNIT, GITHUB],
+            Report::Drift => &[TEXT, JSON, MARKDOWN, SARIF, JUNIT, GITHUB, CSV],
             Report::Plan => &[TEXT, JSON],
             Report::Comparison | Report::Usage => &[TEXT, JSON, MARKDOWN],
             Report::History => &[TEXT, JSON, CSV, MARKDOWN],
@@ -257,6 +257,10 @@ pub static FORMATS: &[ReportFormat] = &[
         format: GITHUB,
         render: |i| github::render(i.comparison, i.verdict, i.context),
     },
+    ReportFormat {
+        format: CSV,
+        render: |i| csv::render(i.comparison, i.verdict, i.context),
+    },
 ];
 
 /// What `choices` pairs with `format` (a report's renderer for each of its
@@ -335,7 +339,7 @@ mod tests {
         );
         assert_eq!(
             Target::parse("yaml").unwrap_err(),
-            "unknown report format \"yaml\" (text, json, markdown, sarif, junit, github)"
+            "unknown report format \"yaml\" (text, json, markdown, sarif, junit, github, csv)"
         );
     }
 }

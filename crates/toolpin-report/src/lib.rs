@@ -4,6 +4,7 @@
 //! renders with (one [`format::Input`] for every format).
 
 pub mod context;
+pub mod csv;
 pub mod format;
 pub mod github;
 pub mod json;

@@ -83,7 +83,7 @@ impl ConfigArgs {
 #[derive(clap::Args)]
 pub struct ReportArgs {
     /// Report format, optionally written to a file: text, json, markdown,
-    /// sarif, junit or github, as FORMAT or FORMAT=PATH; repeatable
+    /// sarif, junit, github or csv, as FORMAT or FORMAT=PATH; repeatable
     /// (`--format text --format sarif=drift.sarif`). Default: text to stdout
     #[arg(long, value_name = "FORMAT[=PATH]", value_parser = ReportTarget::parse)]
     pub format: Vec<ReportTarget>,
