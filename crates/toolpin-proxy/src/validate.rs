@@ -73,17 +73,17 @@
 //! [`MAX_VIOLATIONS`] violations are returned.
 
 use std::cmp::Ordering;
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::io;
 use std::sync::Arc;
 
-use jsonschema::error::{ValidationError, ValidationErrorKind};
-use jsonschema::ReferencingError;
+use jsonschema::error::{TypeKind, ValidationError, ValidationErrorKind};
+use jsonschema::json::cmp::equal;
+use jsonschema::{Draft, JsonType, ReferencingError};
 use serde::Serialize;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
+use toolpin_manifest::jcs::to_canonical_vec;
 use toolpin_manifest::schema::{
     self, escape_token, lookup, lookup_mut, unescape_token, Resolver, Target,
 };

@@ -44,7 +44,7 @@ pub(super) fn remove_refs_named(
         match v {
             Value::Object(m) => {
                 for (k, c) in m {
-                    let p = format!("{ptr}/{}", escape(k));
+                    let p = format!("{ptr}/{}", escape_token(k));
                     if let ("$ref" | "$dynamicRef" | "$recursiveRef", Value::String(r)) =
                         (k.as_str(), c)
                     {
@@ -88,7 +88,7 @@ pub(super) fn names_ref(error: &ReferencingError, reference: &str) -> bool {
     let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
     let fragment_is = |named: &str| {
         !named.is_empty()
-            && (fragment == named || percent_decode(fragment).as_deref() == Some(named))
+            && (fragment == named || schema::percent_decode(fragment).as_deref() == Some(named))
     };
     match error {
         E::PointerToNowhere { pointer }
@@ -118,7 +118,7 @@ pub(super) fn neutralise_keyword(
 ) -> bool {
     let Some(tokens) = at
         .strip_prefix('/')
-        .map(|r| r.split('/').map(unescape).collect::<Option<Vec<_>>>())
+        .map(|r| r.split('/').map(unescape_token).collect::<Option<Vec<_>>>())
     else {
         return false;
     };
@@ -127,8 +127,8 @@ pub(super) fn neutralise_keyword(
     let mut ptr = String::new();
     let mut i = 0;
     while let Some(kw) = tokens.get(i) {
-        let kw_ptr = format!("{ptr}/{}", escape(kw));
-        let next = match holds(kw) {
+        let kw_ptr = format!("{ptr}/{}", escape_token(kw));
+        let next = match holds(kw).0 {
             Holds::One => 1,
             Holds::Named | Holds::List | Holds::Dependencies => 2,
             Holds::OneOrList => {
@@ -165,7 +165,7 @@ pub(super) fn neutralise_keyword(
         }
         for t in tokens.get(i..end).unwrap_or_default() {
             ptr.push('/');
-            ptr.push_str(&escape(t));
+            ptr.push_str(&escape_token(t));
         }
         i = end;
     }
@@ -178,14 +178,14 @@ pub(super) fn neutralise_keyword(
             &ptr,
             format_args!(
                 "pattern {} is not supported (not a valid regular expression); ignored",
-                excerpt(&unescape(pat).unwrap_or_default(), MESSAGE_EXCERPT)
+                excerpt(&unescape_token(pat).unwrap_or_default(), MESSAGE_EXCERPT)
             ),
         );
         // Which names the entry matched is unknown.
         if let Some(p) = lookup_mut(schema, parent).and_then(Value::as_object_mut) {
-            let pat = ptr.rsplit_once('/').map(|x| x.1).and_then(unescape);
+            let pat = ptr.rsplit_once('/').map(|x| x.1).and_then(unescape_token);
             if let (Some(Value::Object(pp)), Some(pat)) = (p.get_mut("patternProperties"), pat) {
-                pp.remove(&pat);
+                pp.remove(pat.as_ref());
             }
         }
         additional_off(schema, parent, notes);
@@ -214,11 +214,11 @@ pub(super) fn remove_at(schema: &mut Value, ptr: &str) -> bool {
     let Some((parent, last)) = ptr.rsplit_once('/') else {
         return false;
     };
-    let Some(key) = unescape(last) else {
+    let Some(key) = unescape_token(last) else {
         return false;
     };
     match lookup_mut(schema, parent) {
-        Some(Value::Object(m)) => m.remove(&key).is_some(),
+        Some(Value::Object(m)) => m.remove(key.as_ref()).is_some(),
         _ => false,
     }
 }

@@ -44,7 +44,7 @@ impl At<'_> {
                 break;
             }
             out.push(Violation {
-                pointer: format!("{}/{}", self.pointer, escape(name)),
+                pointer: format!("{}/{}", self.pointer, escape_token(name)),
                 ..self.v(
                     keyword,
                     format!(
@@ -307,9 +307,15 @@ impl Validator {
             return v;
         }
         let (keyword, message) = match kind {
-            K::Type { .. } => {
-                let types = self.at_schema(at.sp).map_or_else(String::new, type_list);
-                ("type", format!("expected {types}, got {}", type_name(inst)))
+            K::Type { kind } => {
+                // The crate's order is the reverse of the message's.
+                let mut types: Vec<&str> = match kind {
+                    TypeKind::Single(t) => vec![t.as_str()],
+                    TypeKind::Multiple(set) => set.iter().map(JsonType::as_str).collect(),
+                };
+                types.reverse();
+                let (types, got) = (types.join(" or "), type_name(inst));
+                ("type", format!("expected {types}, got {got}"))
             }
             K::UnevaluatedItems { unexpected } => (
                 "unevaluatedItems",
@@ -592,22 +598,6 @@ pub(super) fn parent(ptr: &str) -> &str {
     ptr.rsplit_once('/').map_or("", |x| x.0)
 }
 
-/// The type names of a `type` value, in a fixed order.
-pub(super) fn type_list(t: &Value) -> String {
-    let names: Vec<&str> = match t {
-        Value::String(s) => vec![s.as_str()],
-        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    [
-        "object", "array", "string", "number", "integer", "boolean", "null",
-    ]
-    .into_iter()
-    .filter(|n| names.contains(n))
-    .collect::<Vec<_>>()
-    .join(" or ")
-}
-
 /// Whether a (normalised) `type` value accepts `v`.
 pub(super) fn accepts(t: &Value, v: &Value) -> bool {
     let ok = |name: &str| match (name, v) {
@@ -617,7 +607,7 @@ pub(super) fn accepts(t: &Value, v: &Value) -> bool {
         | ("array", Value::Array(_))
         | ("string", Value::String(_))
         | ("number", Value::Number(_)) => true,
-        ("integer", Value::Number(n)) => is_integer(n),
+        ("integer", Value::Number(n)) => n.as_f64().is_some_and(|f| f.fract() == 0.0),
         _ => false,
     };
     match t {
