@@ -218,15 +218,12 @@ impl Validator {
                 std::thread::Builder::new()
                     .name("toolpin-schema-compile".into())
                     .stack_size(COMPILE_STACK)
-                    .spawn_scoped(s, || {
-                        let r = build(&mut copy, &mut notes);
-                        (r, ())
-                    })
+                    .spawn_scoped(s, || build(&mut copy, &mut notes))
                     .ok()
                     .and_then(|h| h.join().ok())
             });
             match built {
-                Some((r, ())) => inner = r,
+                Some(r) => inner = r,
                 None => notes.note(
                     "",
                     "the schema could not be compiled; treated as always valid",

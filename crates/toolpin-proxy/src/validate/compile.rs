@@ -170,8 +170,9 @@ pub(super) fn neutralise_keyword(
         i = end;
     }
     // The subschema itself is at fault.
-    if !neutralise_at(schema, &ptr) {
-        return false;
+    match lookup_mut(schema, &ptr) {
+        Some(v) => *v = Value::Bool(true),
+        None => return false,
     }
     if let Some((parent, pat)) = ptr.rsplit_once("/patternProperties/") {
         notes.note(
@@ -220,17 +221,6 @@ pub(super) fn remove_at(schema: &mut Value, ptr: &str) -> bool {
     match lookup_mut(schema, parent) {
         Some(Value::Object(m)) => m.remove(key.as_ref()).is_some(),
         _ => false,
-    }
-}
-
-/// Replace the schema at `ptr` with `true`.
-pub(super) fn neutralise_at(schema: &mut Value, ptr: &str) -> bool {
-    match lookup_mut(schema, ptr) {
-        Some(v) => {
-            *v = Value::Bool(true);
-            true
-        }
-        None => false,
     }
 }
 

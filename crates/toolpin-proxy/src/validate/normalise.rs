@@ -76,16 +76,6 @@ pub(super) fn subschemas(keyword: &str, v: &Value) -> Vec<String> {
     }
 }
 
-/// The keyword names a rename can give back (`&'static` for [`Violation`]).
-pub(super) fn static_keyword(k: &str) -> Option<&'static str> {
-    Some(match k {
-        "items" => "items",
-        "additionalItems" => "additionalItems",
-        "const" => "const",
-        _ => return None,
-    })
-}
-
 pub(super) struct Normaliser {
     pub(super) notes: Notes,
     pub(super) renames: HashMap<String, &'static str>,

@@ -90,25 +90,8 @@ impl Validator {
 
     /// The violations one crate error stands for (appended to `out`).
     pub(super) fn map(&self, e: &ValidationError<'_>, root: &Value, out: &mut Vec<Violation>) {
-        self.map_parts(
-            root,
-            e.kind(),
-            e.instance(),
-            e.instance_path().as_str(),
-            e.schema_path().as_str(),
-            out,
-        );
-    }
-
-    pub(super) fn map_parts(
-        &self,
-        root: &Value,
-        kind: &ValidationErrorKind,
-        inst: &Value,
-        pointer: &str,
-        sp: &str,
-        out: &mut Vec<Violation>,
-    ) {
+        let (kind, inst) = (e.kind(), e.instance());
+        let (pointer, sp) = (e.instance_path().as_str(), e.schema_path().as_str());
         use ValidationErrorKind as K;
         let (schema_pointer, renamed) = self.given_pointer(sp);
         let at = At {
@@ -250,7 +233,7 @@ impl Validator {
                 .rsplit_once('/')
                 .and_then(|x| x.1.parse::<usize>().ok())
                 .map_or(0, |i| i + 1);
-            let keyword = static_keyword(last).unwrap_or("items");
+            let keyword = at.renamed.unwrap_or("items");
             let least = if count > allowed + 1 { "at least " } else { "" };
             out.push(Violation {
                 pointer: array.to_string(),
