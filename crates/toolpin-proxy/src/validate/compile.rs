@@ -39,28 +39,16 @@ pub(super) fn remove_refs_named(
     notes: &mut Notes,
 ) -> bool {
     let mut refs = Vec::new();
-    let mut stack = vec![(&*schema, String::new())];
-    while let Some((v, ptr)) = stack.pop() {
-        match v {
-            Value::Object(m) => {
-                for (k, c) in m {
-                    let p = format!("{ptr}/{}", escape_token(k));
-                    if let ("$ref" | "$dynamicRef" | "$recursiveRef", Value::String(r)) =
-                        (k.as_str(), c)
-                    {
-                        if names_ref(error, r) {
-                            refs.push((p.clone(), r.clone()));
-                        }
-                    }
-                    stack.push((c, p));
+    for ptr in subschema_pointers(schema) {
+        let Some(Value::Object(m)) = lookup(schema, &ptr) else {
+            continue;
+        };
+        for k in ["$ref", "$dynamicRef", "$recursiveRef"] {
+            if let Some(Value::String(r)) = m.get(k) {
+                if names_ref(error, r) {
+                    refs.push((format!("{ptr}/{k}"), r.clone()));
                 }
             }
-            Value::Array(a) => {
-                for (i, c) in a.iter().enumerate() {
-                    stack.push((c, format!("{ptr}/{i}")));
-                }
-            }
-            _ => {}
         }
     }
     let mut any = false;
@@ -116,67 +104,42 @@ pub(super) fn neutralise_keyword(
     check: &str,
     notes: &mut Notes,
 ) -> bool {
-    let Some(tokens) = at
-        .strip_prefix('/')
-        .map(|r| r.split('/').map(unescape_token).collect::<Option<Vec<_>>>())
-    else {
-        return false;
-    };
-    let Some(tokens) = tokens else { return false };
-    // Walk the schema positions along the tokens.
-    let mut ptr = String::new();
-    let mut i = 0;
-    while let Some(kw) = tokens.get(i) {
-        let kw_ptr = format!("{ptr}/{}", escape_token(kw));
-        let next = match holds(kw).0 {
-            Holds::One => 1,
-            Holds::Named | Holds::List | Holds::Dependencies => 2,
-            Holds::OneOrList => {
-                if tokens
-                    .get(i + 1)
-                    .is_some_and(|t| t.parse::<usize>().is_ok())
-                    && lookup(schema, &kw_ptr).is_some_and(Value::is_array)
-                {
-                    2
-                } else {
-                    1
-                }
-            }
-            Holds::Value => 0,
+    // The deepest subschema holding `at`, and the keyword under it.
+    let positions = subschema_pointers(schema);
+    let (mut ptr, mut kw_ptr) = (at, None);
+    while !positions.iter().any(|p| p == ptr) {
+        let Some((parent, _)) = ptr.rsplit_once('/') else {
+            return false;
         };
-        let end = i + next;
-        if next == 0 || end > tokens.len() {
-            // The keyword's own value is at fault.
-            let pattern = (kw == "pattern")
-                .then(|| {
-                    lookup(schema, &kw_ptr)
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                })
-                .flatten();
-            if !remove_at(schema, &kw_ptr) {
-                return false;
-            }
-            note_removed(notes, &kw_ptr, pattern.as_deref(), check);
-            if kw_ptr.contains("/patternProperties/") || kw == "patternProperties" {
-                additional_off(schema, &ptr, notes);
-            }
-            return true;
+        (ptr, kw_ptr) = (parent, Some(ptr));
+    }
+    if let Some(kw_ptr) = kw_ptr {
+        // The keyword's own value is at fault.
+        let kw = kw_ptr.rsplit_once('/').map_or("", |x| x.1);
+        let pattern = (kw == "pattern")
+            .then(|| {
+                lookup(schema, kw_ptr)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .flatten();
+        if !remove_at(schema, kw_ptr) {
+            return false;
         }
-        for t in tokens.get(i..end).unwrap_or_default() {
-            ptr.push('/');
-            ptr.push_str(&escape_token(t));
+        note_removed(notes, kw_ptr, pattern.as_deref(), check);
+        if kw_ptr.contains("/patternProperties/") || kw == "patternProperties" {
+            additional_off(schema, ptr, notes);
         }
-        i = end;
+        return true;
     }
     // The subschema itself is at fault.
-    match lookup_mut(schema, &ptr) {
+    match lookup_mut(schema, ptr) {
         Some(v) => *v = Value::Bool(true),
         None => return false,
     }
     if let Some((parent, pat)) = ptr.rsplit_once("/patternProperties/") {
         notes.note(
-            &ptr,
+            ptr,
             format_args!(
                 "pattern {} is not supported (not a valid regular expression); ignored",
                 excerpt(&unescape_token(pat).unwrap_or_default(), MESSAGE_EXCERPT)
@@ -192,7 +155,7 @@ pub(super) fn neutralise_keyword(
         additional_off(schema, parent, notes);
     } else {
         notes.note(
-            &ptr,
+            ptr,
             format_args!(
                 "not a valid schema (fails the meta-schema's {check}); treated as always valid"
             ),
@@ -208,6 +171,24 @@ pub(super) fn additional_off(schema: &mut Value, ptr: &str, notes: &mut Notes) {
     if remove_at(schema, &kp) {
         notes.note(&kp, "ignored: a patternProperties pattern is not supported");
     }
+}
+
+/// The pointer of every subschema in `root` (itself included), in
+/// document order.
+pub(super) fn subschema_pointers(root: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![String::new()];
+    while let Some(ptr) = stack.pop() {
+        if let Some(Value::Object(m)) = lookup(root, &ptr) {
+            for (k, v) in m.iter().rev() {
+                let kp = format!("{ptr}/{}", escape_token(k));
+                let subs = subschemas(k, v).into_iter().rev();
+                stack.extend(subs.map(|p| format!("{kp}{p}")));
+            }
+        }
+        out.push(ptr);
+    }
+    out
 }
 
 /// Remove the keyword at `ptr` (its parent must be an object).
