@@ -1286,6 +1286,17 @@ fn ref_cycles_terminate() {
 }
 
 #[test]
+fn unreferenced_defs_are_not_in_the_cost_graph() {
+    // `$defs` apply only through a `$ref`: a cycle among definitions
+    // nothing refers to is never evaluated, so nothing is cut or noted.
+    let schema = json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "type": "string"});
+    let v = Validator::new(&schema);
+    assert!(v.unsupported().is_empty(), "{:?}", v.unsupported());
+    ok(schema.clone(), json!("s"));
+    assert_eq!(one(schema, json!(1)).keyword, "type");
+}
+
+#[test]
 fn exponential_schema_hits_the_step_limit() {
     // Each level evaluates the next one twice: 2^24 applications unbounded
     // (seconds, and doubling per level; without the static bound this test

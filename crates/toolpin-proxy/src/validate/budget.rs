@@ -140,6 +140,10 @@ impl<'s> Graph<'s> {
                 }
                 _ => {
                     let (_, applies) = holds(k);
+                    if applies == Applies::Nowhere {
+                        // `$defs` apply only through a `$ref`.
+                        continue;
+                    }
                     let group: Vec<usize> = subschemas(k, v)
                         .into_iter()
                         .map(|p| self.node(format!("{}{p}", at(k))))
