@@ -73,17 +73,17 @@
 //! [`MAX_VIOLATIONS`] violations are returned.
 
 use std::cmp::Ordering;
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::io;
 use std::sync::Arc;
 
-use jsonschema::error::{ValidationError, ValidationErrorKind};
-use jsonschema::ReferencingError;
+use jsonschema::error::{TypeKind, ValidationError, ValidationErrorKind};
+use jsonschema::json::cmp::equal;
+use jsonschema::{Draft, JsonType, ReferencingError};
 use serde::Serialize;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
+use toolpin_manifest::jcs::to_canonical_vec;
 use toolpin_manifest::schema::{
     self, escape_token, lookup, lookup_mut, unescape_token, Resolver, Target,
 };
@@ -218,15 +218,12 @@ impl Validator {
                 std::thread::Builder::new()
                     .name("toolpin-schema-compile".into())
                     .stack_size(COMPILE_STACK)
-                    .spawn_scoped(s, || {
-                        let r = build(&mut copy, &mut notes);
-                        (r, ())
-                    })
+                    .spawn_scoped(s, || build(&mut copy, &mut notes))
                     .ok()
                     .and_then(|h| h.join().ok())
             });
             match built {
-                Some((r, ())) => inner = r,
+                Some(r) => inner = r,
                 None => notes.note(
                     "",
                     "the schema could not be compiled; treated as always valid",

@@ -1146,6 +1146,29 @@ fn ref_the_crate_cannot_follow_is_dropped_alone() {
 }
 
 #[test]
+fn ref_inside_enum_data_is_left_alone() {
+    // The crate cannot follow `#a%20b` (see above): that `$dynamicRef` is
+    // dropped, and only that one. An enum value spelling the same member
+    // is data: removing it too turned the pinned value into `{}`.
+    let schema = json!({
+        "$defs": {"s": {"$dynamicAnchor": "a b", "type": "string"}},
+        "properties": {
+            "a": {"$dynamicRef": "#a%20b"},
+            "c": {"enum": [{"$dynamicRef": "#a%20b"}]}
+        }
+    });
+    let v = Validator::new(&schema);
+    let notes = v.unsupported();
+    assert!(
+        notes.iter().all(|n| !n.starts_with("#/properties/c")),
+        "{notes:?}"
+    );
+    ok(schema.clone(), json!({"c": {"$dynamicRef": "#a%20b"}}));
+    let x = one(schema, json!({"c": {}}));
+    assert_eq!((x.keyword, x.pointer.as_str()), ("enum", "/c"));
+}
+
+#[test]
 fn ref_siblings_by_dialect() {
     let defs = json!({"s": {"type": "string"}});
     // 2020-12: siblings apply.
@@ -1260,6 +1283,17 @@ fn ref_cycles_terminate() {
     assert!(v.is_valid(&json!("s")));
     assert!(!v.is_valid(&json!(1)));
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn unreferenced_defs_are_not_in_the_cost_graph() {
+    // `$defs` apply only through a `$ref`: a cycle among definitions
+    // nothing refers to is never evaluated, so nothing is cut or noted.
+    let schema = json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "type": "string"});
+    let v = Validator::new(&schema);
+    assert!(v.unsupported().is_empty(), "{:?}", v.unsupported());
+    ok(schema.clone(), json!("s"));
+    assert_eq!(one(schema, json!(1)).keyword, "type");
 }
 
 #[test]

@@ -122,7 +122,7 @@ impl<'s> Graph<'s> {
         let Some(Value::Object(m)) = lookup(self.root, &ptr) else {
             return;
         };
-        let at = |kw: &str| format!("{ptr}/{}", escape(kw));
+        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
         let mut in_place = Vec::new();
         let mut ref_kws = Vec::new();
         let mut descend: [Vec<Vec<usize>>; TYPES] = Default::default();
@@ -138,59 +138,28 @@ impl<'s> Graph<'s> {
                     });
                     in_place.extend(self.follow(k, v, at(k)).into_iter().map(|t| (t, true)));
                 }
-                "allOf" | "anyOf" | "oneOf" => {
-                    for i in 0..v.as_array().map_or(0, Vec::len) {
-                        in_place.push((self.node(format!("{}/{i}", at(k))), false));
+                _ => {
+                    let (_, applies) = holds(k);
+                    if applies == Applies::Nowhere {
+                        // `$defs` apply only through a `$ref`.
+                        continue;
+                    }
+                    let group: Vec<usize> = subschemas(k, v)
+                        .into_iter()
+                        .map(|p| self.node(format!("{}{p}", at(k))))
+                        .collect();
+                    match applies {
+                        Applies::InPlace => in_place.extend(group.into_iter().map(|c| (c, false))),
+                        Applies::Group(t) => descend[t].push(group),
+                        Applies::Each(t) => descend[t].extend(group.into_iter().map(|c| vec![c])),
+                        // Exclusive per index, like the entries of properties.
+                        Applies::Index => match descend[T_ARRAY].first_mut() {
+                            Some(first) => first.extend(group),
+                            None => descend[T_ARRAY].push(group),
+                        },
+                        Applies::Nowhere => {}
                     }
                 }
-                "not" | "if" | "then" | "else" => in_place.push((self.node(at(k)), false)),
-                "dependentSchemas" | "dependencies" => {
-                    if let Value::Object(o) = v {
-                        for (name, s) in o {
-                            if !s.is_array() {
-                                let c = self.node(format!("{}/{}", at(k), escape(name)));
-                                in_place.push((c, false));
-                            }
-                        }
-                    }
-                }
-                "properties" => {
-                    if let Value::Object(o) = v {
-                        let group = o
-                            .keys()
-                            .map(|name| self.node(format!("{}/{}", at(k), escape(name))))
-                            .collect();
-                        descend[T_OBJECT].push(group);
-                    }
-                }
-                "patternProperties" => {
-                    if let Value::Object(o) = v {
-                        for name in o.keys() {
-                            let c = self.node(format!("{}/{}", at(k), escape(name)));
-                            descend[T_OBJECT].push(vec![c]);
-                        }
-                    }
-                }
-                "additionalProperties" | "unevaluatedProperties" => {
-                    descend[T_OBJECT].push(vec![self.node(at(k))])
-                }
-                "propertyNames" => descend[T_OBJECT].push(vec![self.node(at(k))]),
-                "items" | "prefixItems" | "additionalItems" => {
-                    let group = match v {
-                        Value::Array(a) => (0..a.len())
-                            .map(|i| self.node(format!("{}/{i}", at(k))))
-                            .collect(),
-                        _ => vec![self.node(at(k))],
-                    };
-                    // Exclusive per index, like the entries of properties.
-                    match descend[T_ARRAY].first_mut() {
-                        Some(first) if k != "contains" => first.extend(group),
-                        _ => descend[T_ARRAY].insert(0, group),
-                    }
-                }
-                "contains" | "unevaluatedItems" => descend[T_ARRAY].push(vec![self.node(at(k))]),
-                "contentSchema" => descend[T_STRING].push(vec![self.node(at(k))]),
-                _ => {}
             }
         }
         if let Some(n) = self.nodes.get_mut(id) {

@@ -39,28 +39,16 @@ pub(super) fn remove_refs_named(
     notes: &mut Notes,
 ) -> bool {
     let mut refs = Vec::new();
-    let mut stack = vec![(&*schema, String::new())];
-    while let Some((v, ptr)) = stack.pop() {
-        match v {
-            Value::Object(m) => {
-                for (k, c) in m {
-                    let p = format!("{ptr}/{}", escape(k));
-                    if let ("$ref" | "$dynamicRef" | "$recursiveRef", Value::String(r)) =
-                        (k.as_str(), c)
-                    {
-                        if names_ref(error, r) {
-                            refs.push((p.clone(), r.clone()));
-                        }
-                    }
-                    stack.push((c, p));
+    for ptr in subschema_pointers(schema) {
+        let Some(Value::Object(m)) = lookup(schema, &ptr) else {
+            continue;
+        };
+        for k in ["$ref", "$dynamicRef", "$recursiveRef"] {
+            if let Some(Value::String(r)) = m.get(k) {
+                if names_ref(error, r) {
+                    refs.push((format!("{ptr}/{k}"), r.clone()));
                 }
             }
-            Value::Array(a) => {
-                for (i, c) in a.iter().enumerate() {
-                    stack.push((c, format!("{ptr}/{i}")));
-                }
-            }
-            _ => {}
         }
     }
     let mut any = false;
@@ -88,7 +76,7 @@ pub(super) fn names_ref(error: &ReferencingError, reference: &str) -> bool {
     let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
     let fragment_is = |named: &str| {
         !named.is_empty()
-            && (fragment == named || percent_decode(fragment).as_deref() == Some(named))
+            && (fragment == named || schema::percent_decode(fragment).as_deref() == Some(named))
     };
     match error {
         E::PointerToNowhere { pointer }
@@ -116,82 +104,58 @@ pub(super) fn neutralise_keyword(
     check: &str,
     notes: &mut Notes,
 ) -> bool {
-    let Some(tokens) = at
-        .strip_prefix('/')
-        .map(|r| r.split('/').map(unescape).collect::<Option<Vec<_>>>())
-    else {
-        return false;
-    };
-    let Some(tokens) = tokens else { return false };
-    // Walk the schema positions along the tokens.
-    let mut ptr = String::new();
-    let mut i = 0;
-    while let Some(kw) = tokens.get(i) {
-        let kw_ptr = format!("{ptr}/{}", escape(kw));
-        let next = match holds(kw) {
-            Holds::One => 1,
-            Holds::Named | Holds::List | Holds::Dependencies => 2,
-            Holds::OneOrList => {
-                if tokens
-                    .get(i + 1)
-                    .is_some_and(|t| t.parse::<usize>().is_ok())
-                    && lookup(schema, &kw_ptr).is_some_and(Value::is_array)
-                {
-                    2
-                } else {
-                    1
-                }
-            }
-            Holds::Value => 0,
+    // The deepest subschema holding `at`, and the keyword under it.
+    let positions = subschema_pointers(schema);
+    let (mut ptr, mut kw_ptr) = (at, None);
+    while !positions.iter().any(|p| p == ptr) {
+        let Some((parent, _)) = ptr.rsplit_once('/') else {
+            return false;
         };
-        let end = i + next;
-        if next == 0 || end > tokens.len() {
-            // The keyword's own value is at fault.
-            let pattern = (kw == "pattern")
-                .then(|| {
-                    lookup(schema, &kw_ptr)
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                })
-                .flatten();
-            if !remove_at(schema, &kw_ptr) {
-                return false;
-            }
-            note_removed(notes, &kw_ptr, pattern.as_deref(), check);
-            if kw_ptr.contains("/patternProperties/") || kw == "patternProperties" {
-                additional_off(schema, &ptr, notes);
-            }
-            return true;
+        (ptr, kw_ptr) = (parent, Some(ptr));
+    }
+    if let Some(kw_ptr) = kw_ptr {
+        // The keyword's own value is at fault.
+        let kw = kw_ptr.rsplit_once('/').map_or("", |x| x.1);
+        let pattern = (kw == "pattern")
+            .then(|| {
+                lookup(schema, kw_ptr)
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .flatten();
+        if !remove_at(schema, kw_ptr) {
+            return false;
         }
-        for t in tokens.get(i..end).unwrap_or_default() {
-            ptr.push('/');
-            ptr.push_str(&escape(t));
+        note_removed(notes, kw_ptr, pattern.as_deref(), check);
+        if kw_ptr.contains("/patternProperties/") || kw == "patternProperties" {
+            additional_off(schema, ptr, notes);
         }
-        i = end;
+        return true;
     }
     // The subschema itself is at fault.
-    if !neutralise_at(schema, &ptr) {
-        return false;
+    match lookup_mut(schema, ptr) {
+        Some(v) => *v = Value::Bool(true),
+        None => return false,
     }
     if let Some((parent, pat)) = ptr.rsplit_once("/patternProperties/") {
         notes.note(
-            &ptr,
+            ptr,
             format_args!(
                 "pattern {} is not supported (not a valid regular expression); ignored",
-                excerpt(&unescape(pat).unwrap_or_default(), MESSAGE_EXCERPT)
+                excerpt(&unescape_token(pat).unwrap_or_default(), MESSAGE_EXCERPT)
             ),
         );
         // Which names the entry matched is unknown.
         if let Some(p) = lookup_mut(schema, parent).and_then(Value::as_object_mut) {
-            let pat = ptr.rsplit_once('/').map(|x| x.1).and_then(unescape);
+            let pat = ptr.rsplit_once('/').map(|x| x.1).and_then(unescape_token);
             if let (Some(Value::Object(pp)), Some(pat)) = (p.get_mut("patternProperties"), pat) {
-                pp.remove(&pat);
+                pp.remove(pat.as_ref());
             }
         }
         additional_off(schema, parent, notes);
     } else {
         notes.note(
-            &ptr,
+            ptr,
             format_args!(
                 "not a valid schema (fails the meta-schema's {check}); treated as always valid"
             ),
@@ -209,28 +173,35 @@ pub(super) fn additional_off(schema: &mut Value, ptr: &str, notes: &mut Notes) {
     }
 }
 
+/// The pointer of every subschema in `root` (itself included), in
+/// document order.
+pub(super) fn subschema_pointers(root: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![String::new()];
+    while let Some(ptr) = stack.pop() {
+        if let Some(Value::Object(m)) = lookup(root, &ptr) {
+            for (k, v) in m.iter().rev() {
+                let kp = format!("{ptr}/{}", escape_token(k));
+                let subs = subschemas(k, v).into_iter().rev();
+                stack.extend(subs.map(|p| format!("{kp}{p}")));
+            }
+        }
+        out.push(ptr);
+    }
+    out
+}
+
 /// Remove the keyword at `ptr` (its parent must be an object).
 pub(super) fn remove_at(schema: &mut Value, ptr: &str) -> bool {
     let Some((parent, last)) = ptr.rsplit_once('/') else {
         return false;
     };
-    let Some(key) = unescape(last) else {
+    let Some(key) = unescape_token(last) else {
         return false;
     };
     match lookup_mut(schema, parent) {
-        Some(Value::Object(m)) => m.remove(&key).is_some(),
+        Some(Value::Object(m)) => m.remove(key.as_ref()).is_some(),
         _ => false,
-    }
-}
-
-/// Replace the schema at `ptr` with `true`.
-pub(super) fn neutralise_at(schema: &mut Value, ptr: &str) -> bool {
-    match lookup_mut(schema, ptr) {
-        Some(v) => {
-            *v = Value::Bool(true);
-            true
-        }
-        None => false,
     }
 }
 

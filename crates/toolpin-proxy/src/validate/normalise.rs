@@ -20,37 +20,60 @@ pub(super) enum Holds {
     Value,
 }
 
-pub(super) fn holds(keyword: &str) -> Holds {
+/// How a keyword's subschemas apply at a value location (for the budget).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Applies {
+    /// At the same location.
+    InPlace,
+    /// To different members of an object of type `.0`: the largest counts.
+    Group(usize),
+    /// Each to members or items of a value of type `.0`: they add up.
+    Each(usize),
+    /// To array items by index (with the other `Index` keywords, the
+    /// largest counts).
+    Index,
+    /// Never (`$defs`), or the keyword holds no subschema.
+    Nowhere,
+}
+
+/// What `keyword` holds, and how its subschemas apply: the one list of
+/// subschema keywords the normaliser, the budget and compiling walk by.
+pub(super) fn holds(keyword: &str) -> (Holds, Applies) {
+    use Applies::*;
+    use Holds::*;
     match keyword {
-        "additionalProperties"
-        | "propertyNames"
-        | "additionalItems"
-        | "contains"
-        | "not"
-        | "if"
-        | "then"
-        | "else"
-        | "unevaluatedProperties"
-        | "unevaluatedItems"
-        | "contentSchema" => Holds::One,
-        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
-            Holds::Named
-        }
-        "allOf" | "anyOf" | "oneOf" | "prefixItems" => Holds::List,
-        "items" => Holds::OneOrList,
-        "dependencies" => Holds::Dependencies,
-        _ => Holds::Value,
+        "not" | "if" | "then" | "else" => (One, InPlace),
+        "allOf" | "anyOf" | "oneOf" => (List, InPlace),
+        "dependentSchemas" => (Named, InPlace),
+        "dependencies" => (Dependencies, InPlace),
+        "properties" => (Named, Group(T_OBJECT)),
+        "patternProperties" => (Named, Each(T_OBJECT)),
+        "additionalProperties" | "unevaluatedProperties" | "propertyNames" => (One, Each(T_OBJECT)),
+        "prefixItems" => (List, Index),
+        "items" => (OneOrList, Index),
+        "additionalItems" => (One, Index),
+        "contains" | "unevaluatedItems" => (One, Each(T_ARRAY)),
+        "contentSchema" => (One, Each(T_STRING)),
+        "$defs" | "definitions" => (Named, Nowhere),
+        _ => (Value, Nowhere),
     }
 }
 
-/// The keyword names a rename can give back (`&'static` for [`Violation`]).
-pub(super) fn static_keyword(k: &str) -> Option<&'static str> {
-    Some(match k {
-        "items" => "items",
-        "additionalItems" => "additionalItems",
-        "const" => "const",
-        _ => return None,
-    })
+/// The pointers (under the keyword's) of the subschemas `keyword` holds in
+/// `v`.
+pub(super) fn subschemas(keyword: &str, v: &Value) -> Vec<String> {
+    match (holds(keyword).0, v) {
+        (Holds::Named | Holds::Dependencies, Value::Object(o)) => o
+            .iter()
+            .filter(|(_, s)| !s.is_array())
+            .map(|(name, _)| format!("/{}", escape_token(name)))
+            .collect(),
+        (Holds::List | Holds::OneOrList, Value::Array(a)) => {
+            (0..a.len()).map(|i| format!("/{i}")).collect()
+        }
+        (Holds::One | Holds::OneOrList, _) => vec![String::new()],
+        _ => Vec::new(),
+    }
 }
 
 pub(super) struct Normaliser {
@@ -65,15 +88,10 @@ pub(super) struct Normaliser {
 
 impl Normaliser {
     pub(super) fn new(root: &Value) -> Normaliser {
-        let legacy = match root.get("$schema") {
-            Some(Value::String(s)) => {
-                known_dialect(s)
-                    && ["draft-04", "draft-06", "draft-07"]
-                        .iter()
-                        .any(|d| s.contains(d))
-            }
-            _ => false,
-        };
+        let legacy = matches!(
+            Draft::Draft202012.detect(root),
+            Draft::Draft4 | Draft::Draft6 | Draft::Draft7
+        );
         Normaliser {
             notes: Notes::default(),
             renames: HashMap::new(),
@@ -107,17 +125,17 @@ impl Normaliser {
                 return Value::Bool(true);
             }
         };
-        let at = |kw: &str| format!("{ptr}/{}", escape(kw));
+        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
         let mut out = Map::new();
         for (k, sub) in m {
             let kp = at(k);
-            let copy = match holds(k) {
+            let copy = match holds(k).0 {
                 Holds::One => Some(self.schema(sub, kp, depth + 1)),
                 Holds::Named | Holds::Dependencies => match sub {
                     Value::Object(o) => {
                         let mut c = Map::new();
                         for (name, s) in o {
-                            let np = format!("{kp}/{}", escape(name));
+                            let np = format!("{kp}/{}", escape_token(name));
                             let x = if k == "dependencies" && s.is_array() {
                                 bounded_copy(s, depth + 2)
                             } else {
@@ -175,7 +193,7 @@ impl Normaliser {
 
     /// The rewrites of one schema object (its subschemas are done).
     pub(super) fn keywords(&mut self, m: &mut Map<String, Value>, ptr: &str, root: bool) {
-        let at = |kw: &str| format!("{ptr}/{}", escape(kw));
+        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
         if m.contains_key("$ref")
             || m.contains_key("$dynamicRef")
             || m.contains_key("$recursiveRef")
@@ -231,10 +249,10 @@ impl Normaliser {
     /// An unknown `$schema` at the root is dropped; a nested `$id` naming
     /// a resource is dropped (references resolve against the root).
     pub(super) fn ids(&mut self, m: &mut Map<String, Value>, ptr: &str, root: bool) {
-        let at = |kw: &str| format!("{ptr}/{}", escape(kw));
+        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
         if root {
             if let Some(Value::String(uri)) = m.get("$schema") {
-                if !known_dialect(uri) {
+                if Draft::from_schema_uri(uri) == Draft::Unknown {
                     self.notes.note(
                         &at("$schema"),
                         format_args!(
@@ -260,7 +278,7 @@ impl Normaliser {
     /// "#name"`, `items` as an array (with `additionalItems`), boolean
     /// `exclusiveMinimum`/`exclusiveMaximum`.
     pub(super) fn draft_07_forms(&mut self, m: &mut Map<String, Value>, ptr: &str) {
-        let at = |kw: &str| format!("{ptr}/{}", escape(kw));
+        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
         if let Some(Value::String(id)) = m.get("$id") {
             if let Some(name) = id.strip_prefix('#') {
                 let name = name.to_string();
@@ -335,23 +353,6 @@ impl Normaliser {
             Value::Array(out)
         })
     }
-}
-
-/// A `$schema` the crate knows.
-pub(super) fn known_dialect(uri: &str) -> bool {
-    let uri = uri.trim_end_matches('#');
-    let uri = uri
-        .strip_prefix("https://")
-        .or_else(|| uri.strip_prefix("http://"))
-        .unwrap_or("");
-    matches!(
-        uri,
-        "json-schema.org/draft-04/schema"
-            | "json-schema.org/draft-06/schema"
-            | "json-schema.org/draft-07/schema"
-            | "json-schema.org/draft/2019-09/schema"
-            | "json-schema.org/draft/2020-12/schema"
-    )
 }
 
 /// A copy of `v` (at `depth`), or `None` when it nests past [`MAX_SCHEMA_DEPTH`];

@@ -44,7 +44,7 @@ impl At<'_> {
                 break;
             }
             out.push(Violation {
-                pointer: format!("{}/{}", self.pointer, escape(name)),
+                pointer: format!("{}/{}", self.pointer, escape_token(name)),
                 ..self.v(
                     keyword,
                     format!(
@@ -90,25 +90,8 @@ impl Validator {
 
     /// The violations one crate error stands for (appended to `out`).
     pub(super) fn map(&self, e: &ValidationError<'_>, root: &Value, out: &mut Vec<Violation>) {
-        self.map_parts(
-            root,
-            e.kind(),
-            e.instance(),
-            e.instance_path().as_str(),
-            e.schema_path().as_str(),
-            out,
-        );
-    }
-
-    pub(super) fn map_parts(
-        &self,
-        root: &Value,
-        kind: &ValidationErrorKind,
-        inst: &Value,
-        pointer: &str,
-        sp: &str,
-        out: &mut Vec<Violation>,
-    ) {
+        let (kind, inst) = (e.kind(), e.instance());
+        let (pointer, sp) = (e.instance_path().as_str(), e.schema_path().as_str());
         use ValidationErrorKind as K;
         let (schema_pointer, renamed) = self.given_pointer(sp);
         let at = At {
@@ -250,7 +233,7 @@ impl Validator {
                 .rsplit_once('/')
                 .and_then(|x| x.1.parse::<usize>().ok())
                 .map_or(0, |i| i + 1);
-            let keyword = static_keyword(last).unwrap_or("items");
+            let keyword = at.renamed.unwrap_or("items");
             let least = if count > allowed + 1 { "at least " } else { "" };
             out.push(Violation {
                 pointer: array.to_string(),
@@ -307,9 +290,15 @@ impl Validator {
             return v;
         }
         let (keyword, message) = match kind {
-            K::Type { .. } => {
-                let types = self.at_schema(at.sp).map_or_else(String::new, type_list);
-                ("type", format!("expected {types}, got {}", type_name(inst)))
+            K::Type { kind } => {
+                // The crate's order is the reverse of the message's.
+                let mut types: Vec<&str> = match kind {
+                    TypeKind::Single(t) => vec![t.as_str()],
+                    TypeKind::Multiple(set) => set.iter().map(JsonType::as_str).collect(),
+                };
+                types.reverse();
+                let (types, got) = (types.join(" or "), type_name(inst));
+                ("type", format!("expected {types}, got {got}"))
             }
             K::UnevaluatedItems { unexpected } => (
                 "unevaluatedItems",
@@ -592,22 +581,6 @@ pub(super) fn parent(ptr: &str) -> &str {
     ptr.rsplit_once('/').map_or("", |x| x.0)
 }
 
-/// The type names of a `type` value, in a fixed order.
-pub(super) fn type_list(t: &Value) -> String {
-    let names: Vec<&str> = match t {
-        Value::String(s) => vec![s.as_str()],
-        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    [
-        "object", "array", "string", "number", "integer", "boolean", "null",
-    ]
-    .into_iter()
-    .filter(|n| names.contains(n))
-    .collect::<Vec<_>>()
-    .join(" or ")
-}
-
 /// Whether a (normalised) `type` value accepts `v`.
 pub(super) fn accepts(t: &Value, v: &Value) -> bool {
     let ok = |name: &str| match (name, v) {
@@ -617,7 +590,7 @@ pub(super) fn accepts(t: &Value, v: &Value) -> bool {
         | ("array", Value::Array(_))
         | ("string", Value::String(_))
         | ("number", Value::Number(_)) => true,
-        ("integer", Value::Number(n)) => is_integer(n),
+        ("integer", Value::Number(n)) => n.as_f64().is_some_and(|f| f.fract() == 0.0),
         _ => false,
     };
     match t {
