@@ -657,7 +657,7 @@ fn names_past_the_cap_are_counted_under_other() {
     let tools: Vec<(String, u64)> = stored
         .calls()
         .iter()
-        .map(|(k, s)| (k.tool.clone(), s.calls))
+        .map(|(k, s)| (k.tool.to_string(), s.calls))
         .collect();
     assert_eq!(
         tools,
