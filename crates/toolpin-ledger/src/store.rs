@@ -559,11 +559,11 @@ fn merge_row(
     let parts = args![
         hour,
         hours,
-        &key.environment,
-        &key.tenant,
-        &key.agent,
-        &key.catalog,
-        &key.tool
+        &*key.environment,
+        &*key.tenant,
+        &*key.agent,
+        &*key.catalog,
+        &*key.tool
     ];
     let stored: Option<String> = tx.row(USAGE_ONE, parts, |r| r.get(0))?;
     let text = usage::merged(stored.as_deref(), stats, key, limits).map_err(Fail::Data)?;
@@ -575,14 +575,11 @@ fn merge_row(
 
 /// A `usage_calls` row (hour, the five key parts, its statistics).
 fn usage_row(r: &Row<'_>) -> Result<(Key, ToolStats)> {
-    let key = Key {
-        hour: usage::hour_from_db(r.get(0)?).map_err(Fail::Data)?,
-        environment: r.get(1)?,
-        tenant: r.get(2)?,
-        agent: r.get(3)?,
-        catalog: r.get(4)?,
-        tool: r.get(5)?,
-    };
+    let hour = usage::hour_from_db(r.get(0)?).map_err(Fail::Data)?;
+    let key = Key::new(
+        hour,
+        [r.str(1)?, r.str(2)?, r.str(3)?, r.str(4)?, r.str(5)?],
+    );
     let stats = usage::decode(r.str(6)?, &key).map_err(Fail::Data)?;
     Ok((key, stats))
 }

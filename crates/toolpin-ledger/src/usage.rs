@@ -106,15 +106,7 @@ pub(crate) fn decode(text: &str, key: &Key) -> Result<ToolStats, String> {
 /// [`decode`] for a key given by its hour and borrowed parts.
 pub(crate) fn decode_at(text: &str, hour: u64, parts: [&str; 5]) -> Result<ToolStats, String> {
     toolpin_usage::serial::decode(text).map_err(|e| {
-        let [environment, tenant, agent, catalog, tool] = parts.map(str::to_string);
-        let key = Key {
-            hour,
-            environment,
-            tenant,
-            agent,
-            catalog,
-            tool,
-        };
+        let key = Key::new(hour, parts);
         format!("the usage row of {} cannot be read: {e}", key_text(&key))
     })
 }

@@ -104,7 +104,7 @@ fn reads_filter_by_hours_and_environment(db: &Db) {
     let keys: Vec<&Key> = prod.calls().into_iter().map(|(k, _)| k).collect();
     assert!(keys
         .iter()
-        .all(|k| k.environment == "prod" && (H0 + 1..H0 + 3).contains(&k.hour)));
+        .all(|k| &*k.environment == "prod" && (H0 + 1..H0 + 3).contains(&k.hour)));
     assert_eq!(prod.total_calls(), 2 * 10);
     assert_eq!(prod.events().len(), 2);
 }

@@ -123,10 +123,10 @@ fn assert_the_scripts_calls(agg: &Aggregates) {
         .iter()
         .map(|(k, s)| {
             (
-                k.environment.clone(),
-                k.tenant.clone(),
-                k.agent.clone(),
-                k.tool.clone(),
+                k.environment.to_string(),
+                k.tenant.to_string(),
+                k.agent.to_string(),
+                k.tool.to_string(),
                 s.calls,
                 s.errors.get("timeout").copied().unwrap_or(0),
             )
@@ -148,7 +148,7 @@ fn assert_the_scripts_calls(agg: &Aggregates) {
     );
     let search = calls
         .iter()
-        .find(|(k, _)| k.tool == "search_orders")
+        .find(|(k, _)| &*k.tool == "search_orders")
         .expect("search")
         .1;
     let status = &search.params["status"];

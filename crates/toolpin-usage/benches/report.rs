@@ -140,7 +140,7 @@ fn reference(aggregates: &Aggregates) -> u64 {
     let mut groups: BTreeMap<(&str, &str, &str), u64> = BTreeMap::new();
     for (key, stats) in aggregates.calls() {
         *groups
-            .entry((&key.environment, &key.tenant, &key.agent))
+            .entry((&*key.environment, &*key.tenant, &*key.agent))
             .or_insert(0) += stats.calls;
     }
     groups.values().sum()

@@ -333,7 +333,7 @@ pub(crate) mod tests {
         assert_eq!(calls.len(), 1);
         let (key, stats) = calls[0];
         assert_eq!(
-            (key.agent.as_str(), key.tenant.as_str(), key.tool.as_str()),
+            (&*key.agent, &*key.tenant, &*key.tool),
             ("agent", "-1", "search")
         );
         assert_eq!(stats.errors.get("error"), Some(&1), "status ERROR");

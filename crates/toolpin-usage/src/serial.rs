@@ -9,7 +9,10 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Deserialize;
+use std::fmt;
+
+use serde::de::{SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{json, Map, Value};
 
 use crate::aggregate::{LatencySketch, ParamStats, ToolStats};
@@ -19,13 +22,13 @@ pub const VERSION: u64 = 1;
 
 /// `stats` as one line of JSON.
 pub fn encode(stats: &ToolStats) -> String {
-    let (count, sum, min, max, base, counts) = stats.latency.parts();
-    let mut sparse: Vec<u64> = Vec::new();
-    for (i, n) in counts.iter().enumerate() {
-        if *n > 0 {
-            sparse.push(i as u64);
-            sparse.push(*n);
-        }
+    let (count, sum, min, max, buckets) = stats.latency.parts();
+    // The first used bucket is the base (0 for an empty sketch).
+    let base = buckets.first().map_or(0, |b| b.0);
+    let mut sparse: Vec<u64> = Vec::with_capacity(2 * buckets.len());
+    for (b, n) in buckets {
+        sparse.push(u64::from(b - base));
+        sparse.push(*n);
     }
     let params: Map<String, Value> = stats
         .params
@@ -60,33 +63,69 @@ pub fn encode(stats: &ToolStats) -> String {
     .to_string()
 }
 
+/// A stored record as read: the tables straight into the types
+/// [`ToolStats`] holds (a string is copied once, into its key).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Stored<'a> {
     #[allow(dead_code)]
     v: u64,
     calls: u64,
+    errors: BTreeMap<String, u64>,
     #[serde(borrow)]
-    errors: BTreeMap<Cow<'a, str>, u64>,
-    #[serde(borrow)]
-    latency: (u64, Cow<'a, str>, u64, u64, u16, Vec<u64>),
+    latency: (u64, Cow<'a, str>, u64, u64, u16, Pairs),
     with_arguments: u64,
-    #[serde(borrow)]
-    params: BTreeMap<Cow<'a, str>, StoredParam<'a>>,
+    params: BTreeMap<String, StoredParam>,
     params_over_cap: u64,
-    #[serde(borrow)]
-    fingerprints: BTreeMap<Cow<'a, str>, u64>,
+    fingerprints: BTreeMap<String, u64>,
     fingerprints_other: u64,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StoredParam<'a> {
+struct StoredParam {
     supplied: u64,
-    #[serde(borrow)]
-    values: HashMap<Cow<'a, str>, u64>,
+    values: HashMap<String, u64>,
     other: u64,
     non_string: u64,
+}
+
+/// The latency buckets as stored, `[offset, count, …]`, read as pairs
+/// (offsets from the base still) into one allocation; what is wrong with
+/// them is said after the record is read, as for its other parts.
+struct Pairs(Result<Vec<(u16, u64)>, &'static str>);
+
+impl<'de> Deserialize<'de> for Pairs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Seq;
+        impl<'de> Visitor<'de> for Seq {
+            type Value = Pairs;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence of bucket offsets and counts")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Pairs, A::Error> {
+                // A key's calls use a few dozen buckets at most, usually.
+                let mut pairs = Vec::with_capacity(16);
+                let mut fault = None;
+                let mut last: Option<u64> = None;
+                while let Some(offset) = seq.next_element::<u64>()? {
+                    let Some(n) = seq.next_element::<u64>()? else {
+                        fault = Some("latency buckets are not offset and count pairs");
+                        break;
+                    };
+                    if last.is_some_and(|l| offset <= l) || offset > u64::from(u16::MAX) {
+                        fault.get_or_insert("latency bucket offsets are not increasing");
+                    }
+                    last = Some(offset);
+                    if fault.is_none() {
+                        pairs.push((offset as u16, n));
+                    }
+                }
+                Ok(Pairs(fault.map_or(Ok(pairs), Err)))
+            }
+        }
+        d.deserialize_seq(Seq)
+    }
 }
 
 #[derive(Deserialize)]
@@ -119,52 +158,45 @@ pub fn decode(text: &str) -> Result<ToolStats, String> {
     let sum: u128 = sum
         .parse()
         .map_err(|_| "latency sum is not a number".to_string())?;
-    if sparse.len() % 2 != 0 {
-        return Err("latency buckets are not offset and count pairs".into());
+    let mut buckets = sparse.0.map_err(str::to_string)?;
+    // The range starts at its base and ends at a used bucket.
+    let first_empty = buckets.first().is_some_and(|(o, n)| *o != 0 || *n == 0);
+    if first_empty || buckets.last().is_some_and(|(_, n)| *n == 0) {
+        return Err("latency: the bucket range does not start and end at a used bucket".into());
     }
-    let mut counts: Vec<u64> = Vec::new();
-    let mut last: Option<u64> = None;
-    for pair in sparse.chunks_exact(2) {
-        let (offset, n) = (pair[0], pair[1]);
-        if last.is_some_and(|l| offset <= l) || offset > u64::from(u16::MAX) {
-            return Err("latency bucket offsets are not increasing".into());
-        }
-        last = Some(offset);
-        counts.resize(offset as usize, 0);
-        counts.push(n);
+    for (bucket, _) in &mut buckets {
+        let offset = *bucket;
+        *bucket = base.checked_add(offset).ok_or_else(|| {
+            format!("latency: buckets from {base} to {base} + {offset} are out of range")
+        })?;
     }
-    let latency = LatencySketch::from_parts(count, sum, min, max, base, counts)
+    // A bucket between the first and the last may be stored empty.
+    buckets.retain(|(_, n)| *n > 0);
+    let latency = LatencySketch::from_parts(count, sum, min, max, buckets)
         .map_err(|e| format!("latency: {e}"))?;
     let params = stored
         .params
         .into_iter()
         .map(|(name, p)| {
             (
-                name.into_owned(),
+                name,
                 ParamStats {
                     supplied: p.supplied,
-                    values: p
-                        .values
-                        .into_iter()
-                        .map(|(k, n)| (k.into_owned(), n))
-                        .collect(),
+                    values: p.values,
                     other_values: p.other,
                     non_string: p.non_string,
                 },
             )
         })
         .collect();
-    let owned = |m: BTreeMap<Cow<'_, str>, u64>| -> BTreeMap<String, u64> {
-        m.into_iter().map(|(k, n)| (k.into_owned(), n)).collect()
-    };
     let stats = ToolStats {
         calls: stored.calls,
-        errors: owned(stored.errors),
+        errors: stored.errors,
         latency,
         with_arguments: stored.with_arguments,
         params,
         params_over_cap: stored.params_over_cap,
-        tool_fingerprints: owned(stored.fingerprints),
+        tool_fingerprints: stored.fingerprints,
         fingerprints_other: stored.fingerprints_other,
     };
     if stats.latency.count() != stats.calls {
@@ -219,6 +251,33 @@ mod tests {
         assert_eq!(encode(&decode(&text).expect("decodes")), text);
         let empty = ToolStats::default();
         assert_eq!(decode(&encode(&empty)), Ok(empty));
+    }
+
+    /// Rows as the build before the sparse in-memory sketch wrote them
+    /// (read out of a store it wrote): they read back, and encode again
+    /// to the same text.
+    #[test]
+    fn rows_of_earlier_builds_read_the_same() {
+        let rows = [
+            r#"{"calls":40,"errors":{},"fingerprints":{"":40},"fingerprints_other":0,"latency":[40,"21990000000",10000000,2560000000,1164,[0,5,64,7,128,3,192,3,256,6,320,2,384,5,448,5,512,4]],"params":{"status":{"non_string":0,"other":0,"supplied":40,"values":{"cancelled":6,"open":9,"returned":12,"shipped":13}}},"params_over_cap":0,"v":1,"with_arguments":40}"#,
+            r#"{"calls":40,"errors":{"upstream":1},"fingerprints":{"":40},"fingerprints_other":0,"latency":[40,"21255000000",5000000,2560000000,1100,[0,5,64,3,128,6,192,5,256,1,320,2,384,6,448,3,512,5,576,4]],"params":{"status":{"non_string":0,"other":0,"supplied":40,"values":{"cancelled":11,"open":8,"returned":10,"shipped":11}}},"params_over_cap":0,"v":1,"with_arguments":40}"#,
+        ];
+        for row in rows {
+            let stats = decode(row).expect("decodes");
+            assert_eq!(encode(&stats), row);
+            assert_eq!(stats.latency.count(), 40);
+            assert_eq!(stats.params["status"].supplied, 40);
+        }
+        let stats = decode(rows[1]).expect("decodes");
+        assert_eq!(stats.latency.buckets(), 10);
+        assert_eq!(
+            (stats.latency.min(), stats.latency.max()),
+            (Some(5_000_000), Some(2_560_000_000))
+        );
+        assert_eq!(stats.errors["upstream"], 1);
+        // A bucket stored empty between the first and the last is not held.
+        let gap = rows[1].replace("[0,5,64,3,", "[0,5,32,0,64,3,");
+        assert_eq!(decode(&gap).expect("decodes"), stats);
     }
 
     #[test]

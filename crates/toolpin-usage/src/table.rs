@@ -8,8 +8,9 @@
 //! collide ahead of time; colliding keys share a short chain.
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use crate::aggregate::{Key, ToolStats};
 
@@ -33,11 +34,26 @@ impl<'a> Parts<'a> {
             ],
         }
     }
+}
 
-    fn to_key(self) -> Key {
-        let [environment, tenant, agent, catalog, tool] = self.strings.map(str::to_string);
+/// One copy of each name the keys hold.
+#[derive(Clone, Debug, Default)]
+struct Names(HashSet<Arc<str>>);
+
+impl Names {
+    fn get(&mut self, name: &str) -> Arc<str> {
+        if let Some(held) = self.0.get(name) {
+            return Arc::clone(held);
+        }
+        let held: Arc<str> = Arc::from(name);
+        self.0.insert(Arc::clone(&held));
+        held
+    }
+
+    fn key(&mut self, parts: &Parts<'_>) -> Key {
+        let [environment, tenant, agent, catalog, tool] = parts.strings.map(|s| self.get(s));
         Key {
-            hour: self.hour,
+            hour: parts.hour,
             environment,
             tenant,
             agent,
@@ -89,7 +105,8 @@ const NONE: u32 = u32::MAX;
 
 /// What one key costs beside its statistics' tables: the entry (with its
 /// `ToolStats` inline), its slot in the index, and its strings twice (the
-/// packed copy and the `Key`'s).
+/// packed copy, and the `Key`'s names, which keys share: counted for each
+/// key as if it were the only one, an upper bound).
 pub(crate) fn key_bytes(parts: &Parts<'_>) -> usize {
     let strings: usize = parts.strings.iter().map(|s| s.len()).sum();
     std::mem::size_of::<Entry>() + 16 + 2 * strings
@@ -118,6 +135,8 @@ pub(crate) struct Table {
     /// Hash → the first entry with it.
     index: HashMap<u64, u32, BuildHasherDefault<Identity>>,
     entries: Vec<Entry>,
+    /// The names the entries' keys share.
+    names: Names,
 }
 
 impl Default for Table {
@@ -126,6 +145,7 @@ impl Default for Table {
             seed: RandomState::new().hash_one(0x0074_6f6f_6c70_696e_u64),
             index: HashMap::default(),
             entries: Vec::new(),
+            names: Names::default(),
         }
     }
 }
@@ -186,7 +206,7 @@ impl Table {
                     packed: parts.strings.concat().into_boxed_str(),
                     lens: parts.strings.map(|s| s.len() as u32),
                     next,
-                    key: parts.to_key(),
+                    key: self.names.key(parts),
                     stats: ToolStats::default(),
                 });
                 i as usize

@@ -329,11 +329,7 @@ fn serve_receives_the_python_sdk_and_stores_at_sigterm() {
         })
         .expect("read");
     assert_eq!(stored.total_calls(), 7);
-    let tenants: Vec<&str> = stored
-        .calls()
-        .iter()
-        .map(|(k, _)| k.tenant.as_str())
-        .collect();
+    let tenants: Vec<&str> = stored.calls().iter().map(|(k, _)| &*k.tenant).collect();
     assert_eq!(tenants, ["globex", "globex"]);
 }
 

@@ -558,7 +558,9 @@ fn a_down_store_fills_a_bounded_buffer_then_answers_503_and_loses_nothing() {
     let sb = Sandbox::new();
     let serve = Serve::start(
         &sb,
-        &["--max-buffer", "8MiB"],
+        // About 500 bytes a key (a sketch holds the buckets it uses, not
+        // those between them): 1 MiB is some 2,000 keys, 20 batches.
+        &["--max-buffer", "1MiB"],
         Limits {
             full_disk: true,
             ..Limits::default()
@@ -569,7 +571,8 @@ fn a_down_store_fills_a_bounded_buffer_then_answers_503_and_loses_nothing() {
     let mut taken = 0u64;
     let mut refused = None;
     for batch in 0..40u64 {
-        // 100 keys of an hour of their own; each sketch spans 1 ns to 10 s.
+        // 100 keys of an hour of their own; each sketch spans 1 ns to 10 s
+        // (two buckets).
         let start = now - batch * HOUR;
         let spans: Vec<Vec<u8>> = (0..100)
             .flat_map(|i| {
@@ -606,7 +609,7 @@ fn a_down_store_fills_a_bounded_buffer_then_answers_503_and_loses_nothing() {
         "{taken} calls taken before the buffer was full"
     );
     let peak = serve.peak_mib();
-    assert!(peak < 100, "peak {peak} MiB with an 8 MiB buffer");
+    assert!(peak < 100, "peak {peak} MiB with a 1 MiB buffer");
 
     // Room on the disk again: the next flush stores all that was taken.
     serve.disk(None);
@@ -657,7 +660,7 @@ fn names_past_the_cap_are_counted_under_other() {
     let tools: Vec<(String, u64)> = stored
         .calls()
         .iter()
-        .map(|(k, s)| (k.tool.clone(), s.calls))
+        .map(|(k, s)| (k.tool.to_string(), s.calls))
         .collect();
     assert_eq!(
         tools,

@@ -592,10 +592,10 @@ fn window(keys: &[(&Key, &ToolStats)], from: u64, to: u64, limits: &Limits) -> W
     let mut out: Window = BTreeMap::new();
     for (key, stats) in keys {
         if key.hour >= from && key.hour < to {
-            match out.get_mut(&key.tool) {
+            match out.get_mut(&*key.tool) {
                 Some(t) => t.merge(stats, limits),
                 None => {
-                    out.insert(key.tool.clone(), (*stats).clone());
+                    out.insert(key.tool.to_string(), (*stats).clone());
                 }
             }
         }
@@ -624,7 +624,7 @@ fn immediate(
             continue;
         };
         for (key, stats) in keys {
-            let Some(tool) = pinned.tools.get(&key.tool) else {
+            let Some(tool) = pinned.tools.get(&*key.tool) else {
                 let e = found
                     .entry((AlarmKind::UnknownTool, catalog, &key.tool, "", ""))
                     .or_insert((0, key.hour, key.hour));
