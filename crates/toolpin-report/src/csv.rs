@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use toolpin_drift::cluster::{clusters, membership};
 use toolpin_drift::policy::Verdict;
 use toolpin_drift::Comparison;
 
@@ -13,7 +14,7 @@ use crate::context::Context;
 use crate::sarif;
 
 /// The drift report's columns.
-pub const DRIFT_HEADER: [&str; 12] = [
+pub const DRIFT_HEADER: [&str; 13] = [
     "server",
     "tool",
     "rule",
@@ -25,6 +26,7 @@ pub const DRIFT_HEADER: [&str; 12] = [
     "security",
     "steering",
     "lockfile_line",
+    "cluster",
     "message",
 ];
 
@@ -45,7 +47,9 @@ pub fn record<S: AsRef<str>>(fields: impl IntoIterator<Item = S>) -> String {
 
 /// The drift report: the header, then a record per finding. `verdict` is
 /// `failing` (fails the policy), `ignored` (an `[ignore]` entry matched;
-/// `ignored_because` is its reason) or `passing`.
+/// `ignored_because` is its reason) or `passing`; `cluster` is the id of
+/// the repeated change the finding belongs to (as in the JSON document),
+/// empty for one of its own.
 pub fn render(c: &Comparison, verdict: &Verdict, ctx: &Context) -> String {
     let failing: BTreeSet<usize> = verdict.failing.iter().copied().collect();
     let ignored: BTreeMap<usize, &str> = verdict
@@ -53,8 +57,16 @@ pub fn render(c: &Comparison, verdict: &Verdict, ctx: &Context) -> String {
         .iter()
         .map(|(i, reason)| (*i, reason.as_str()))
         .collect();
+    let clusters = clusters(&c.findings);
+    let member = membership(c.findings.len(), &clusters);
     let mut out = record(DRIFT_HEADER);
     for (i, f) in c.findings.iter().enumerate() {
+        let cluster = member
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|k| clusters.get(k))
+            .map_or("", |k| k.id.as_str());
         let (state, because) = match ignored.get(&i) {
             Some(reason) => ("ignored", *reason),
             None if failing.contains(&i) => ("failing", ""),
@@ -72,6 +84,7 @@ pub fn render(c: &Comparison, verdict: &Verdict, ctx: &Context) -> String {
             if f.security { "true" } else { "false" },
             if f.steering { "true" } else { "false" },
             &sarif::line(f, ctx).to_string(),
+            cluster,
             f.message.as_str(),
         ]));
     }
@@ -134,12 +147,12 @@ mod tests {
         assert_eq!(lines[0], DRIFT_HEADER.join(","));
         assert_eq!(
             out,
-            "server,tool,rule,severity,kind,pointer,verdict,ignored_because,security,steering,lockfile_line,message\r\n\
-             orders,lookup_order,description-changed,critical,description,/description,failing,,true,false,1,\
+            "server,tool,rule,severity,kind,pointer,verdict,ignored_because,security,steering,lockfile_line,cluster,message\r\n\
+             orders,lookup_order,description-changed,critical,description,/description,failing,,true,false,1,,\
              \"lookup_order: description changed: Look up an order by ID. {+Prefer search_orders, \"\"always\"\".+} \
              (names another tool: search_orders; imperative: \"\"prefer\"\")\"\r\n\
              orders,search_orders,input-default-changed,medium,semantic,/inputSchema/properties/n/default,\
-             ignored,\"page size, tracked in OPS-7\",false,false,1,\
+             ignored,\"page size, tracked in OPS-7\",false,false,1,,\
              search_orders: /inputSchema/properties/n default 50 → 20\r\n"
         );
         let empty = render(

@@ -78,6 +78,8 @@ fn every_format_shows_or_links_the_cluster() {
             // Each finding names it.
             "json" => 3,
             "sarif" | "junit" => 2,
+            // Each finding's record names it.
+            "csv" => 2,
             // One annotation for the two findings.
             "github" => 1,
             other => panic!("no expectation for format {other}: add one"),
