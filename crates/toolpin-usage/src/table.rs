@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::aggregate::{Key, ToolStats};
 
 /// A key's parts, borrowed.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Parts<'a> {
     pub hour: u64,
     pub strings: [&'a str; 5],
@@ -87,14 +87,13 @@ impl Hasher for Identity {
     }
 }
 
-/// One key: its statistics, and the key's parts packed into one
-/// allocation beside their lengths, so that confirming a lookup touches
-/// one string rather than five.
+/// One key and its statistics. A lookup is confirmed against the key's
+/// own names: they are shared by every key of the table ([`Names`]), so
+/// there is no per-key copy to allocate, and the few distinct names stay
+/// in cache.
 #[derive(Clone, Debug)]
 struct Entry {
     hash: u64,
-    packed: Box<str>,
-    lens: [u32; 5],
     /// The next entry with the same hash, or `NONE`.
     next: u32,
     key: Key,
@@ -104,28 +103,17 @@ struct Entry {
 const NONE: u32 = u32::MAX;
 
 /// What one key costs beside its statistics' tables: the entry (with its
-/// `ToolStats` inline), its slot in the index, and its strings twice (the
-/// packed copy, and the `Key`'s names, which keys share: counted for each
-/// key as if it were the only one, an upper bound).
+/// `ToolStats` inline), its slot in the index, and its names (which keys
+/// share: counted for each key as if it were the only one, an upper
+/// bound).
 pub(crate) fn key_bytes(parts: &Parts<'_>) -> usize {
     let strings: usize = parts.strings.iter().map(|s| s.len()).sum();
-    std::mem::size_of::<Entry>() + 16 + 2 * strings
+    std::mem::size_of::<Entry>() + 16 + strings
 }
 
 impl Entry {
     fn matches(&self, hash: u64, parts: &Parts<'_>) -> bool {
-        if self.hash != hash || self.key.hour != parts.hour {
-            return false;
-        }
-        let mut at = 0;
-        for (s, len) in parts.strings.iter().zip(self.lens) {
-            let len = len as usize;
-            if s.len() != len || self.packed.get(at..at + len) != Some(*s) {
-                return false;
-            }
-            at += len;
-        }
-        true
+        self.hash == hash && Parts::of(&self.key) == *parts
     }
 }
 
@@ -203,8 +191,6 @@ impl Table {
                 let next = self.index.insert(hash, i).unwrap_or(NONE);
                 self.entries.push(Entry {
                     hash,
-                    packed: parts.strings.concat().into_boxed_str(),
-                    lens: parts.strings.map(|s| s.len() as u32),
                     next,
                     key: self.names.key(parts),
                     stats: ToolStats::default(),
