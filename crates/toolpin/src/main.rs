@@ -9,6 +9,7 @@ use toolpin_approve as approve;
 mod cli;
 mod commands;
 mod config;
+mod conversation;
 mod error;
 use toolpin_evals as evals;
 
