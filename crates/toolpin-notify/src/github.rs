@@ -205,6 +205,20 @@ impl Api<'_> {
             .status_error(&doing, &url, &answer, limited, reference))
     }
 
+    /// The issue's title and body brought up to date with `delivery`.
+    fn update_issue(&self, n: &str, delivery: &Delivery) -> Result<(), DeliveryError> {
+        let issue = github_issue(delivery, self.target.labels);
+        let update = json!({"title": issue["title"], "body": issue["body"]});
+        self.call(
+            "updating the issue",
+            Method::Patch,
+            &format!("/{n}"),
+            &update,
+            Some(n),
+        )?;
+        Ok(())
+    }
+
     fn create(&self, delivery: &Delivery) -> Result<Delivered, DeliveryError> {
         let issue = github_issue(delivery, self.target.labels);
         let answer = self.call("creating an issue", Method::Post, "", &issue, None)?;
@@ -245,15 +259,7 @@ pub(crate) fn deliver(
         (Notice::Trigger, Some(n)) => {
             // Sent before (the outcome was lost): update, do not open a
             // second issue.
-            let issue = github_issue(delivery, target.labels);
-            let update = json!({"title": issue["title"], "body": issue["body"]});
-            api.call(
-                "updating the issue",
-                Method::Patch,
-                &format!("/{n}"),
-                &update,
-                Some(n),
-            )?;
+            api.update_issue(n, delivery)?;
             Ok(kept())
         }
         (Notice::Escalate(_), Some(n)) => {
@@ -264,15 +270,7 @@ pub(crate) fn deliver(
                 &github_comment(delivery),
                 Some(n),
             )?;
-            let issue = github_issue(delivery, target.labels);
-            let update = json!({"title": issue["title"], "body": issue["body"]});
-            api.call(
-                "updating the issue",
-                Method::Patch,
-                &format!("/{n}"),
-                &update,
-                Some(n),
-            )?;
+            api.update_issue(n, delivery)?;
             Ok(kept())
         }
         // No issue was opened for it: nothing to close.

@@ -172,6 +172,24 @@ impl<'a> Client<'a> {
         )
     }
 
+    /// POSTs a JSON document: how Slack, PagerDuty and the webhook deliver.
+    pub fn post_json(
+        &self,
+        doing: &str,
+        url: &str,
+        document: &serde_json::Value,
+        reference: Option<&str>,
+    ) -> Result<Answer, DeliveryError> {
+        self.send(
+            doing,
+            Method::Post,
+            url,
+            vec![("Content-Type", "application/json".to_string())],
+            document.to_string().into_bytes(),
+            reference,
+        )
+    }
+
     /// Sends one request. `doing` says what for, in errors.
     pub fn send(
         &self,

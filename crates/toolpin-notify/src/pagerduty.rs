@@ -7,7 +7,7 @@ use toolpin_config::notify::Sink;
 use toolpin_ledger_model::{Delivery, Event, Notice};
 use toolpin_manifest::Severity;
 
-use crate::http::{Client, Method};
+use crate::http::Client;
 use crate::text::{self, accept_command, summary};
 use crate::{Delivered, DeliveryError};
 
@@ -132,17 +132,8 @@ pub(crate) fn deliver(
         Some(r) if !r.is_empty() && r.len() <= MAX_DEDUP_KEY => r.to_string(),
         _ => pagerduty_dedup_key(&delivery.event),
     };
-    let body = pagerduty_payload(routing_key, &dedup_key, delivery)
-        .to_string()
-        .into_bytes();
-    let answer = client.send(
-        "pagerduty",
-        Method::Post,
-        url,
-        vec![("Content-Type", "application/json".to_string())],
-        body,
-        reference,
-    )?;
+    let payload = pagerduty_payload(routing_key, &dedup_key, delivery);
+    let answer = client.post_json("pagerduty", url, &payload, reference)?;
     if !answer.is_success() {
         return Err(client.status_error("pagerduty", url, &answer, false, reference));
     }

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use toolpin_config::notify::Sink;
 use toolpin_ledger_model::{Delivery, Notice, Resolution};
 
-use crate::http::{Client, Method};
+use crate::http::Client;
 use crate::text::{self, accept_command, summary};
 use crate::{Delivered, DeliveryError};
 
@@ -115,15 +115,7 @@ pub(crate) fn deliver(
     reference: Option<&str>,
 ) -> Result<Delivered, DeliveryError> {
     let url = sink.url.as_ref().map(|u| u.expose()).unwrap_or("");
-    let body = slack_payload(delivery).to_string().into_bytes();
-    let answer = client.send(
-        "slack",
-        Method::Post,
-        url,
-        vec![("Content-Type", "application/json".to_string())],
-        body,
-        reference,
-    )?;
+    let answer = client.post_json("slack", url, &slack_payload(delivery), reference)?;
     // Slack documents `200 ok`; anything else is its error code.
     if answer.status == 200 && answer.body.trim() == "ok" {
         Ok(Delivered {
