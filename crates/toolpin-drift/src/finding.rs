@@ -33,6 +33,11 @@ pub struct Finding {
     /// the model raises it (`[policy] model-reads`).
     #[serde(skip)]
     pub steering: bool,
+    /// The severity the finding has where the model reads its member, when
+    /// it was lowered because the model does not (prose in an
+    /// outputSchema); a policy that counts the member as read restores it.
+    #[serde(skip)]
+    pub read_severity: Option<Severity>,
     /// For a finding of `toolpin contract run`: the golden call that showed
     /// it (`default`, `status_open`, `probe:page_size`); the pointer is then
     /// into that call's result. `None` for a declaration finding.
@@ -84,6 +89,7 @@ impl Finding {
             security: rule.security,
             rerun: rule.rerun,
             steering: false,
+            read_severity: None,
             call: None,
         }
     }

@@ -149,6 +149,8 @@ impl Policy {
                     f.severity = Severity::Critical;
                     f.security = true;
                     f.steering = false;
+                } else if let Some(severity) = f.read_severity.take() {
+                    f.severity = severity;
                 }
             }
             if let Some(Level::Severity(s)) = self.levels.get(f.rule) {
@@ -222,8 +224,9 @@ mod tests {
     use toolpin_manifest::{Catalog, ServerPin};
 
     /// Issue 15: steering text in an outputSchema is runtime-only by
-    /// default (its rule's severity, no security flag), raised when the
-    /// policy says this runtime hands outputSchema to the model.
+    /// default (no security flag), raised when the policy says this runtime
+    /// hands outputSchema to the model. Issue 34: and low by default, as
+    /// every edit of an outputSchema's prose is.
     #[test]
     fn steering_in_output_prose_counts_only_where_the_model_reads_it() {
         let pin = |input: &str, output: &str| {
@@ -251,7 +254,7 @@ mod tests {
         assert!(input.model_reads && input.security, "{input:?}");
         assert_eq!(input.severity, Severity::Critical);
         assert!(!output.model_reads && !output.security, "{output:?}");
-        assert_eq!(output.severity, Severity::Medium);
+        assert_eq!(output.severity, Severity::Low);
         assert!(
             output.message.contains("export_all"),
             "the cue is still named"
@@ -267,6 +270,21 @@ mod tests {
         assert!(output.model_reads && output.security, "{output:?}");
         assert_eq!(output.severity, Severity::Critical);
         assert_eq!(c.summary.by_severity["critical"], 2);
+
+        // Without steering text, the forwarded prose edit is the rule's
+        // medium again.
+        let plain = || {
+            crate::compare(
+                &pin("The ID.", "The status."),
+                &pin("The ID.", "The state."),
+            )
+        };
+        let mut c = plain();
+        Policy::default().apply(&mut c);
+        assert_eq!(at(&c, "/outputSchema").severity, Severity::Low);
+        let mut c = plain();
+        forwards.apply(&mut c);
+        assert_eq!(at(&c, "/outputSchema").severity, Severity::Medium);
     }
 
     fn comparison() -> Comparison {

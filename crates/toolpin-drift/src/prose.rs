@@ -11,8 +11,40 @@ fn text_of(v: Option<&Value>) -> Option<String> {
     match v {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => Some(other.to_string()),
+        Some(other) => {
+            let mut text = String::new();
+            spaced_json(other, &mut text);
+            Some(text)
+        }
     }
+}
+
+/// JSON with a space between its tokens (`{ "apps": [ "my-app" ] }`), so
+/// that the word diff of an `example` object names the value that moved
+/// rather than the whole compact document.
+fn spaced_json(v: &Value, out: &mut String) {
+    let (open, close, items): (&str, &str, Vec<(Option<&String>, &Value)>) = match v {
+        Value::Object(m) if !m.is_empty() => {
+            ("{ ", " }", m.iter().map(|(k, v)| (Some(k), v)).collect())
+        }
+        Value::Array(a) if !a.is_empty() => ("[ ", " ]", a.iter().map(|v| (None, v)).collect()),
+        scalar => {
+            out.push_str(&scalar.to_string());
+            return;
+        }
+    };
+    out.push_str(open);
+    for (i, (key, item)) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        if let Some(key) = key {
+            out.push_str(&Value::String(key.clone()).to_string());
+            out.push_str(": ");
+        }
+        spaced_json(item, out);
+    }
+    out.push_str(close);
 }
 
 /// Whether two prose values differ in white space only.

@@ -129,8 +129,9 @@ pub(crate) struct Walker<'a, 'o> {
 
 /// Keywords compared by following references, not as text.
 const CONTAINERS: [&str; 2] = ["$defs", "definitions"];
-/// Prose the model reads inside a schema.
-pub(crate) const PROSE: [&str; 4] = ["description", "title", "examples", "$comment"];
+/// Prose the model reads inside a schema. `example` is OpenAPI 3.0's
+/// singular form, kept by the conversion and read like `examples`.
+pub(crate) const PROSE: [&str; 5] = ["description", "title", "examples", "example", "$comment"];
 
 pub(crate) fn same(a: &Value, b: &Value) -> bool {
     a == b || jcs::to_canonical_vec(a) == jcs::to_canonical_vec(b)

@@ -408,6 +408,14 @@ const CASES: &[(&str, &[&str])] = &[
         "server-instructions-reworded",
         &["server-instructions-changed"],
     ),
+    // Issue 34, class 6: `example` and `examples` are prose the model
+    // reads; an outputSchema's prose is low.
+    ("example-changed", &["property-description-changed"]),
+    ("example-gains-steering", &["property-description-changed"]),
+    (
+        "output-description-added",
+        &["property-description-changed"],
+    ),
 ];
 
 /// Rules no fixture pair can produce: seen at run time (the proxy, contract

@@ -1,5 +1,6 @@
 //! Schema prose rules: the text inside a schema that the model reads
-//! (`description`, `title`, `examples`, `$comment`) and `deprecated`. The
+//! (`description`, `title`, `examples`, `example`, `$comment`) and
+//! `deprecated`. The
 //! checks are [`Walker::prose`] and [`Walker::deprecated`].
 
 use std::collections::BTreeSet;
@@ -12,11 +13,11 @@ use crate::schema::{Site, Walker, PROSE};
 
 crate::rules! {
     family PROPERTY_RULES, PROPERTY_FAMILY: "property", "Schema prose rules";
-    intro: "Prose inside a schema, which the model reads as much as the tool's own description: `description`, `title`, `examples` and `$comment` of any property, and `deprecated`. An edit that adds steering text is critical and a security finding.";
+    intro: "Prose inside a schema, which the model reads as much as the tool's own description: `description`, `title`, `examples` (and OpenAPI's `example`) and `$comment` of any property, and `deprecated`. An edit that adds steering text is critical and a security finding. In an outputSchema, which no function-calling format hands the model, an edit is low and steering text does not raise it, unless `[policy] model-reads` names `outputSchema`.";
     PROPERTY_DESCRIPTION_CHANGED {
         id: "property-description-changed",
         since: "0.1.0",
-        summary: "`description`, `title` or `examples` inside a schema differ",
+        summary: "`description`, `title`, `examples` or `example` inside a schema differ (low in an outputSchema, which the model is not handed)",
         breaks: "Parameter docs are prompt text too: they steer how the model fills arguments (critical when the edit adds steering text).",
         kind: Description, severity: Medium,
         rerun: ["tool-cases", "selection"],
@@ -40,7 +41,7 @@ crate::rules! {
 const FAMILY: &Family = &PROPERTY_FAMILY;
 
 impl Walker<'_, '_> {
-    /// `description`, `title`, `examples`, `$comment`: each edit reported
+    /// `description`, `title`, `examples`, `example`, `$comment`: each edit reported
     /// with an inline diff; steering cues make it critical and security
     /// where the model reads the text (not in an outputSchema).
     pub(crate) fn prose(&mut self, site: &Site, handled: &mut BTreeSet<&'static str>) {
@@ -66,6 +67,12 @@ impl Walker<'_, '_> {
             };
             let f = self.push(FAMILY, &PROPERTY_DESCRIPTION_CHANGED, &at, message, vb, va);
             if crate::prose::whitespace_only(vb, va) {
+                f.severity = Severity::Low;
+            } else if !f.model_reads {
+                // No function-calling format hands the model an
+                // outputSchema: its prose is low unless the policy says
+                // this runtime forwards it.
+                f.read_severity = Some(f.severity);
                 f.severity = Severity::Low;
             }
             if !cues.is_empty() {
