@@ -416,6 +416,9 @@ const CASES: &[(&str, &[&str])] = &[
         "output-description-added",
         &["property-description-changed"],
     ),
+    // Issue 34, class 5: every annotation is the annotation family's.
+    ("annotation-category-changed", &["annotation-changed"]),
+    ("annotation-hint-not-boolean", &["annotation-changed"]),
 ];
 
 /// Rules no fixture pair can produce: seen at run time (the proxy, contract

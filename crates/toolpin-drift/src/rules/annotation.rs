@@ -85,6 +85,15 @@ crate::rules! {
         rerun: ["fault-injection"],
         example: "`set_status` drops `idempotentHint: true`",
     }
+    ANNOTATION_CHANGED {
+        id: "annotation-changed",
+        since: "0.2.0",
+        summary: "an annotation the MCP specification does not define (a vendor hint such as `category`) was added, removed or changed, or a hint holds something other than a boolean",
+        breaks: "Clients may show, filter or route tools on it; nothing the spec lets a client believe changed.",
+        kind: Semantic, severity: Low,
+        rerun: ["tool-cases"],
+        example: "`annotations.category` \"orders\" → \"billing\"",
+    }
 }
 
 // The check: the only code that emits this family's rules. A change it has
@@ -124,23 +133,19 @@ pub(crate) fn check_annotations(
     let not_object = |tool: &Value| tool.get("annotations").is_some_and(|a| !a.is_object());
     if not_object(before) || not_object(after) {
         let tool = ctx.name;
-        TOOL_FAMILY.push(
+        ANNOTATION_FAMILY.push(
             out,
-            Finding::new(
-                &tool::FIELD_CHANGED,
-                ctx.server,
-                tool,
-                "/annotations".into(),
-            )
-            .message(format!("{tool}: /annotations changed"))
-            .values(before.get("annotations"), after.get("annotations")),
+            Finding::new(&ANNOTATION_CHANGED, ctx.server, tool, "/annotations".into())
+                .message(format!("{tool}: /annotations changed"))
+                .values(before.get("annotations"), after.get("annotations")),
         );
     }
 }
 
 /// The four hints by effective value: a flip is this family's rule; the
 /// same effective value spelled differently an equivalent rewrite; a hint
-/// without an effective value (not a boolean) that changed a field change.
+/// without an effective value (not a boolean) that changed an
+/// `annotation-changed`.
 fn check_hints(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
     let (server, tool) = (ctx.server, ctx.name);
     let (eb, ea) = (effective_hints(before), effective_hints(after));
@@ -169,8 +174,8 @@ fn check_hints(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<F
                     .values(vb, va),
             ),
             (Some(_), Some(_)) => {}
-            _ if vb != va => TOOL_FAMILY.push(out,
-                Finding::new(&tool::FIELD_CHANGED, server, tool, at.clone())
+            _ if vb != va => ANNOTATION_FAMILY.push(out,
+                Finding::new(&ANNOTATION_CHANGED, server, tool, at.clone())
                     .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
                     .values(vb, va),
             ),
@@ -180,7 +185,9 @@ fn check_hints(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<F
 }
 
 /// The annotations that are not hints, member by member: `title` is the
-/// tool's title, anything else a field change.
+/// tool's title, anything else (a vendor's `category`, a hint a later spec
+/// adds) an `annotation-changed`, so policy and routing treat every
+/// annotation alike.
 fn check_other_members(ctx: &ToolContext, before: &Value, after: &Value, out: &mut Vec<Finding>) {
     let (server, tool) = (ctx.server, ctx.name);
     let empty = Map::new();
@@ -200,12 +207,12 @@ fn check_other_members(ctx: &ToolContext, before: &Value, after: &Value, out: &m
             continue;
         }
         let at = format!("/annotations/{}", escape_token(key));
-        let rule: &'static Rule = if key == "title" {
-            &tool::TITLE_CHANGED
+        let (family, rule): (_, &'static Rule) = if key == "title" {
+            (&TOOL_FAMILY, &tool::TITLE_CHANGED)
         } else {
-            &tool::FIELD_CHANGED
+            (&ANNOTATION_FAMILY, &ANNOTATION_CHANGED)
         };
-        TOOL_FAMILY.push(
+        family.push(
             out,
             Finding::new(rule, server, tool, at.clone())
                 .message(format!("{tool}: {at} changed{}", scalar_change(vb, va)))
