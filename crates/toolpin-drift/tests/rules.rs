@@ -419,6 +419,10 @@ const CASES: &[(&str, &[&str])] = &[
     // Issue 34, class 5: every annotation is the annotation family's.
     ("annotation-category-changed", &["annotation-changed"]),
     ("annotation-hint-not-boolean", &["annotation-changed"]),
+    (
+        "item-object-became-string",
+        &["input-type-changed", "output-type-changed"],
+    ),
 ];
 
 /// Rules no fixture pair can produce: seen at run time (the proxy, contract

@@ -193,6 +193,14 @@ impl Walker<'_, '_> {
             ptr, sb, sa, depth, ..
         } = *site;
         handled.extend(["properties", "required", "additionalProperties"]);
+        // A schema that can no longer be an object (an item schema
+        // replaced by a string) has no members to lose: its type change
+        // says it all, and each member reported gone would be false.
+        let may_be_object =
+            |s: &Map<String, Value>| crate::schema::types(s).is_none_or(|t| t.contains("object"));
+        if may_be_object(sb) && !may_be_object(sa) {
+            return;
+        }
         let empty = Map::new();
         let pb = sb
             .get("properties")
