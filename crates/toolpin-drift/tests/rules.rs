@@ -423,6 +423,31 @@ const CASES: &[(&str, &[&str])] = &[
         "item-object-became-string",
         &["input-type-changed", "output-type-changed"],
     ),
+    // Issue 34, class 3: enum values through restructured items.
+    (
+        "items-enum-into-union-with-object",
+        &[
+            "input-enum-value-added",
+            "input-enum-value-removed",
+            "input-union-branch-added",
+        ],
+    ),
+    (
+        "items-enum-into-defs-union",
+        &[
+            "input-enum-value-added",
+            "input-enum-value-removed",
+            "input-union-branch-added",
+        ],
+    ),
+    (
+        "items-enum-into-nullable-union",
+        &[
+            "input-enum-value-added",
+            "input-enum-value-removed",
+            "input-union-branch-added",
+        ],
+    ),
 ];
 
 /// Rules no fixture pair can produce: seen at run time (the proxy, contract
