@@ -640,11 +640,66 @@ fn merge_siblings<'m>(
     Cow::Owned(merged)
 }
 
-/// What each branch is, once a `$ref` is followed (a reference that cannot
-/// be followed stands for itself).
-pub(crate) fn resolved_branches<'v>(refs: &Resolver<'v>, branches: &'v [Value]) -> Vec<&'v Value> {
+/// What each branch is for pairing: its `$ref` followed (a reference that
+/// cannot be followed stands for itself), and an `allOf` of parts (a base
+/// schema beside the branch's own members, as OpenAPI and Pydantic compose
+/// them) read as one object, so that a composed branch's discriminator and
+/// members are seen. The walk still compares the branches as written.
+pub(crate) fn pairing_views<'v>(refs: &Resolver<'v>, branches: &'v [Value]) -> Vec<Cow<'v, Value>> {
     branches
         .iter()
-        .map(|x| resolve(refs, x).map_or(x, |(target, _)| target))
+        .map(|x| composed(refs, resolve(refs, x).map_or(x, |(target, _)| target), 0))
         .collect()
+}
+
+/// `schema` with its `allOf` parts (each `$ref` followed, nested `allOf`
+/// too, to a small depth) merged into one object: properties and
+/// `required` united, any other keyword taken from the first that has it.
+fn composed<'v>(refs: &Resolver<'v>, schema: &'v Value, depth: usize) -> Cow<'v, Value> {
+    const MAX_DEPTH: usize = 8;
+    let (Some(own), Some(parts)) = (
+        schema.as_object(),
+        schema.get("allOf").and_then(Value::as_array),
+    ) else {
+        return Cow::Borrowed(schema);
+    };
+    if depth >= MAX_DEPTH {
+        return Cow::Borrowed(schema);
+    }
+    let mut merged = Map::new();
+    merge_part(&mut merged, own);
+    for part in parts {
+        let part = composed(
+            refs,
+            resolve(refs, part).map_or(part, |(t, _)| t),
+            depth + 1,
+        );
+        if let Some(members) = part.as_object() {
+            merge_part(&mut merged, members);
+        }
+    }
+    Cow::Owned(Value::Object(merged))
+}
+
+fn merge_part(merged: &mut Map<String, Value>, part: &Map<String, Value>) {
+    for (key, value) in part.iter().filter(|(k, _)| *k != "allOf") {
+        match (merged.get_mut(key), value) {
+            (Some(Value::Object(have)), Value::Object(more)) if key == "properties" => {
+                for (name, schema) in more {
+                    have.entry(name.clone()).or_insert_with(|| schema.clone());
+                }
+            }
+            (Some(Value::Array(have)), Value::Array(more)) if key == "required" => {
+                for name in more {
+                    if !have.contains(name) {
+                        have.push(name.clone());
+                    }
+                }
+            }
+            (Some(_), _) => {}
+            (None, _) => {
+                merged.insert(key.clone(), value.clone());
+            }
+        }
+    }
 }

@@ -440,6 +440,14 @@ const CASES: &[(&str, &[&str])] = &[
             "input-union-branch-added",
         ],
     ),
+    // Issue 34, class 4: branches behind `$ref` pair by content.
+    (
+        "defs-allof-branches-reordered",
+        &[
+            "input-optional-property-added",
+            "input-optional-property-added",
+        ],
+    ),
     (
         "items-enum-into-nullable-union",
         &[

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::budget::Exceeded;
 use crate::rule::{Family, Rule};
 use crate::rules::tool;
-use crate::schema::{holds_ref, pair_branches, resolved_branches, Direction, Site, Walker};
+use crate::schema::{holds_ref, pair_branches, pairing_views, Direction, Site, Walker};
 
 crate::rules! {
     family UNIONS_RULES, UNIONS_FAMILY: "unions", "Union rules";
@@ -72,10 +72,15 @@ impl Walker<'_, '_> {
                 ba.cloned().unwrap_or_default(),
             );
             // Paired by what each branch means: a branch behind a `$ref`
-            // and the same branch written inline are one branch.
+            // and the same branch written inline are one branch, and a
+            // branch composed with `allOf` is read as its parts together.
+            let (views_b, views_a) = (
+                pairing_views(&self.refs_b, &bb),
+                pairing_views(&self.refs_a, &ba),
+            );
             let Some(pairs) = pair_branches(
-                &resolved_branches(&self.refs_b, &bb),
-                &resolved_branches(&self.refs_a, &ba),
+                &views_b.iter().map(AsRef::as_ref).collect::<Vec<_>>(),
+                &views_a.iter().map(AsRef::as_ref).collect::<Vec<_>>(),
             ) else {
                 self.budget.exceed(Exceeded::BranchPairs {
                     at: format!("{ptr}/{key}"),
