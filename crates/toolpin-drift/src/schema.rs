@@ -640,15 +640,64 @@ fn merge_siblings<'m>(
     Cow::Owned(merged)
 }
 
+/// A union's branches, with a nested union that means the same as its
+/// branches spliced in (`anyOf` in `anyOf`, `allOf` in `allOf`, a `oneOf`
+/// that is a `oneOf`'s only branch, a union of one branch), also behind a
+/// `$ref`: each with its place below the union's keyword (`"1"`, or
+/// `"0/oneOf/1"` when spliced). Regrouping branches is then no change.
+/// Only a nested union with nothing beside it (but a `discriminator`) is
+/// spliced: a title or a constraint there would be lost.
+pub(crate) fn regrouped(
+    refs: &Resolver<'_>,
+    key: &str,
+    branches: &[Value],
+) -> Vec<(String, Value)> {
+    const MAX_DEPTH: usize = 8;
+    let mut out = Vec::new();
+    let mut stack: Vec<(String, &Value, usize)> = branches
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, b)| (i.to_string(), b, 0))
+        .collect();
+    let only = branches.len() == 1;
+    while let Some((at, branch, depth)) = stack.pop() {
+        let target = resolve(refs, branch).map_or(branch, |(t, _)| t);
+        let nested = target.as_object().and_then(|o| {
+            let mut keys = o.keys().filter(|k| *k != "discriminator");
+            let inner = keys.next()?;
+            if keys.next().is_some() || !matches!(inner.as_str(), "anyOf" | "oneOf" | "allOf") {
+                return None;
+            }
+            let inner_branches = o[inner].as_array().filter(|b| !b.is_empty())?;
+            let same_meaning = inner_branches.len() == 1
+                || (inner == key && (key != "oneOf" || (only && depth == 0)));
+            same_meaning.then_some((inner.as_str(), inner_branches))
+        });
+        match nested {
+            Some((inner, inner_branches)) if depth < MAX_DEPTH => {
+                for (k, b) in inner_branches.iter().enumerate().rev() {
+                    stack.push((format!("{at}/{inner}/{k}"), b, depth + 1));
+                }
+            }
+            _ => out.push((at, branch.clone())),
+        }
+    }
+    out
+}
+
 /// What each branch is for pairing: its `$ref` followed (a reference that
 /// cannot be followed stands for itself), and an `allOf` of parts (a base
 /// schema beside the branch's own members, as OpenAPI and Pydantic compose
 /// them) read as one object, so that a composed branch's discriminator and
 /// members are seen. The walk still compares the branches as written.
-pub(crate) fn pairing_views<'v>(refs: &Resolver<'v>, branches: &'v [Value]) -> Vec<Cow<'v, Value>> {
+pub(crate) fn pairing_views<'v>(
+    refs: &Resolver<'v>,
+    branches: &'v [(String, Value)],
+) -> Vec<Cow<'v, Value>> {
     branches
         .iter()
-        .map(|x| composed(refs, resolve(refs, x).map_or(x, |(target, _)| target), 0))
+        .map(|(_, x)| composed(refs, resolve(refs, x).map_or(x, |(target, _)| target), 0))
         .collect()
 }
 

@@ -448,6 +448,7 @@ const CASES: &[(&str, &[&str])] = &[
             "input-optional-property-added",
         ],
     ),
+    ("defs-union-regrouped", &["equivalent-rewrite"]),
     (
         "items-enum-into-nullable-union",
         &[

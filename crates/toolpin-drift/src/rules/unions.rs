@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::budget::Exceeded;
 use crate::rule::{Family, Rule};
 use crate::rules::tool;
-use crate::schema::{holds_ref, pair_branches, pairing_views, Direction, Site, Walker};
+use crate::schema::{holds_ref, pair_branches, pairing_views, regrouped, Direction, Site, Walker};
 
 crate::rules! {
     family UNIONS_RULES, UNIONS_FAMILY: "unions", "Union rules";
@@ -68,8 +68,8 @@ impl Walker<'_, '_> {
                 continue;
             }
             let (bb, ba) = (
-                bb.cloned().unwrap_or_default(),
-                ba.cloned().unwrap_or_default(),
+                regrouped(&self.refs_b, key, bb.map_or(&[], Vec::as_slice)),
+                regrouped(&self.refs_a, key, ba.map_or(&[], Vec::as_slice)),
             );
             // Paired by what each branch means: a branch behind a `$ref`
             // and the same branch written inline are one branch, and a
@@ -98,36 +98,38 @@ impl Walker<'_, '_> {
                 let at = if unwrapped {
                     ptr.to_string()
                 } else {
-                    format!("{ptr}/{key}/{j}")
+                    format!("{ptr}/{key}/{}", ba[*j].0)
                 };
-                self.walk(&at, &bb[*i], &ba[*j], None, depth + 1);
+                self.walk(&at, &bb[*i].1, &ba[*j].1, None, depth + 1);
             }
             let conjunction = key == "allOf";
             for (i, m) in matched_b.iter().enumerate() {
                 if *m {
                     continue;
                 }
-                let at = format!("{ptr}/{key}/{i}");
+                let place = &bb[i].0;
+                let at = format!("{ptr}/{key}/{place}");
                 let what = if conjunction { "condition" } else { "branch" };
-                let message = format!("{key} {what} #{i} removed at {ptr}");
+                let message = format!("{key} {what} #{place} removed at {ptr}");
                 let rule: &'static Rule = match (self.dir, conjunction) {
                     (Direction::Input, false) => &INPUT_UNION_BRANCH_REMOVED,
                     // An input condition dropped: it accepts more, a
                     // relaxation reported through the bounds family.
                     (Direction::Input, true) => {
-                        self.input_bound_relaxed(&at, message, Some(&bb[i]), None);
+                        self.input_bound_relaxed(&at, message, Some(&bb[i].1), None);
                         continue;
                     }
                     (Direction::Output, false) => &tool::FIELD_CHANGED,
                     (Direction::Output, true) => &OUTPUT_UNION_BRANCH_ADDED,
                 };
-                self.push(FAMILY, rule, &at, message, Some(&bb[i]), None);
+                self.push(FAMILY, rule, &at, message, Some(&bb[i].1), None);
             }
             for (j, m) in matched_a.iter().enumerate() {
                 if *m {
                     continue;
                 }
-                let at = format!("{ptr}/{key}/{j}");
+                let place = &ba[j].0;
+                let at = format!("{ptr}/{key}/{place}");
                 let rule: &'static Rule = match (self.dir, conjunction) {
                     (Direction::Input, false) => &INPUT_UNION_BRANCH_ADDED,
                     (Direction::Input, true) => &INPUT_UNION_BRANCH_REMOVED,
@@ -139,9 +141,9 @@ impl Walker<'_, '_> {
                     FAMILY,
                     rule,
                     &at,
-                    format!("{key} {what} #{j} added at {ptr}"),
+                    format!("{key} {what} #{place} added at {ptr}"),
                     None,
-                    Some(&ba[j]),
+                    Some(&ba[j].1),
                 );
             }
         }
