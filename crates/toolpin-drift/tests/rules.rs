@@ -449,6 +449,33 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     ("defs-union-regrouped", &["equivalent-rewrite"]),
+    // Issue 34, class 1: union <-> object rewraps, both directions.
+    (
+        "union-collapsed-to-object",
+        &[
+            "field-changed",
+            "field-changed",
+            "input-enum-value-added",
+            "input-required-property-added",
+            "input-required-property-added",
+            "input-union-branch-removed",
+            "output-enum-value-added",
+            "output-type-changed",
+        ],
+    ),
+    (
+        "object-rewrapped-as-union",
+        &[
+            "input-enum-value-removed",
+            "input-property-became-optional",
+            "input-property-became-optional",
+            "input-union-branch-added",
+            "output-enum-value-removed",
+            "output-required-property-removed",
+            "output-type-changed",
+            "output-union-branch-added",
+        ],
+    ),
     (
         "items-enum-into-nullable-union",
         &[
