@@ -205,10 +205,13 @@ fn wrapped_as_union(
     if union.keys().any(|k| k != key && !outside(k)) {
         return None;
     }
+    // A member stays outside only where `union` has it outside too: a
+    // description or `example` the union's branch holds is compared with
+    // the branch's, not reported added at the union and removed inside it.
     let (kept, branch): (Map<String, Value>, Map<String, Value>) = plain
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
-        .partition(|(k, _)| outside(k));
+        .partition(|(k, _)| outside(k) && union.contains_key(k));
     if branch.is_empty() {
         return None;
     }

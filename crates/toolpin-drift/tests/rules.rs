@@ -449,6 +449,11 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     ("defs-union-regrouped", &["equivalent-rewrite"]),
+    ("union-of-one-unwrapped-with-prose", &["equivalent-rewrite"]),
+    (
+        "output-wrapped-in-oneof-with-prose",
+        &["output-union-branch-added"],
+    ),
     // Issue 34, class 1: union <-> object rewraps, both directions.
     (
         "union-collapsed-to-object",
