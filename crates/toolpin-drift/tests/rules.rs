@@ -454,6 +454,14 @@ const CASES: &[(&str, &[&str])] = &[
         "output-wrapped-in-oneof-with-prose",
         &["output-union-branch-added"],
     ),
+    (
+        "output-nullable-object-became-union-branch",
+        &[
+            "field-changed",
+            "output-property-added",
+            "output-union-branch-added",
+        ],
+    ),
     // Issue 34, class 1: union <-> object rewraps, both directions.
     (
         "union-collapsed-to-object",

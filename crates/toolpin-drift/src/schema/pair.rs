@@ -110,13 +110,17 @@ fn title(branch: &Value) -> Option<&str> {
 }
 
 /// Members that differ between two branch schemas; `None` when they cannot
-/// be the same branch (different types, or nothing in common).
+/// be the same branch (types that share none, or nothing in common). Types
+/// that overlap can be one branch that gained or lost a type (a nullable
+/// object that became a union's non-null branch).
 fn distance(x: &Value, y: &Value) -> Option<usize> {
     let (Some(mx), Some(my)) = (x.as_object(), y.as_object()) else {
         return None;
     };
-    if types(mx) != types(my) && types(mx).is_some() && types(my).is_some() {
-        return None;
+    if let (Some(tx), Some(ty)) = (types(mx), types(my)) {
+        if tx.is_disjoint(&ty) {
+            return None;
+        }
     }
     let keys: BTreeSet<&String> = mx.keys().chain(my.keys()).collect();
     let differing = keys
