@@ -201,7 +201,9 @@ fn wrapped_as_union(
     })?;
     // Only a union of branches: keywords beside it that constrain values
     // make it something else.
-    let outside = |k: &str| PROSE.contains(&k) || matches!(k, "default" | "deprecated" | "$schema");
+    let outside = |k: &str| {
+        PROSE.contains(&k) || matches!(k, "default" | "deprecated" | "$schema" | "nullable")
+    };
     if union.keys().any(|k| k != key && !outside(k)) {
         return None;
     }

@@ -792,6 +792,16 @@ fn github_documents() -> Option<(PathBuf, PathBuf)> {
     (old.is_file() && new.is_file()).then_some((old, new))
 }
 
+/// `toolpin ARGS` in the sandbox for GitHub's documents: converting two
+/// 11–13 MB descriptions and comparing them takes about 12 s unloaded in a
+/// debug build, and the two GitHub tests run side by side, so the limit is
+/// a loaded machine's rather than `RUN_LIMIT`.
+fn run_long(sb: &Sandbox, args: &[&str]) -> common::Run {
+    let mut cmd = std::process::Command::new(common::BIN);
+    cmd.args(args).current_dir(sb.path());
+    common::run_bounded_for(cmd, args, Duration::from_secs(180))
+}
+
 /// One line per finding, as the drift rule snapshots print them.
 fn finding_line(f: &Value) -> String {
     let s = |k: &str| f[k].as_str().unwrap_or_default().to_string();
@@ -822,13 +832,16 @@ fn github_rest_description_22_to_23_real_differences() {
                 path.display().to_string()
             ),
         );
-        let run = sb.run(&[
-            "lock",
-            "-c",
-            &format!("{name}.toml"),
-            "--lockfile",
-            &format!("{name}.lock"),
-        ]);
+        let run = run_long(
+            &sb,
+            &[
+                "lock",
+                "-c",
+                &format!("{name}.toml"),
+                "--lockfile",
+                &format!("{name}.lock"),
+            ],
+        );
         run.ok();
         // The lockfile is what serde_json's pretty printer would write.
         let text = sb.read_string(&format!("{name}.lock"));
@@ -846,7 +859,7 @@ fn github_rest_description_22_to_23_real_differences() {
     // One tool per operation: 1,108 in 22.0.0 and 1,223 in 23.0.2.
     assert_eq!((count("v22"), count("v23")), (1108, 1223));
 
-    let run = sb.run(&["diff", "v22.lock", "v23.lock", "--format", "json"]);
+    let run = run_long(&sb, &["diff", "v22.lock", "v23.lock", "--format", "json"]);
     run.drift();
     let doc: Value = serde_json::from_str(&run.stdout).expect("findings JSON");
     let summary = &doc["summary"];
@@ -868,8 +881,8 @@ fn github_rest_description_22_to_23_real_differences() {
     assert!(renamed.is_empty(), "{renamed:?}");
     // Hand-checked against the two documents (docs/openapi.md lists them):
     // teams discussions removed, agent tasks added, a default that became
-    // a string, an enum value added, a type that became a union, a pattern
-    // and bound changed.
+    // a string, an enum value added, a string that became a union's branch
+    // beside an object form, a pattern and bound changed.
     let picked = [
         "teams_list-discussions-in-org",
         "agent-tasks_list-tasks-for-repo",
@@ -893,7 +906,11 @@ fn github_rest_description_22_to_23_real_differences() {
         "critical tool-removed teams_list-discussions-in-org  :: teams_list-discussions-in-org: tool removed",
         "high input-default-changed repos_update-release /inputSchema/properties/body/properties/make_latest/default :: repos_update-release: /inputSchema/properties/body/properties/make_latest default true → \"true\"",
         "medium input-enum-value-added code-scanning_update-alert /inputSchema/properties/body/properties/dismissed_reason/enum :: code-scanning_update-alert: /inputSchema/properties/body/properties/dismissed_reason gains \"mitigated\"",
-        "low input-type-widened issues_update /inputSchema/properties/body/properties/type/type :: issues_update: /inputSchema/properties/body/properties/type type null | string → any type",
+        // Issue 34: the nullable string became the first branch of a
+        // nullable `oneOf` with an object form: one branch added, never
+        // "any type" (the `nullable` beside the union once kept the string
+        // from pairing with its branch).
+        "low input-union-branch-added issues_update /inputSchema/properties/body/properties/type/oneOf/1 :: issues_update: oneOf branch #1 added at /inputSchema/properties/body/properties/type",
         "medium input-pattern-changed code-scanning_upload-sarif /inputSchema/properties/body/properties/commit_sha/pattern :: code-scanning_upload-sarif: /inputSchema/properties/body/properties/commit_sha pattern \"^[0-9a-fA-F]+$\" → \"^([0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?)$\"",
     ];
     for line in must {
@@ -910,6 +927,149 @@ fn github_rest_description_22_to_23_real_differences() {
     );
     insta::assert_snapshot!("github_22_to_23", lines.join("\n"));
     triage(&sb, &doc);
+}
+
+/// One cached GitHub document (scripts/fetch-openapi-fixtures), if present.
+fn github_document(version: &str) -> Option<PathBuf> {
+    let (old, _) = github_documents()?;
+    let path = old.with_file_name(format!("api.github.com-{version}.json"));
+    path.is_file().then_some(path)
+}
+
+/// Issue 34: GitHub's REST description at 16.0.0, 19.0.0 and 23.0.2, diffed
+/// straight from the documents. Hand-checked against them: the
+/// access-restriction bodies went from a one-branch `oneOf` to the branch
+/// itself and became required; result objects such as `owner` went from a
+/// nullable `Simple User` to a `oneOf` of it and `Enterprise`, their prose
+/// moving with them; `issues_update`'s `type` lost its `example`.
+#[test]
+fn github_rest_description_16_to_19_to_23_rewraps_and_examples() {
+    let (Some(v16), Some(v19), Some(v23)) = (
+        github_document("16.0.0"),
+        github_document("19.0.0"),
+        github_document("23.0.2"),
+    ) else {
+        eprintln!(
+            "SKIPPED github_rest_description_16_to_19_to_23_rewraps_and_examples: GitHub's OpenAPI descriptions are not in target/openapi-cache; run scripts/fetch-openapi-fixtures (scripts/setup does)"
+        );
+        return;
+    };
+    let sb = Sandbox::new();
+    let diff = |old: &PathBuf, new: &PathBuf| -> Vec<Value> {
+        let (old, new) = (old.display().to_string(), new.display().to_string());
+        let run = run_long(&sb, &["diff", &old, &new, "--format", "json"]);
+        run.drift();
+        let doc: Value = serde_json::from_str(&run.stdout).expect("findings JSON");
+        doc["findings"].as_array().expect("findings").clone()
+    };
+    let of_tool = |findings: &[Value], tool: &str, under: &str| -> Vec<String> {
+        findings
+            .iter()
+            .filter(|f| f["tool"] == tool)
+            .filter(|f| f["pointer"].as_str().unwrap_or_default().starts_with(under))
+            .map(finding_line)
+            .collect()
+    };
+    let first = diff(&v16, &v19);
+    let second = diff(&v19, &v23);
+
+    // The union of one branch unwrapped is no change; the body now required
+    // is the one input finding (before issue 34, its description and
+    // example were also reported added at the body and removed inside it).
+    for op in ["add", "remove", "set"] {
+        for what in ["app", "user"] {
+            let tool = format!("repos_{op}-{what}-access-restrictions");
+            assert_eq!(
+                of_tool(&first, &tool, "/inputSchema"),
+                [format!("high input-required-property-added {tool} /inputSchema/required :: {tool}: argument `body` became required")],
+            );
+        }
+    }
+    // The nullable owner became a union's first branch: it pairs with that
+    // branch, so what changed inside it is reported, and `Enterprise` is
+    // the one branch added; its title and description moved with it.
+    let owner = "/outputSchema/properties/result/items/properties/performed_via_github_app/properties/owner";
+    let lines = of_tool(&first, "actions_review-pending-deployments-for-run", owner);
+    let at = |rule: &str, rest: &str| {
+        lines
+            .iter()
+            .any(|l| l.contains(&format!(" {rule} ")) && l.contains(&format!("{owner}{rest} ")))
+    };
+    assert!(at("output-union-branch-added", "/oneOf/1"), "{lines:#?}");
+    assert!(
+        at(
+            "output-property-added",
+            "/oneOf/0/properties/user_view_type"
+        ),
+        "{lines:#?}"
+    );
+    assert!(at("field-changed", "/oneOf/0/type"), "{lines:#?}");
+    assert!(!at("output-union-branch-added", "/oneOf/0"), "{lines:#?}");
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("property-description-changed")),
+        "{lines:#?}"
+    );
+
+    // `issues_update`'s nullable string `type` became the first branch of
+    // a nullable `oneOf` beside an object form, its `example` moving into
+    // the branch: the branch added and the prose edits, no example lost
+    // and no "any type".
+    let issue_type = of_tool(
+        &second,
+        "issues_update",
+        "/inputSchema/properties/body/properties/type",
+    );
+    assert_eq!(
+        issue_type.iter().map(|l| l.split(" :: ").next().unwrap_or_default()).collect::<Vec<_>>(),
+        [
+            "medium property-description-changed issues_update /inputSchema/properties/body/properties/type/description",
+            "medium property-description-changed issues_update /inputSchema/properties/body/properties/type/oneOf/0/description",
+            "low input-union-branch-added issues_update /inputSchema/properties/body/properties/type/oneOf/1",
+        ],
+        "{issue_type:#?}"
+    );
+    // An `example` is prose: its edits are word diffs (GitHub moved the
+    // `avatar_url` examples to a new host). These releases edit examples in
+    // results only, which the model is not handed: low, as the loop below
+    // checks; the fixtures example-changed and example-gains-steering pin
+    // the input side (medium, critical with steering text).
+    let examples: Vec<&Value> = first
+        .iter()
+        .chain(&second)
+        .filter(|f| {
+            f["pointer"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("/example"))
+        })
+        .collect();
+    assert!(examples.len() >= 100, "{} example edits", examples.len());
+    for f in &examples {
+        assert_eq!(f["rule"], "property-description-changed", "{f}");
+        let message = f["message"].as_str().unwrap_or_default();
+        assert!(message.contains("[-") || message.contains("{+"), "{f}");
+    }
+    // Prose in an outputSchema, which the model is not handed, is low.
+    for f in first.iter().chain(&second) {
+        if f["rule"] == "property-description-changed"
+            && f["pointer"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/outputSchema"))
+        {
+            assert_eq!(f["severity"], "low", "{f}");
+        }
+    }
+    // The ruleset bodies' changes, each at its pointer, kept as a snapshot.
+    let picked: Vec<String> = [
+        "repos_create-org-ruleset",
+        "repos_add-app-access-restrictions",
+    ]
+    .iter()
+    .flat_map(|t| of_tool(&first, t, "/inputSchema"))
+    .chain(of_tool(&second, "issues_update", "/inputSchema"))
+    .collect();
+    insta::assert_snapshot!("github_16_to_19_to_23", picked.join("\n"));
 }
 
 /// Issue 15: the same pair read as an on-call engineer reads it, on the
@@ -979,7 +1139,7 @@ fn triage(sb: &Sandbox, doc: &Value) {
         findings.len()
     );
 
-    let text = sb.run(&["diff", &old, &new]);
+    let text = run_long(sb, &["diff", &old, &new]);
     text.drift();
     let lines = text.stdout.lines().count();
     eprintln!("github 22 -> 23: text report {lines} lines");
@@ -990,7 +1150,7 @@ fn triage(sb: &Sandbox, doc: &Value) {
         .contains("-v shows all, --format json writes every finding"));
     assert!(lines < 2_000, "{lines} lines");
 
-    let md = sb.run(&["diff", &old, &new, "--format", "markdown"]);
+    let md = run_long(sb, &["diff", &old, &new, "--format", "markdown"]);
     md.drift();
     let chars = md.stdout.chars().count();
     eprintln!("github 22 -> 23: Markdown report {chars} characters");
