@@ -1736,6 +1736,78 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config())]
+
+    /// Issue 34, class 1: a union collapsing to its surviving branch while
+    /// that branch changes (a member added) reports the union's change once
+    /// and the member at its pointer inside, in both directions and on both
+    /// sides (input and output); never a blanket removal of the branch.
+    #[test]
+    fn a_union_collapsing_to_a_changed_branch_reports_both(
+        inner in object_schema(leaf_schema()),
+        extra in select(vec![json!({"type": "array", "items": {"type": "string"}}), json!({"type": "null"})]),
+    ) {
+        prop_assume!(!inner.to_string().contains("$ref"));
+        let Some(wrapped) = wrapped_in_union(&inner, extra) else {
+            return Ok(());
+        };
+        let Some(props) = inner.get("properties").and_then(Value::as_object) else {
+            return Ok(());
+        };
+        prop_assume!(!props.contains_key("zz_added"));
+        let mut changed = inner.clone();
+        changed["properties"]["zz_added"] = json!({"type": "boolean"});
+        // A member gone from a closed object is rejected, from an open one
+        // ignored.
+        let gone = if inner.get("additionalProperties") == Some(&json!(false)) {
+            "input-property-removed"
+        } else {
+            "input-property-silently-ignored"
+        };
+        let input = |s: &Value| json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {"p": s}}});
+        let output = |s: &Value| json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object", "properties": {"p": s}}});
+        let cases = [
+            (input(&wrapped), input(&changed), vec!["input-optional-property-added", "input-union-branch-removed"]),
+            (input(&changed), input(&wrapped), vec![gone, "input-union-branch-added"]),
+            (output(&wrapped), output(&changed), vec!["field-changed", "output-property-added"]),
+            (output(&changed), output(&wrapped), vec!["output-optional-property-removed", "output-union-branch-added"]),
+        ];
+        for (before, after, want) in cases {
+            let c = compare(&strict_catalog(vec![before.clone()]), &strict_catalog(vec![after.clone()]));
+            let mut want = want;
+            want.sort_unstable();
+            prop_assert_eq!(ids_of(&c), want, "{}\n{}\n{}", before, after, render(&c));
+            let added = c.findings.iter().find(|f| f.pointer.ends_with("/zz_added"));
+            prop_assert!(added.is_some(), "the member is named at its pointer: {}", render(&c));
+        }
+    }
+
+    /// Issue 34, class 4: the branches of a union regrouped into a nested
+    /// union of the same kind (behind a `$ref` into `$defs` or inline) and
+    /// reordered accept the same arguments: no finding but the rewrite.
+    #[test]
+    fn regrouping_union_branches_is_an_equivalent_rewrite(
+        branches in vec(object_schema(leaf_schema()), 2..4),
+        behind_ref in any::<bool>(),
+    ) {
+        prop_assume!(!branches.iter().any(|b| b.to_string().contains("$ref")));
+        let distinct: BTreeSet<String> = branches.iter().map(Value::to_string).collect();
+        prop_assume!(distinct.len() == branches.len());
+        let mut reordered = branches.clone();
+        reordered.reverse();
+        let before = json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {"p": {"anyOf": branches}}}});
+        let nested = json!({"anyOf": reordered});
+        let after = if behind_ref {
+            json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "$defs": {"Group": nested}, "properties": {"p": {"anyOf": [{"$ref": "#/$defs/Group"}]}}}})
+        } else {
+            json!({"name": "t", "description": "d", "inputSchema": {"type": "object", "properties": {"p": {"anyOf": [nested]}}}})
+        };
+        let c = compare(&strict_catalog(vec![before.clone()]), &strict_catalog(vec![after.clone()]));
+        prop_assert!(ids_of(&c).iter().all(|id| *id == "equivalent-rewrite"), "{}\n{}\n{}", before, after, render(&c));
+    }
+}
+
 fn ids_of(c: &Comparison) -> Vec<&'static str> {
     let mut ids: Vec<&str> = c.findings.iter().map(|f| f.rule).collect();
     ids.sort_unstable();

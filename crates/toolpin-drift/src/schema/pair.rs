@@ -51,6 +51,11 @@ pub(crate) fn pair_branches(b: &[&Value], a: &[&Value]) -> Option<Vec<(usize, us
         b.iter().map(|x| discriminators(x)).collect(),
         a.iter().map(|y| discriminators(y)).collect(),
     );
+    // One side a single branch (a plain schema read as a one-branch union:
+    // a union collapsed to it, or it wrapped into one): it is one of the
+    // other side's branches changed, so the closest one with a compatible
+    // type is it even when every member moved.
+    let lone = b.len() == 1 || a.len() == 1;
     let mut candidates: Vec<(u8, usize, usize, usize)> = Vec::new();
     for (i, x) in b.iter().enumerate().filter(|(i, _)| !used_b[*i]) {
         for (j, y) in a.iter().enumerate().filter(|(j, _)| !used_a[*j]) {
@@ -68,7 +73,7 @@ pub(crate) fn pair_branches(b: &[&Value], a: &[&Value]) -> Option<Vec<(usize, us
                     _ => 2,
                 }
             };
-            if let Some(d) = distance(x, y) {
+            if let Some(d) = distance(x, y, lone) {
                 candidates.push((rank, d, i, j));
             }
         }
@@ -110,10 +115,11 @@ fn title(branch: &Value) -> Option<&str> {
 }
 
 /// Members that differ between two branch schemas; `None` when they cannot
-/// be the same branch (types that share none, or nothing in common). Types
-/// that overlap can be one branch that gained or lost a type (a nullable
-/// object that became a union's non-null branch).
-fn distance(x: &Value, y: &Value) -> Option<usize> {
+/// be the same branch (types that share none, or nothing in common unless
+/// `lone`: one side's only branch). Types that overlap can be one branch
+/// that gained or lost a type (a nullable object that became a union's
+/// non-null branch).
+fn distance(x: &Value, y: &Value, lone: bool) -> Option<usize> {
     let (Some(mx), Some(my)) = (x.as_object(), y.as_object()) else {
         return None;
     };
@@ -127,5 +133,5 @@ fn distance(x: &Value, y: &Value) -> Option<usize> {
         .iter()
         .filter(|k| mx.get(k.as_str()) != my.get(k.as_str()))
         .count();
-    (differing < keys.len() || keys.is_empty()).then_some(differing)
+    (differing < keys.len() || keys.is_empty() || lone).then_some(differing)
 }
