@@ -449,6 +449,14 @@ const CASES: &[(&str, &[&str])] = &[
         ],
     ),
     ("defs-union-regrouped", &["equivalent-rewrite"]),
+    (
+        "members-moved-under-wrapper",
+        &[
+            "input-optional-property-added",
+            "input-property-silently-ignored",
+            "input-property-silently-ignored",
+        ],
+    ),
     ("union-of-one-unwrapped-with-prose", &["equivalent-rewrite"]),
     (
         "output-wrapped-in-oneof-with-prose",

@@ -258,6 +258,7 @@ impl Walker<'_, '_> {
             self.required_changed(ptr, key, req, va, sb, sa);
         }
         self.note_renames(ptr, &renames, first_finding);
+        self.note_moves(ptr, pb, pa, first_finding);
         // The same set of required keys written differently (an empty
         // `required` dropped).
         if rb == ra && sb.get("required") != sa.get("required") {
@@ -414,6 +415,55 @@ impl Walker<'_, '_> {
             let property = |name: &str| format!("{ptr}/properties/{}", escape_token(name));
             notes.insert(property(old), format!(" (looks renamed to `{new}`)"));
             notes.insert(property(new), format!(" (looks renamed from `{old}`)"));
+        }
+        for f in &mut self.out[first_finding..] {
+            if let Some(note) = notes.get(&f.pointer) {
+                f.message.push_str(note);
+            }
+        }
+    }
+
+    /// Members that moved under a new wrapper (`filters.status` now
+    /// `filters.criteria.status`, the same schema): each is still reported
+    /// as it is (gone from here, an argument passed here is dropped or
+    /// rejected), and both findings name the move, as renames are named.
+    fn note_moves(
+        &mut self,
+        ptr: &str,
+        pb: &Map<String, Value>,
+        pa: &Map<String, Value>,
+        first_finding: usize,
+    ) {
+        let mut notes: HashMap<String, String> = HashMap::new();
+        let property = |name: &str| format!("{ptr}/properties/{}", escape_token(name));
+        for (wrapper, schema) in pa.iter().filter(|(k, _)| !pb.contains_key(*k)) {
+            let Some(inner) = schema.get("properties").and_then(Value::as_object) else {
+                continue;
+            };
+            let moved: Vec<&String> = pb
+                .iter()
+                .filter(|(k, v)| {
+                    !pa.contains_key(*k) && inner.get(*k).is_some_and(|w| crate::schema::same(v, w))
+                })
+                .map(|(k, _)| k)
+                .collect();
+            if moved.is_empty() {
+                continue;
+            }
+            for name in &moved {
+                notes.insert(
+                    property(name),
+                    format!(" (moved under `{wrapper}`: now `{wrapper}.{name}`)"),
+                );
+            }
+            let names: Vec<String> = moved.iter().map(|n| format!("`{n}`")).collect();
+            notes.insert(
+                property(wrapper),
+                format!(" (holds {} moved from here)", names.join(", ")),
+            );
+        }
+        if notes.is_empty() {
+            return;
         }
         for f in &mut self.out[first_finding..] {
             if let Some(note) = notes.get(&f.pointer) {
