@@ -745,11 +745,20 @@ fn argument_owners<'v>(schema: &'v Value, raw: &[(String, Leaf)]) -> Vec<Option<
         .keys()
         .map(|k| (escape_token(k).into_owned(), k.as_str()))
         .collect();
+    // An argument's leaves come one after the other: look each token up once.
+    let mut last: Option<(&str, Option<&'v str>)> = None;
     raw.iter()
         .map(|(ptr, _)| {
             let rest = ptr.strip_prefix("/properties/")?;
             let token = rest.split('/').next().unwrap_or(rest);
-            by_token.get(token).copied()
+            match last {
+                Some((t, owner)) if t == token => owner,
+                _ => {
+                    let owner = by_token.get(token).copied();
+                    last = Some((token, owner));
+                    owner
+                }
+            }
         })
         .collect()
 }
@@ -762,10 +771,16 @@ fn intern_arguments<'v>(
     interner: &mut Interner<'v>,
 ) -> Vec<(u32, &'v str)> {
     let mut groups: HashMap<&'v str, Vec<(u32, Leaf<'v>)>> = HashMap::new();
-    for (owner, leaf) in owners.iter().zip(leaves) {
-        if let Some(name) = owner {
-            groups.entry(name).or_default().push(leaf.clone());
+    let mut i = 0;
+    while i < owners.len() {
+        let run = owners[i..].iter().take_while(|o| **o == owners[i]).count();
+        if let Some(name) = owners[i] {
+            groups
+                .entry(name)
+                .or_default()
+                .extend_from_slice(&leaves[i..i + run]);
         }
+        i += run;
     }
     let mut out: Vec<(u32, &'v str)> = groups
         .into_iter()
@@ -936,7 +951,14 @@ fn unique_arguments(rf: &[Features], af: &[Features]) -> HashSet<u32> {
 ///   name are in the other (the verb or the noun: `search_issues` →
 ///   `find_issues`, `list_prs` → `list_pull_requests`).
 fn kept_arguments(r: &Features, a: &Features, unique: &HashSet<u32>) -> bool {
-    if !(r.is_tool && a.is_tool) {
+    // The cheap conditions first: most pairs fail one of them.
+    let shorter = r.name_set.len().min(a.name_set.len());
+    if !(r.is_tool && a.is_tool)
+        || r.arguments.len() < KEPT_ARGUMENTS
+        || shorter == 0
+        || 2 * intersection(&r.name_set, &a.name_set) < shorter
+        || annotations_similarity(r, a) != 1.0
+    {
         return false;
     }
     let (mut i, mut j) = (0, 0);
@@ -958,12 +980,7 @@ fn kept_arguments(r: &Features, a: &Features, unique: &HashSet<u32>) -> bool {
     }
     kept.sort_unstable();
     let subset = |p: &[&str], q: &[&str]| p.iter().all(|x| q.binary_search(x).is_ok());
-    let shorter = r.name_set.len().min(a.name_set.len());
-    subset(&r.required, &kept)
-        && subset(&a.required, &r.required)
-        && annotations_similarity(r, a) == 1.0
-        && shorter > 0
-        && 2 * intersection(&r.name_set, &a.name_set) >= shorter
+    subset(&r.required, &kept) && subset(&a.required, &r.required)
 }
 
 fn schema_similarity(a: &Features, b: &Features) -> f64 {
