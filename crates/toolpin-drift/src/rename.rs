@@ -77,12 +77,37 @@
 //! releases (docs/renames.md), the gate turned away every false pair above
 //! the threshold and no true rename that the threshold let through.
 //!
+//! # Kept arguments
+//!
+//! A tool renamed *and* changed in one release (its description and title
+//! rewritten, an argument made optional, optional ones added, the verb or
+//! the noun of its name replaced) scores below the threshold, and neither
+//! its name nor its description corroborates it. What stayed ties it
+//! instead ([`kept_arguments`]): a removed and an added tool pair, whatever
+//! their score, when
+//!
+//! - at least three top-level arguments (members of `inputSchema.
+//!   properties`) are in both with equal schemas (leaf by leaf, as above)
+//!   *and* in no other removed or added tool, and the kept arguments are
+//!   most of the removed tool's;
+//! - every argument the removed tool required is kept, and the added tool
+//!   requires nothing the removed one did not;
+//! - the annotations are equal (the score's annotation part is 1);
+//! - at least half the tokens of the shorter name are in the other.
+//!
+//! Arguments shared with another removed or added tool do not count:
+//! GitHub's REST operations share `{owner, repo, per_page, page}` and
+//! playwright's `{element, x, y}`, and such arguments say nothing about
+//! which tool is which. The uniqueness is counted over the removed and
+//! added tools only: tools present on both sides are not candidates.
+//!
 //! # Matching
 //!
 //! [`match_renames`] returns the pairs that maximize the *total* similarity
-//! over all accepted pairs. Only pairs at or above `threshold` (and above 0)
-//! count: a pair below the threshold adds nothing, so two weak pairs can
-//! never push out one strong pair that passes the threshold. The solver is
+//! over all accepted pairs. Only accepted pairs count: at or above
+//! `threshold` and corroborated, or tied by their kept arguments (and, in
+//! both cases, above 0). Any other pair adds nothing, so two weak pairs can
+//! never push out one strong pair that is accepted. The solver is
 //! the Hungarian method ([`hungarian`]). Greedy best-first can lose here: it
 //! takes the single best pair even when that pair blocks two good ones.
 //!
@@ -107,13 +132,14 @@
 //!   that share a name token or a description word are scored. Pairs where
 //!   both names have no tokens, or both descriptions have no words, also
 //!   count. Any other pair has a name and a description score of 0, so it
-//!   fails the corroboration gate whatever its total: this filter changes
-//!   no result; it only saves work.
+//!   fails the corroboration gate whatever its total, and shares no name
+//!   token, which kept arguments need: this filter changes no result; it
+//!   only saves work.
 //!
 //! The result lists `(removed index, added index, similarity)`, sorted by
 //! removed name. Indices point into the slices passed in.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 use toolpin_manifest::pointer::escape_token;
@@ -126,7 +152,8 @@ use crate::compare::{effective_hints, HINT_DEFAULTS};
 ///
 /// - **The schema alone is not enough.** A byte-identical `inputSchema` with
 ///   equal annotations reaches only 0.6; the pair must also be
-///   [`corroborated`] by its name or description.
+///   [`corroborated`] by its name or description, unless arguments unique
+///   to the pair tie it ([`kept_arguments`], below any threshold).
 /// - **The text alone is not enough.** An identical description, name and
 ///   annotations reach 0.5. The schema must still agree on 30 % of its
 ///   leaves, so a tool whose inputs were replaced is not a rename.
@@ -152,6 +179,9 @@ const W_TOTAL: f64 = 10.0;
 /// A pair is only accepted when its name or its description scores at
 /// least this much: see [`corroborated`].
 const TEXT_EVIDENCE: f64 = 0.5;
+/// Fewest kept arguments unique to a pair that pair two tools whatever
+/// their descriptions and scores: see [`kept_arguments`].
+const KEPT_ARGUMENTS: usize = 3;
 
 /// Above this many removed × added pairs, only overlapping pairs are scored.
 const FULL_PAIRS_LIMIT: usize = 250_000;
@@ -214,9 +244,11 @@ pub fn similarity_parts(a: &Candidate, b: &Candidate) -> Parts {
 
 /// Pairs (index into removed, index into added, similarity), sorted by removed name.
 ///
-/// Only pairs with `similarity >= threshold` (and `> 0`) are returned; each
-/// index appears at most once. See the module docs for the assignment, tie
-/// breaking and the large-input guard.
+/// Only accepted pairs are returned: `similarity >= threshold` and
+/// corroborated, or two tools tied by their kept arguments (whose
+/// similarity may be lower), and always `similarity > 0`; each index
+/// appears at most once. See the module docs for the acceptance, the
+/// assignment, tie breaking and the large-input guard.
 pub fn match_renames(
     removed: &[Candidate],
     added: &[Candidate],
@@ -354,7 +386,8 @@ fn match_with(
         .map(|&i| Features::new(&added[i], &mut interner))
         .collect();
 
-    let edges = edges(&rf, &af, threshold, prefilter);
+    let unique = unique_arguments(&rf, &af);
+    let edges = edges(&rf, &af, threshold, prefilter, &unique);
     let mut pairs: Vec<(usize, usize, f64)> = components(&edges, rf.len(), af.len())
         .iter()
         .flat_map(|comp| solve_component(comp, max_exact_side))
@@ -368,18 +401,21 @@ fn match_with(
 
 /// The pairs that may be renames, in rank space (rank = position in name
 /// order), ordered by (removed rank, added rank): scored at least
-/// `threshold` and corroborated. With `prefilter`, only pairs that share a
-/// feature key are scored; without, every pair.
+/// `threshold` and corroborated, or tied by their kept arguments
+/// ([`kept_arguments`]). With `prefilter`, only pairs that share a feature
+/// key are scored; without, every pair.
 fn edges(
     rf: &[Features],
     af: &[Features],
     threshold: f64,
     prefilter: bool,
+    unique: &HashSet<u32>,
 ) -> Vec<(usize, usize, f64)> {
     let mut edges: Vec<(usize, usize, f64)> = Vec::new();
     let mut consider = |ri: usize, aj: usize| {
-        let s = pair_similarity(&rf[ri], &af[aj]);
-        if s >= threshold && s > 0.0 && corroborated(&rf[ri], &af[aj]) {
+        let (r, a) = (&rf[ri], &af[aj]);
+        let s = pair_similarity(r, a);
+        if s > 0.0 && ((s >= threshold && corroborated(r, a)) || kept_arguments(r, a, unique)) {
             edges.push((ri, aj, s));
         }
     };
@@ -523,9 +559,11 @@ fn canonical_order(items: &[Candidate]) -> Vec<usize> {
 /// depend on insertion order, but only equality of ids is ever used, so
 /// results do not.
 #[derive(Default)]
-struct Interner {
+struct Interner<'v> {
     pointers: HashMap<String, u32>,
     words: HashMap<String, u32>,
+    /// A top-level argument: its leaves (pointer ids, so its name too).
+    arguments: HashMap<Vec<(u32, Leaf<'v>)>, u32>,
 }
 
 fn intern(map: &mut HashMap<String, u32>, s: String) -> u32 {
@@ -534,7 +572,7 @@ fn intern(map: &mut HashMap<String, u32>, s: String) -> u32 {
 }
 
 /// Value of one schema leaf.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Leaf<'v> {
     Null,
     Bool(bool),
@@ -592,10 +630,15 @@ struct Features<'v> {
     /// Other annotation members, sorted by key; `title` is display text
     /// and is left out.
     other_annotations: Vec<(&'v str, &'v Value)>,
+    /// A tool's top-level arguments (members of `inputSchema.properties`)
+    /// as (id, name), sorted by id. Two arguments have the same id when
+    /// they have the same name and equal schemas (leaf by leaf). Empty for
+    /// a property schema.
+    arguments: Vec<(u32, &'v str)>,
 }
 
 impl<'v> Features<'v> {
-    fn new(c: &Candidate<'v>, interner: &mut Interner) -> Self {
+    fn new(c: &Candidate<'v>, interner: &mut Interner<'v>) -> Self {
         let obj = c.value.as_object();
         let is_tool = obj.is_some_and(|o| o.contains_key("inputSchema"));
         let mut raw = Vec::new();
@@ -611,10 +654,16 @@ impl<'v> Features<'v> {
             ),
             (None, _) => walk(c.value, &mut ptr, false, &mut raw),
         }
+        // Which top-level argument each leaf belongs to (tools only).
+        let owners: Vec<Option<&'v str>> = match (obj, is_tool) {
+            (Some(o), true) => argument_owners(&o["inputSchema"], &raw),
+            _ => Vec::new(),
+        };
         let mut leaves: Vec<(u32, Leaf<'v>)> = raw
             .into_iter()
             .map(|(p, leaf)| (intern(&mut interner.pointers, p), leaf))
             .collect();
+        let arguments = intern_arguments(&owners, &leaves, interner);
         leaves.sort_by_key(|l| l.0);
         leaves.dedup_by_key(|l| l.0);
 
@@ -670,6 +719,7 @@ impl<'v> Features<'v> {
             required,
             hints,
             other_annotations,
+            arguments,
         }
     }
 
@@ -683,6 +733,66 @@ impl<'v> Features<'v> {
             .chain(no_name)
             .chain(no_words)
     }
+}
+
+/// For each leaf of a tool's `inputSchema`, the name of the top-level
+/// argument (member of `properties`) it lies under, if any.
+fn argument_owners<'v>(schema: &'v Value, raw: &[(String, Leaf)]) -> Vec<Option<&'v str>> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return vec![None; raw.len()];
+    };
+    let by_token: HashMap<String, &'v str> = props
+        .keys()
+        .map(|k| (escape_token(k).into_owned(), k.as_str()))
+        .collect();
+    // An argument's leaves come one after the other: look each token up once.
+    let mut last: Option<(&str, Option<&'v str>)> = None;
+    raw.iter()
+        .map(|(ptr, _)| {
+            let rest = ptr.strip_prefix("/properties/")?;
+            let token = rest.split('/').next().unwrap_or(rest);
+            match last {
+                Some((t, owner)) if t == token => owner,
+                _ => {
+                    let owner = by_token.get(token).copied();
+                    last = Some((token, owner));
+                    owner
+                }
+            }
+        })
+        .collect()
+}
+
+/// The arguments as (id, name), sorted by id, from the leaves (already
+/// interned) and the argument each lies under.
+fn intern_arguments<'v>(
+    owners: &[Option<&'v str>],
+    leaves: &[(u32, Leaf<'v>)],
+    interner: &mut Interner<'v>,
+) -> Vec<(u32, &'v str)> {
+    let mut groups: HashMap<&'v str, Vec<(u32, Leaf<'v>)>> = HashMap::new();
+    let mut i = 0;
+    while i < owners.len() {
+        let run = owners[i..].iter().take_while(|o| **o == owners[i]).count();
+        if let Some(name) = owners[i] {
+            groups
+                .entry(name)
+                .or_default()
+                .extend_from_slice(&leaves[i..i + run]);
+        }
+        i += run;
+    }
+    let mut out: Vec<(u32, &'v str)> = groups
+        .into_iter()
+        .map(|(name, mut group)| {
+            group.sort_by_key(|l| l.0);
+            group.dedup_by_key(|l| l.0);
+            let next = interner.arguments.len() as u32;
+            (*interner.arguments.entry(group).or_insert(next), name)
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 fn push_token(ptr: &mut String, token: &str) {
@@ -801,6 +911,76 @@ fn pair_similarity(a: &Features, b: &Features) -> f64 {
 /// `repos_list-tag-protection` with `repos_list-issue-types` that way).
 fn corroborated(a: &Features, b: &Features) -> bool {
     name_similarity(a, b) >= TEXT_EVIDENCE || description_similarity(a, b) >= TEXT_EVIDENCE
+}
+
+/// The arguments (name and schema, by id) that exactly one removed and
+/// exactly one added item have: only these tie a pair on their own. An
+/// argument that several removed or added tools take (GitHub's `{owner,
+/// repo, per_page, page}`, playwright's `{element, x, y}`) says nothing
+/// about which of them is which.
+fn unique_arguments(rf: &[Features], af: &[Features]) -> HashSet<u32> {
+    let count = |side: &[Features]| {
+        let mut n: HashMap<u32, usize> = HashMap::new();
+        for f in side {
+            for &(id, _) in &f.arguments {
+                *n.entry(id).or_default() += 1;
+            }
+        }
+        n
+    };
+    let (r, a) = (count(rf), count(af));
+    r.into_iter()
+        .filter(|&(id, n)| n == 1 && a.get(&id) == Some(&1))
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// The removed tool `r` and the added tool `a` are the same call renamed
+/// and changed, whatever their descriptions say: what stayed outweighs
+/// what moved. All of:
+///
+/// - **Kept arguments.** At least [`KEPT_ARGUMENTS`] top-level arguments
+///   are in both with equal schemas *and* in no other removed or added
+///   tool (`unique`), and the kept arguments are most of `r`'s arguments.
+/// - **The old call still works.** Every argument `r` required is kept, and
+///   `a` requires nothing `r` did not (one may become optional, new ones
+///   must be optional).
+/// - **Same behaviour.** The annotations are equal (effective hints and
+///   every other member but `title`).
+/// - **The name partly stayed.** At least half the tokens of the shorter
+///   name are in the other (the verb or the noun: `search_issues` →
+///   `find_issues`, `list_prs` → `list_pull_requests`).
+fn kept_arguments(r: &Features, a: &Features, unique: &HashSet<u32>) -> bool {
+    // The cheap conditions first: most pairs fail one of them.
+    let shorter = r.name_set.len().min(a.name_set.len());
+    if !(r.is_tool && a.is_tool)
+        || r.arguments.len() < KEPT_ARGUMENTS
+        || shorter == 0
+        || 2 * intersection(&r.name_set, &a.name_set) < shorter
+        || annotations_similarity(r, a) != 1.0
+    {
+        return false;
+    }
+    let (mut i, mut j) = (0, 0);
+    let (mut kept, mut kept_unique) = (Vec::new(), 0usize);
+    while i < r.arguments.len() && j < a.arguments.len() {
+        match r.arguments[i].0.cmp(&a.arguments[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                kept.push(r.arguments[i].1);
+                kept_unique += usize::from(unique.contains(&r.arguments[i].0));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    if kept_unique < KEPT_ARGUMENTS || 2 * kept.len() <= r.arguments.len() {
+        return false;
+    }
+    kept.sort_unstable();
+    let subset = |p: &[&str], q: &[&str]| p.iter().all(|x| q.binary_search(x).is_ok());
+    subset(&r.required, &kept) && subset(&a.required, &r.required)
 }
 
 fn schema_similarity(a: &Features, b: &Features) -> f64 {
@@ -973,7 +1153,7 @@ mod tests {
             .collect()
     }
 
-    fn features_of(v: &Value) -> (Features<'_>, Interner) {
+    fn features_of(v: &Value) -> (Features<'_>, Interner<'_>) {
         let mut interner = Interner::default();
         let name = v["name"].as_str().unwrap_or("");
         let f = Features::new(&Candidate { name, value: v }, &mut interner);
@@ -1816,6 +1996,123 @@ mod tests {
             assert!(s >= t);
             assert_eq!(s, similarity(&r[i], &a[j]));
         }
+    }
+
+    /// `search_issues` renamed `find_issues` and changed in the same
+    /// release (issue 34): description rewritten, `sort` made optional,
+    /// `page` and `state` added. Below the threshold and not corroborated.
+    fn renamed_and_changed() -> (Value, Value) {
+        let kept = json!({
+            "q": {"type": "string", "description": "Search query"},
+            "sort": {"type": "string", "enum": ["created", "updated"]},
+            "order": {"type": "string", "enum": ["asc", "desc"]},
+            "per_page": {"type": "integer", "minimum": 1, "maximum": 100},
+        });
+        let mut props = kept.clone();
+        props["page"] = json!({"type": "integer", "minimum": 1});
+        props["state"] = json!({"type": "string", "enum": ["open", "closed"]});
+        let annotations = json!({"readOnlyHint": true, "title": "Search issues"});
+        let mut before = tool(
+            "search_issues",
+            "Search for issues in GitHub repositories using the issues search syntax.",
+            kept,
+            json!(["q", "sort"]),
+        );
+        before["annotations"] = annotations.clone();
+        let mut after = tool(
+            "find_issues",
+            "Find issues and pull requests matching a query, one page at a time.",
+            props,
+            json!(["q"]),
+        );
+        after["annotations"] = annotations;
+        after["annotations"]["title"] = json!("Find issues");
+        (before, after)
+    }
+
+    fn pairs_of(removed: &[Value], added: &[Value]) -> Vec<(String, String)> {
+        let (r, a) = (cands(removed), cands(added));
+        named(&match_renames(&r, &a, TOOL_RENAME_THRESHOLD), &r, &a)
+            .into_iter()
+            .map(|(x, y)| (x.to_string(), y.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn kept_arguments_pair_a_tool_renamed_and_changed() {
+        let (before, after) = renamed_and_changed();
+        let (r, a) = (
+            cands(std::slice::from_ref(&before)),
+            cands(std::slice::from_ref(&after)),
+        );
+        let s = similarity(&r[0], &a[0]);
+        assert!(s < TOOL_RENAME_THRESHOLD, "{s}");
+        let p = similarity_parts(&r[0], &a[0]);
+        assert!(
+            p.name < TEXT_EVIDENCE && p.description < TEXT_EVIDENCE,
+            "{p:?}"
+        );
+        assert_eq!(
+            pairs_of(&[before], &[after]),
+            vec![("search_issues".to_string(), "find_issues".to_string())]
+        );
+    }
+
+    /// Each condition of [`kept_arguments`], broken on its own, leaves the
+    /// pair a removal and an addition.
+    #[test]
+    fn kept_arguments_need_every_condition() {
+        let (before, after) = renamed_and_changed();
+        type Edit = fn(&mut Value, &mut Value);
+        let cases: [(&str, Edit); 8] = [
+            ("only two kept: `order` changed its schema", |_, a| {
+                a["inputSchema"]["properties"]["order"]["enum"] = json!(["up", "down"]);
+                a["inputSchema"]["properties"]["per_page"]["maximum"] = json!(50);
+            }),
+            ("a required argument dropped", |_, a| {
+                let props = a["inputSchema"]["properties"].as_object_mut().unwrap();
+                props.remove("q");
+                a["inputSchema"]["required"] = json!([]);
+            }),
+            ("a new required argument", |_, a| {
+                a["inputSchema"]["required"] = json!(["q", "state"]);
+            }),
+            ("different hints", |_, a| {
+                a["annotations"]["readOnlyHint"] = json!(false);
+            }),
+            ("another annotation member differs", |_, a| {
+                a["annotations"]["category"] = json!("search");
+            }),
+            ("no name token in common", |_, a| {
+                a["name"] = json!("lookup_tickets");
+            }),
+            ("fewer than half the tokens of the shorter name", |b, a| {
+                b["name"] = json!("gh_search_issue_list");
+                a["name"] = json!("gh_find_pull_requests");
+            }),
+            ("the kept arguments are not most of the old ones", |b, _| {
+                let props = b["inputSchema"]["properties"].as_object_mut().unwrap();
+                for k in ["a", "b", "c", "d"] {
+                    props.insert(k.into(), json!({"type": "boolean"}));
+                }
+            }),
+        ];
+        for (what, edit) in cases {
+            let (mut b, mut a) = (before.clone(), after.clone());
+            edit(&mut b, &mut a);
+            let found = pairs_of(&[b], &[a]);
+            assert!(found.is_empty(), "{what}: {found:?}");
+        }
+        // Arguments another added tool also takes are not unique to the
+        // pair: `q`, `sort`, `order` on a second added tool leave one.
+        let mut other = after.clone();
+        other["name"] = json!("count_issues");
+        other["annotations"]["readOnlyHint"] = json!(false);
+        let found = pairs_of(std::slice::from_ref(&before), &[after.clone(), other]);
+        assert!(found.is_empty(), "not unique: {found:?}");
+        // The same with an unrelated second tool: still paired.
+        let unrelated = tool("get_me", "Who am I", json!({}), json!([]));
+        assert_eq!(pairs_of(&[before], &[after, unrelated]).len(), 1);
     }
 
     #[test]

@@ -1813,3 +1813,241 @@ fn ids_of(c: &Comparison) -> Vec<&'static str> {
     ids.sort_unstable();
     ids
 }
+
+// ---------------------------------------------------------------------------
+// Issue 34, class 2: tools renamed and changed in one release
+
+const RENAME_VERBS: [&str; 6] = ["search", "list", "get", "fetch", "find", "query"];
+const RENAME_NOUNS: [&str; 6] = ["issues", "orders", "users", "files", "tickets", "reports"];
+const KEPT_NAMES: [&str; 9] = [
+    "q", "sort", "order", "per_page", "state", "labels", "since", "owner", "assignee",
+];
+
+/// An argument schema a renamed tool keeps as it was.
+fn kept_argument() -> BoxedStrategy<Value> {
+    prop_oneof![
+        prose().prop_map(|d| json!({"type": "string", "description": d})),
+        (0i64..50, 50i64..500)
+            .prop_map(|(lo, hi)| json!({"type": "integer", "minimum": lo, "maximum": hi})),
+        proptest::sample::subsequence(vec!["open", "closed", "all", "draft", "merged"], 1..4)
+            .prop_map(|e| json!({"type": "string", "enum": e})),
+        Just(json!({"type": "boolean", "default": false})),
+    ]
+    .boxed()
+}
+
+/// What else the release does to the renamed-and-changed tool: `Nothing`
+/// leaves a rename; each other value breaks one thing the kept arguments
+/// need to tie the pair (then a removal and an addition).
+#[derive(Clone, Copy, Debug)]
+enum Break {
+    Nothing,
+    Hints,
+    NewRequired,
+    RequiredDropped,
+}
+
+/// The choices behind one generated rename (see [`renamed_and_changed`]).
+#[derive(Clone, Debug)]
+struct RenameCase {
+    verb: usize,
+    noun: usize,
+    /// How far along the list the replaced verb or noun moves (never 0).
+    shift: usize,
+    /// The noun stays and the verb moves, or the other way round.
+    keep_noun: bool,
+    names: Vec<&'static str>,
+    schemas: Vec<Value>,
+    /// How many of the leading arguments are required (at least one).
+    required: prop::sample::Index,
+    /// The last required argument becomes optional.
+    relax: bool,
+    /// New optional arguments.
+    added: usize,
+    read_only: bool,
+    open_world: bool,
+    /// Unchanged tools taking the same arguments: only removed and added
+    /// tools count when deciding which arguments tie a pair.
+    bystanders: usize,
+    brk: Break,
+}
+
+fn rename_case() -> BoxedStrategy<RenameCase> {
+    let breaks = vec![
+        Break::Nothing,
+        Break::Nothing,
+        Break::Hints,
+        Break::NewRequired,
+        Break::RequiredDropped,
+    ];
+    (
+        (
+            0..RENAME_VERBS.len(),
+            0..RENAME_NOUNS.len(),
+            1..RENAME_VERBS.len(),
+            any::<bool>(),
+        ),
+        proptest::sample::subsequence(KEPT_NAMES.to_vec(), 3..=6),
+        vec(kept_argument(), 6),
+        (any::<prop::sample::Index>(), any::<bool>(), 0..=2usize),
+        (any::<bool>(), any::<bool>(), 0..3usize),
+        select(breaks),
+    )
+        .prop_map(
+            |(
+                (verb, noun, shift, keep_noun),
+                names,
+                schemas,
+                (required, relax, added),
+                flags,
+                brk,
+            )| {
+                let (read_only, open_world, bystanders) = flags;
+                RenameCase {
+                    verb,
+                    noun,
+                    shift,
+                    keep_noun,
+                    names,
+                    schemas,
+                    required,
+                    relax,
+                    added,
+                    read_only,
+                    open_world,
+                    bystanders,
+                    brk,
+                }
+            },
+        )
+        .boxed()
+}
+
+fn rename_tool(
+    name: &str,
+    description: &str,
+    title: &str,
+    props: &Map<String, Value>,
+    required: &[&str],
+    hints: &Value,
+) -> Value {
+    let mut annotations = hints.clone();
+    annotations["title"] = json!(title);
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": {"type": "object", "properties": props, "required": required},
+        "annotations": annotations,
+    })
+}
+
+/// The tools before and after the release, and the rules (sorted) the
+/// comparison must yield.
+fn renamed_and_changed(case: &RenameCase) -> (Vec<Value>, Vec<Value>, Vec<&'static str>) {
+    let (v, n) = (case.verb, case.noun);
+    let old_name = format!("{}_{}", RENAME_VERBS[v], RENAME_NOUNS[n]);
+    let new_name = if case.keep_noun {
+        let moved = RENAME_VERBS[(v + case.shift) % RENAME_VERBS.len()];
+        format!("{moved}_{}", RENAME_NOUNS[n])
+    } else {
+        let moved = RENAME_NOUNS[(n + case.shift) % RENAME_NOUNS.len()];
+        format!("{}_{moved}", RENAME_VERBS[v])
+    };
+    let mut props = Map::new();
+    for (name, schema) in case.names.iter().zip(&case.schemas) {
+        props.insert(name.to_string(), schema.clone());
+    }
+    let required: Vec<&str> = case.names[..1 + case.required.index(case.names.len())].to_vec();
+    let mut new_required = required.clone();
+    let relaxed = case.relax && case.brk.is_nothing();
+    if relaxed {
+        new_required.pop();
+    }
+    let mut new_props = props.clone();
+    for k in 0..case.added {
+        new_props.insert(
+            format!("extra_{k}"),
+            json!({"type": "string", "description": "Added in this release"}),
+        );
+    }
+    let hints = json!({"readOnlyHint": case.read_only, "openWorldHint": case.open_world});
+    let mut new_hints = hints.clone();
+    match case.brk {
+        Break::Nothing => {}
+        Break::Hints => new_hints["readOnlyHint"] = json!(!case.read_only),
+        Break::NewRequired => {
+            new_props.insert("extra_req".into(), json!({"type": "string"}));
+            new_required.push("extra_req");
+        }
+        Break::RequiredDropped => {
+            new_props.remove(required[0]);
+            new_required.remove(0);
+        }
+    }
+    let before = rename_tool(
+        &old_name,
+        "Search records in the workspace matching the filters.",
+        "Old title",
+        &props,
+        &required,
+        &hints,
+    );
+    let after = rename_tool(
+        &new_name,
+        "Find entries across projects by query, paged.",
+        "New title",
+        &new_props,
+        &new_required,
+        &new_hints,
+    );
+    let mut old: Vec<Value> = (0..case.bystanders)
+        .map(|i| {
+            let name = format!("bystander_{i}");
+            rename_tool(&name, "Unchanged.", "Same", &props, &required, &hints)
+        })
+        .collect();
+    let mut new = old.clone();
+    old.push(before);
+    new.push(after);
+    let mut want = if case.brk.is_nothing() {
+        let mut w = vec!["tool-renamed", "description-changed", "title-changed"];
+        w.extend(std::iter::repeat_n(
+            "input-optional-property-added",
+            case.added,
+        ));
+        if relaxed {
+            w.push("input-property-became-optional");
+        }
+        w
+    } else {
+        vec!["tool-removed", "tool-added"]
+    };
+    want.sort_unstable();
+    (old, new, want)
+}
+
+impl Break {
+    fn is_nothing(self) -> bool {
+        matches!(self, Break::Nothing)
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// A tool renamed (its verb or its noun replaced) and changed in the
+    /// same release (description and title rewritten, an argument made
+    /// optional, optional arguments added) is one `tool-renamed` and each
+    /// change under it: the kept arguments tie it although neither its name
+    /// nor its description does. Breaking one tie (the hints, a new
+    /// required argument, an old required argument dropped) leaves a
+    /// removal and an addition.
+    #[test]
+    fn renamed_and_changed_tools_pair_by_what_stayed(case in rename_case()) {
+        let (old, new, want) = renamed_and_changed(&case);
+        let (old, new) = (strict_catalog(old), strict_catalog(new));
+        let c = compare(&old, &new);
+        prop_assert_eq!(ids_of(&c), want, "{:?}\n{}", case.brk, render(&c));
+        check_findings(&old, &new, &c)?;
+    }
+}

@@ -505,6 +505,26 @@ const CASES: &[(&str, &[&str])] = &[
             "input-union-branch-added",
         ],
     ),
+    // Issue 34, class 2
+    (
+        "tool-renamed-and-changed",
+        &[
+            "description-changed",
+            "input-optional-property-added",
+            "input-optional-property-added",
+            "input-property-became-optional",
+            "title-changed",
+            "tool-renamed",
+        ],
+    ),
+    (
+        "unrelated-shared-arguments-required-dropped",
+        &["tool-added", "tool-removed"],
+    ),
+    (
+        "unrelated-shared-arguments-not-unique",
+        &["tool-added", "tool-added", "tool-removed"],
+    ),
 ];
 
 /// Rules no fixture pair can produce: seen at run time (the proxy, contract
