@@ -481,8 +481,7 @@ impl Store {
             tx.each(USAGE_RANGE, range, |r| {
                 let hour = usage::hour_from_db(r.get(0)?).map_err(Fail::Data)?;
                 let parts = [r.str(1)?, r.str(2)?, r.str(3)?, r.str(4)?, r.str(5)?];
-                let stats = usage::decode_at(r.str(6)?, hour, parts).map_err(Fail::Data)?;
-                out.add_owned_stats_at(hour, parts, stats);
+                usage::add_row(&mut out, r.str(6)?, hour, parts).map_err(Fail::Data)?;
                 Ok(())
             })?;
             tx.each(USAGE_EVENTS, range, |r| {
