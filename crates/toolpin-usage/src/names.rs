@@ -114,7 +114,39 @@ impl Names {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct NameMap<V> {
     /// In increasing order of name, each name once.
-    entries: Vec<(Arc<str>, V)>,
+    entries: Vec<Slot<V>>,
+}
+
+/// One name and its value, with the name's first bytes beside it: a
+/// search compares those without reaching the shared name (a free-text
+/// parameter's 32 values are 32 names scattered among thousands, and
+/// reaching each was a cache miss).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Slot<V> {
+    prefix: u64,
+    name: Arc<str>,
+    value: V,
+}
+
+/// The first 8 bytes of `name`, big-endian, zero-padded: ordered as the
+/// names are where they differ (a shorter name is padded with the
+/// smallest byte), equal when the names agree in their first 8 bytes.
+fn prefix(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut word = [0u8; 8];
+    let n = bytes.len().min(8);
+    word[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(word)
+}
+
+impl<V> Slot<V> {
+    fn new(name: Arc<str>, value: V) -> Self {
+        Self {
+            prefix: prefix(&name),
+            name,
+            value,
+        }
+    }
 }
 
 impl<V> Default for NameMap<V> {
@@ -146,18 +178,19 @@ impl<V> NameMap<V> {
 
     /// Where `name` is, or where it would go.
     pub(crate) fn find(&self, name: &str) -> Result<usize, usize> {
+        let p = prefix(name);
         self.entries
-            .binary_search_by(|(held, _)| (**held).cmp(name))
+            .binary_search_by(|e| e.prefix.cmp(&p).then_with(|| (*e.name).cmp(name)))
     }
 
     pub fn get(&self, name: &str) -> Option<&V> {
         let i = self.find(name).ok()?;
-        Some(&self.entries[i].1)
+        Some(&self.entries[i].value)
     }
 
     pub fn get_mut(&mut self, name: &str) -> Option<&mut V> {
         let i = self.find(name).ok()?;
-        Some(&mut self.entries[i].1)
+        Some(&mut self.entries[i].value)
     }
 
     pub fn contains_key(&self, name: &str) -> bool {
@@ -166,16 +199,17 @@ impl<V> NameMap<V> {
 
     /// Sets `name`'s value, returning the one it replaces.
     pub fn insert(&mut self, name: impl Into<Arc<str>>, value: V) -> Option<V> {
-        let name = name.into();
+        let slot = Slot::new(name.into(), value);
         // Tables are read back in name order: then this is a push.
-        if self.entries.last().is_none_or(|(last, _)| **last < *name) {
-            self.entries.push((name, value));
+        let last = self.entries.last();
+        if last.is_none_or(|l| (l.prefix, &*l.name) < (slot.prefix, &*slot.name)) {
+            self.entries.push(slot);
             return None;
         }
-        match self.find(&name) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+        match self.find(&slot.name) {
+            Ok(i) => Some(std::mem::replace(&mut self.entries[i].value, slot.value)),
             Err(i) => {
-                self.entries.insert(i, (name, value));
+                self.entries.insert(i, slot);
                 None
             }
         }
@@ -183,13 +217,13 @@ impl<V> NameMap<V> {
 
     /// Puts `name` (absent: the `Err` of [`NameMap::find`]) at `at`.
     pub(crate) fn insert_at(&mut self, at: usize, name: Arc<str>, value: V) -> &mut V {
-        self.entries.insert(at, (name, value));
-        &mut self.entries[at].1
+        self.entries.insert(at, Slot::new(name, value));
+        &mut self.entries[at].value
     }
 
     /// The value at `at` (the `Ok` of [`NameMap::find`]).
     pub(crate) fn at_mut(&mut self, at: usize) -> &mut V {
-        &mut self.entries[at].1
+        &mut self.entries[at].value
     }
 
     /// The names and values, in name order.
@@ -197,21 +231,21 @@ impl<V> NameMap<V> {
         Iter(self.entries.iter())
     }
 
-    /// The names with their shared copies, in name order.
-    pub(crate) fn shared(&self) -> &[(Arc<str>, V)] {
-        &self.entries
+    /// The shared names and their values, in name order.
+    pub(crate) fn shared(&self) -> impl Iterator<Item = (&Arc<str>, &V)> {
+        self.entries.iter().map(|e| (&e.name, &e.value))
     }
 
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator {
-        self.entries.iter().map(|(k, _)| &**k)
+        self.entries.iter().map(|e| &*e.name)
     }
 
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &V> + ExactSizeIterator {
-        self.entries.iter().map(|(_, v)| v)
+        self.entries.iter().map(|e| &e.value)
     }
 
     pub fn values_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut V> + ExactSizeIterator {
-        self.entries.iter_mut().map(|(_, v)| v)
+        self.entries.iter_mut().map(|e| &mut e.value)
     }
 }
 
@@ -228,13 +262,13 @@ impl<V> Index<&str> for NameMap<V> {
 }
 
 /// [`NameMap::iter`]: names and values, in name order.
-pub struct Iter<'a, V>(std::slice::Iter<'a, (Arc<str>, V)>);
+pub struct Iter<'a, V>(std::slice::Iter<'a, Slot<V>>);
 
 impl<'a, V> Iterator for Iter<'a, V> {
     type Item = (&'a str, &'a V);
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.next().map(|(k, v)| (&**k, v))
+        self.0.next().map(|e| (&*e.name, &e.value))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -244,7 +278,7 @@ impl<'a, V> Iterator for Iter<'a, V> {
 
 impl<V> DoubleEndedIterator for Iter<'_, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.0.next_back().map(|(k, v)| (&**k, v))
+        self.0.next_back().map(|e| (&*e.name, &e.value))
     }
 }
 
@@ -288,6 +322,31 @@ mod tests {
         }
         let all: Vec<(&str, u64)> = m.iter().map(|(k, v)| (k, *v)).collect();
         assert_eq!(all, [("", 5), ("a", 2), ("b", 4), ("c", 3)]);
+        // Name order, where names agree in their first 8 bytes or one is
+        // a prefix of another (NUL bytes included) too.
+        let mut names = vec![
+            "ord_12345",
+            "ord_1234",
+            "ord_12346",
+            "ab",
+            "ab\0",
+            "ab\0x",
+            "a",
+            "",
+            "\u{e9}t\u{e9}",
+            "ord_1234\0",
+            "zz",
+        ];
+        let map: NameMap<usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        names.sort_unstable();
+        assert!(map.keys().eq(names.iter().copied()));
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(map.find(n), Ok(i), "{n:?}");
+        }
+        assert_eq!(
+            map.find("ord_12345x"),
+            Err(names.iter().position(|n| *n == "ord_12346").unwrap_or(0))
+        );
         assert_eq!((m["a"], m.get("d"), m.contains_key("")), (2, None, true));
         assert_eq!(format!("{m:?}"), r#"{"": 5, "a": 2, "b": 4, "c": 3}"#);
         // Equal maps are equal whatever order they were filled in.
