@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use crate::aggregate::{Key, ToolStats};
 use crate::names::{mix, mix_bytes, Names};
@@ -35,8 +36,21 @@ impl<'a> Parts<'a> {
     }
 }
 
-fn key(names: &mut Names, parts: &Parts<'_>) -> Key {
-    let [environment, tenant, agent, catalog, tool] = parts.strings.map(|s| names.get(s));
+/// The key of `parts`, its names shared through `names`; a part equal to
+/// the same part of `last` (the key made before: a store is read in key
+/// order, so consecutive keys share most parts) is taken from it without
+/// a lookup.
+fn key(names: &mut Names, last: Option<&Key>, parts: &Parts<'_>) -> Key {
+    let last = last.map(|k| [&k.environment, &k.tenant, &k.agent, &k.catalog, &k.tool]);
+    let mut i = 0;
+    let [environment, tenant, agent, catalog, tool] = parts.strings.map(|s| {
+        let same = last.map(|l| l[i]).filter(|l| ***l == *s);
+        i += 1;
+        match same {
+            Some(shared) => Arc::clone(shared),
+            None => names.get(s),
+        }
+    });
     Key {
         hour: parts.hour,
         environment,
@@ -168,7 +182,7 @@ impl Table {
                 self.entries.push(Entry {
                     hash,
                     next,
-                    key: key(&mut self.names, parts),
+                    key: key(&mut self.names, self.entries.last().map(|e| &e.key), parts),
                     stats: ToolStats::default(),
                 });
                 i as usize
