@@ -7,12 +7,20 @@
 //! keys into a store that already holds a day of them.
 //! Run with `cargo bench -p toolpin-ledger --bench usage`; not part of the
 //! test suite. Figures are in docs/performance.md.
+//!
+//! On a loaded machine criterion's wall times say little; the thread's CPU
+//! time does. `TOOLPIN_BENCH_CPU_RUNS=7` measures that instead of running
+//! criterion: the CPU time (`/proc/thread-self/schedstat`, Linux) of
+//! `usage_read` and of `usage_read` + report, each including dropping
+//! what was read, and prints the medians. With
+//! `TOOLPIN_BENCH_STORE=/tmp/usage.db` the store is kept there (written
+//! first if absent), so that two builds can read the same store in turn.
 
 use std::borrow::Cow;
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::{criterion_group, BatchSize, Criterion};
 use toolpin_ledger::usage::UsageFilter;
 use toolpin_ledger::Ledger;
 use toolpin_usage::report::{report, Catalogs, Thresholds};
@@ -91,22 +99,102 @@ fn days() -> Vec<Aggregates> {
         .collect()
 }
 
+/// The store at `path`, written first if absent.
+fn store(path: &std::path::Path) -> Ledger {
+    let fresh = !path.exists();
+    let mut ledger = Ledger::open(path).expect("open");
+    if fresh {
+        let started = std::time::Instant::now();
+        for day in &days() {
+            ledger.usage_merge(day).expect("merge");
+        }
+        eprintln!(
+            "store: {} day rows written in {:.1} s",
+            DAYS as usize * TOOLS * TENANTS,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    ledger
+}
+
+/// The CPU time this thread has run, in nanoseconds.
+fn cpu_nanos() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .expect("/proc/thread-self/schedstat")
+}
+
+/// `TOOLPIN_BENCH_CPU_RUNS`: the medians of `runs` reads and reads +
+/// reports, in CPU time.
+fn cpu(runs: usize) {
+    let dir = std::env::temp_dir().join(format!("toolpin-usage-bench-{}", std::process::id()));
+    let kept = std::env::var_os("TOOLPIN_BENCH_STORE").map(std::path::PathBuf::from);
+    let path = kept.clone().unwrap_or_else(|| {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        dir.join("usage.db")
+    });
+    let mut ledger = store(&path);
+    let all = UsageFilter {
+        from_hour: START_HOUR,
+        until_hour: START_HOUR + DAYS * 24,
+        environment: None,
+    };
+    let until = START_HOUR + DAYS * 24;
+    let (catalogs, thresholds) = (Catalogs::default(), Thresholds::default());
+    {
+        let stored = ledger.usage_read(&all).expect("read");
+        let r = report(&stored, &catalogs, &thresholds, until);
+        println!(
+            "{} keys, {} calls, {} comparisons, {} tests, {} alarms",
+            stored.len(),
+            stored.total_calls(),
+            r.comparisons.len(),
+            r.tests,
+            r.alarms.len(),
+        );
+    }
+    for with_report in [false, true] {
+        let mut took: Vec<f64> = (0..runs.max(1))
+            .map(|_| {
+                let started = cpu_nanos();
+                let stored = ledger.usage_read(&all).expect("read");
+                let n = if with_report {
+                    report(&stored, &catalogs, &thresholds, until).tests
+                } else {
+                    stored.len() as u64
+                };
+                black_box(n);
+                drop(stored);
+                (cpu_nanos() - started) as f64 / 1e6
+            })
+            .collect();
+        took.sort_by(f64::total_cmp);
+        println!(
+            "{}: CPU median {:.1} ms (min {:.1}, max {:.1}) of {}",
+            if with_report {
+                "usage_read + report"
+            } else {
+                "usage_read"
+            },
+            took[took.len() / 2],
+            took[0],
+            took[took.len() - 1],
+            took.len()
+        );
+    }
+    if kept.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("toolpin-usage-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("usage.db");
-    let mut ledger = Ledger::open(&path).expect("open");
-    let started = std::time::Instant::now();
-    let days = days();
-    for day in &days {
-        ledger.usage_merge(day).expect("merge");
-    }
-    eprintln!(
-        "store: {} day rows written in {:.1} s",
-        DAYS as usize * TOOLS * TENANTS,
-        started.elapsed().as_secs_f64()
-    );
+    let mut ledger = store(&path);
     // Stored as day rows: hour = the day's first hour.
     let all = UsageFilter {
         from_hour: START_HOUR,
@@ -211,4 +299,15 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    match std::env::var("TOOLPIN_BENCH_CPU_RUNS") {
+        Ok(runs) => cpu(runs
+            .parse()
+            .expect("TOOLPIN_BENCH_CPU_RUNS: a number of runs")),
+        Err(_) => {
+            benches();
+            Criterion::default().configure_from_args().final_summary();
+        }
+    }
+}

@@ -477,12 +477,12 @@ impl Store {
             let mut out = Aggregates::new(toolpin_usage::Limits::default());
             // The key's parts are borrowed from the row: the table copies
             // them only for a key it has not seen (reading each row's key
-            // into five strings was most of the read's cost).
+            // into five strings was most of the read's cost), and the
+            // statistics decode straight into the table, sharing its names.
             tx.each(USAGE_RANGE, range, |r| {
                 let hour = usage::hour_from_db(r.get(0)?).map_err(Fail::Data)?;
                 let parts = [r.str(1)?, r.str(2)?, r.str(3)?, r.str(4)?, r.str(5)?];
-                let stats = usage::decode_at(r.str(6)?, hour, parts).map_err(Fail::Data)?;
-                out.add_owned_stats_at(hour, parts, stats);
+                usage::add_row(&mut out, r.str(6)?, hour, parts).map_err(Fail::Data)?;
                 Ok(())
             })?;
             tx.each(USAGE_EVENTS, range, |r| {

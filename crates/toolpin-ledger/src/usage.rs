@@ -103,9 +103,15 @@ pub(crate) fn decode(text: &str, key: &Key) -> Result<ToolStats, String> {
         .map_err(|e| format!("the usage row of {} cannot be read: {e}", key_text(key)))
 }
 
-/// [`decode`] for a key given by its hour and borrowed parts.
-pub(crate) fn decode_at(text: &str, hour: u64, parts: [&str; 5]) -> Result<ToolStats, String> {
-    toolpin_usage::serial::decode(text).map_err(|e| {
+/// The stored row of the key of `hour` and borrowed `parts` (see
+/// [`decode`]) added to `out`; the error names the key.
+pub(crate) fn add_row(
+    out: &mut toolpin_usage::Aggregates,
+    text: &str,
+    hour: u64,
+    parts: [&str; 5],
+) -> Result<(), String> {
+    out.add_encoded_at(hour, parts, text).map_err(|e| {
         let key = Key::new(hour, parts);
         format!("the usage row of {} cannot be read: {e}", key_text(&key))
     })

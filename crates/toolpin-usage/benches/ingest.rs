@@ -10,7 +10,10 @@
 //! (from /proc/self/status, on Linux), then ingests the file three times
 //! over and prints the resident memory again: it does not grow.
 //! `TOOLPIN_BENCH_SPANS=/tmp/spans.jsonl` keeps the generated file for the
-//! next run.
+//! next run. `TOOLPIN_BENCH_CPU_RUNS=5` measures the thread's CPU time of
+//! that many ingests instead of running criterion (Linux,
+//! `/proc/thread-self/schedstat`), and prints the median: on a shared
+//! machine, a figure the other processes move less than wall time.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -18,7 +21,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use toolpin_usage::{ingest, Format, Input, Options};
 
 const SPANS: usize = 1_000_000;
@@ -135,7 +138,40 @@ fn run_times(path: &Path, times: usize) -> (u64, u64, usize) {
     (report.spans_used, report.spans_rejected, aggregates.len())
 }
 
-fn bench(c: &mut Criterion) {
+/// The CPU time this thread has run, in nanoseconds.
+fn cpu_nanos() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .expect("/proc/thread-self/schedstat")
+}
+
+/// `TOOLPIN_BENCH_CPU_RUNS`: the median CPU time of `runs` ingests.
+fn cpu(runs: usize) {
+    let path = written();
+    let mut took: Vec<f64> = (0..runs.max(1))
+        .map(|_| {
+            let started = cpu_nanos();
+            let (used, _, _) = black_box(run(&path));
+            assert_eq!(used as usize, SPANS);
+            (cpu_nanos() - started) as f64 / 1e9
+        })
+        .collect();
+    took.sort_by(f64::total_cmp);
+    println!(
+        "ingest of {SPANS} spans: CPU median {:.2} s (min {:.2}, max {:.2}) of {}",
+        took[took.len() / 2],
+        took[0],
+        took[took.len() - 1],
+        took.len()
+    );
+    if std::env::var_os("TOOLPIN_BENCH_SPANS").is_none() {
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+/// The spans file, written unless it is kept and there.
+fn written() -> PathBuf {
     let path = path();
     let keep = std::env::var_os("TOOLPIN_BENCH_SPANS").is_some();
     if !(keep && path.exists()) {
@@ -150,6 +186,12 @@ fn bench(c: &mut Criterion) {
             Err(e) => panic!("{}: {e}", path.display()),
         }
     }
+    path
+}
+
+fn bench(c: &mut Criterion) {
+    let path = written();
+    let keep = std::env::var_os("TOOLPIN_BENCH_SPANS").is_some();
     let (rss_before, _) = rss();
     let t = Instant::now();
     let (used, rejected, keys) = run(&path);
@@ -183,4 +225,15 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    match std::env::var("TOOLPIN_BENCH_CPU_RUNS") {
+        Ok(runs) => cpu(runs
+            .parse()
+            .expect("TOOLPIN_BENCH_CPU_RUNS: a number of runs")),
+        Err(_) => {
+            benches();
+            Criterion::default().configure_from_args().final_summary();
+        }
+    }
+}

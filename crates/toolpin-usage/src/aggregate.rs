@@ -6,9 +6,10 @@
 //! combine into what one pass over all of them gives.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use crate::names::{NameMap, Names};
 use crate::table::{Parts, Table};
 
 /// Nanoseconds in an hour: keys are unix hours (`start / HOUR_NANOS`).
@@ -24,8 +25,10 @@ pub const OTHER: &str = "(other)";
 /// [`Aggregates::folded`].
 pub const KEY_PARTS: [&str; 5] = ["environment", "tenant", "agent", "catalog", "tool"];
 
-/// Estimated bytes of one map entry beside its string: the `String`, the
-/// count, and the map's share of node or bucket overhead.
+/// Estimated bytes of one map entry beside its string: the name, the
+/// count, and the table's share of overhead. (An upper bound since the
+/// tables became sorted vectors of shared names; kept, as the figure
+/// `usage serve` flushes by.)
 const MAP_ENTRY: usize = 64;
 
 /// Where the tables stop growing. Memory is bounded by the number of keys
@@ -327,11 +330,11 @@ pub struct ParamStats {
     /// `null` (a `null` is how many frameworks spell "not given").
     pub supplied: u64,
     /// Short string values and how often each was given: the enum
-    /// parameters' value distribution (capped, see [`Limits`]). A hash
-    /// map: a free-text parameter fills the cap, and every later value is
-    /// looked up among all of them (a B-tree's linear node search over
-    /// strings was the hottest part of ingesting).
-    pub values: HashMap<String, u64>,
+    /// parameters' value distribution (capped, see [`Limits`]). A free-text
+    /// parameter fills the cap, and every later value is looked up among
+    /// all of them: a binary search of at most 32 (a B-tree's linear node
+    /// search over strings was once the hottest part of ingesting).
+    pub values: NameMap<u64>,
     /// String values not counted by name: past the cap, or too long.
     pub other_values: u64,
     /// Values that were not strings (numbers, booleans, objects, arrays).
@@ -344,18 +347,18 @@ pub struct ToolStats {
     pub calls: u64,
     /// Failed calls by error class (`error.type`, else `"error"` for a span
     /// with status ERROR).
-    pub errors: BTreeMap<String, u64>,
+    pub errors: NameMap<u64>,
     pub latency: LatencySketch,
     /// Calls whose arguments were seen as a JSON object: the denominator
     /// of every [`ParamStats::supplied`].
     pub with_arguments: u64,
-    pub params: BTreeMap<String, ParamStats>,
+    pub params: NameMap<ParamStats>,
     /// Supplied parameters not tracked because the key already tracks
     /// [`Limits::params`] others.
     pub params_over_cap: u64,
     /// `toolpin.tool.fingerprint` values and their calls (capped; the
     /// overflow is `fingerprints_other`). `""` when a span had none.
-    pub tool_fingerprints: BTreeMap<String, u64>,
+    pub tool_fingerprints: NameMap<u64>,
     pub fingerprints_other: u64,
 }
 
@@ -369,17 +372,17 @@ impl ToolStats {
         self.merge_counted(other, limits);
     }
 
-    /// [`ToolStats::merge`], returning the heap bytes it added.
+    /// [`ToolStats::merge`], returning the heap bytes it added. The
+    /// names added are shared with `other`'s tables.
     fn merge_counted(&mut self, other: &ToolStats, limits: &Limits) -> usize {
         let mut added = 0;
         self.calls += other.calls;
-        for (class, n) in &other.errors {
-            match self.errors.get_mut(class) {
-                Some(c) => *c += n,
-                None => {
-                    added += MAP_ENTRY + class.len();
-                    self.errors.insert(class.clone(), *n);
-                }
+        for (class, n) in other.errors.shared() {
+            if count(&mut self.errors, class, *n, usize::MAX, || {
+                Arc::clone(class)
+            }) == Some(true)
+            {
+                added += MAP_ENTRY + class.len();
             }
         }
         let before = self.latency.heap_bytes();
@@ -387,26 +390,31 @@ impl ToolStats {
         added += self.latency.heap_bytes().saturating_sub(before);
         self.with_arguments += other.with_arguments;
         self.params_over_cap += other.params_over_cap;
-        for (name, p) in &other.params {
-            if !self.params.contains_key(name) {
-                if self.params.len() >= limits.params {
+        for (name, p) in other.params.shared() {
+            let mine = match self.params.find(name) {
+                Ok(i) => self.params.at_mut(i),
+                Err(i) if self.params.len() < limits.params => {
+                    added += param_bytes(name);
+                    self.params
+                        .insert_at(i, Arc::clone(name), ParamStats::default())
+                }
+                Err(_) => {
                     self.params_over_cap += p.supplied;
                     continue;
                 }
-                added += param_bytes(name);
-            }
-            let mine = self.params.entry(name.clone()).or_default();
+            };
             mine.supplied += p.supplied;
             mine.other_values += p.other_values;
             mine.non_string += p.non_string;
-            for (value, n) in &p.values {
-                if count_capped(&mut mine.values, &mut mine.other_values, value, *n, limits) {
+            for (value, n) in p.values.shared() {
+                let value_shared = || Arc::clone(value);
+                if count_capped(mine, value, *n, limits, value_shared) {
                     added += MAP_ENTRY + value.len();
                 }
             }
         }
-        for (fp, n) in &other.tool_fingerprints {
-            if count_fingerprint(self, fp, *n, limits) {
+        for (fp, n) in other.tool_fingerprints.shared() {
+            if count_fingerprint(self, fp, *n, limits, || Arc::clone(fp)) {
                 added += MAP_ENTRY + fp.len();
             }
         }
@@ -417,8 +425,7 @@ impl ToolStats {
     /// Estimated heap bytes of these statistics' tables (what
     /// [`Aggregates::bytes`] adds up as they grow).
     pub fn heap_bytes(&self) -> usize {
-        let strings =
-            |m: &BTreeMap<String, u64>| -> usize { m.keys().map(|k| MAP_ENTRY + k.len()).sum() };
+        let strings = |m: &NameMap<u64>| -> usize { m.keys().map(|k| MAP_ENTRY + k.len()).sum() };
         let params: usize = self
             .params
             .iter()
@@ -438,39 +445,68 @@ fn param_bytes(name: &str) -> usize {
     MAP_ENTRY + std::mem::size_of::<ParamStats>() + name.len()
 }
 
-/// Adds `n` to `value` if it is counted by name, else to `other`; true
-/// when `value` was new.
+/// Adds `n` to `name`'s count in `map`, making it (from `shared`) when
+/// the map holds fewer than `cap` names: `Some(true)` when it was new,
+/// `None` when there was no room.
+fn count(
+    map: &mut NameMap<u64>,
+    name: &str,
+    n: u64,
+    cap: usize,
+    shared: impl FnOnce() -> Arc<str>,
+) -> Option<bool> {
+    match map.find(name) {
+        Ok(i) => {
+            *map.at_mut(i) += n;
+            Some(false)
+        }
+        Err(i) if map.len() < cap => {
+            map.insert_at(i, shared(), n);
+            Some(true)
+        }
+        Err(_) => None,
+    }
+}
+
+/// Adds `n` calls of `value` to `param`'s values if it is counted by
+/// name, else to its other values; true when `value` was new.
 fn count_capped(
-    values: &mut HashMap<String, u64>,
-    other: &mut u64,
+    param: &mut ParamStats,
     value: &str,
     n: u64,
     limits: &Limits,
+    shared: impl FnOnce() -> Arc<str>,
 ) -> bool {
-    if value.len() > limits.value_len {
-        *other += n;
-    } else if let Some(c) = values.get_mut(value) {
-        *c += n;
-    } else if values.len() < limits.values_per_param {
-        values.insert(value.to_string(), n);
-        return true;
-    } else {
-        *other += n;
+    if value.len() <= limits.value_len {
+        if let Some(new) = count(&mut param.values, value, n, limits.values_per_param, shared) {
+            return new;
+        }
     }
+    param.other_values += n;
     false
 }
 
 /// Counts `n` calls of tool fingerprint `fp`; true when `fp` was new.
-fn count_fingerprint(stats: &mut ToolStats, fp: &str, n: u64, limits: &Limits) -> bool {
-    if let Some(c) = stats.tool_fingerprints.get_mut(fp) {
-        *c += n;
-    } else if stats.tool_fingerprints.len() < limits.fingerprints {
-        stats.tool_fingerprints.insert(fp.to_string(), n);
-        return true;
-    } else {
-        stats.fingerprints_other += n;
+fn count_fingerprint(
+    stats: &mut ToolStats,
+    fp: &str,
+    n: u64,
+    limits: &Limits,
+    shared: impl FnOnce() -> Arc<str>,
+) -> bool {
+    match count(
+        &mut stats.tool_fingerprints,
+        fp,
+        n,
+        limits.fingerprints,
+        shared,
+    ) {
+        Some(new) => new,
+        None => {
+            stats.fingerprints_other += n;
+            false
+        }
     }
-    false
 }
 
 /// What a call key is made of. Absent parts are `""`. The names are
@@ -614,12 +650,12 @@ impl Aggregates {
     }
 
     /// The statistics of a key (its names folded past the cap), created
-    /// empty if new.
-    fn slot(&mut self, hour: u64, strings: [&str; 5], calls: u64) -> &mut ToolStats {
+    /// empty if new, with the names its tables share.
+    fn slot(&mut self, hour: u64, strings: [&str; 5], calls: u64) -> (&mut ToolStats, &mut Names) {
         let strings = self.fold(strings, calls);
-        let (stats, added) = self.calls.entry(&Parts { hour, strings });
+        let (stats, names, added) = self.calls.entry(&Parts { hour, strings });
         self.bytes += added;
-        stats
+        (stats, names)
     }
 
     pub fn record_call(&mut self, call: &Call<'_>) {
@@ -632,22 +668,19 @@ impl Aggregates {
             call.tool,
         ];
         let mut added = 0;
-        let stats = self.slot(call.start_nanos / HOUR_NANOS, strings, 1);
+        let (stats, names) = self.slot(call.start_nanos / HOUR_NANOS, strings, 1);
         stats.calls += 1;
         let before = stats.latency.heap_bytes();
         stats.latency.record(call.duration_nanos);
         added += stats.latency.heap_bytes().saturating_sub(before);
         if let Some(class) = call.error {
-            match stats.errors.get_mut(class) {
-                Some(n) => *n += 1,
-                None => {
-                    added += MAP_ENTRY + class.len();
-                    stats.errors.insert(class.to_string(), 1);
-                }
+            if count(&mut stats.errors, class, 1, usize::MAX, || names.get(class)) == Some(true) {
+                added += MAP_ENTRY + class.len();
             }
         }
-        if count_fingerprint(stats, call.tool_fingerprint, 1, &limits) {
-            added += MAP_ENTRY + call.tool_fingerprint.len();
+        let fp = call.tool_fingerprint;
+        if count_fingerprint(stats, fp, 1, &limits, || names.get(fp)) {
+            added += MAP_ENTRY + fp.len();
         }
         if let Some(arguments) = call.arguments {
             stats.with_arguments += 1;
@@ -655,21 +688,24 @@ impl Aggregates {
                 if *value == ArgValue::Null {
                     continue;
                 }
-                // Looked up by `&str` first: the name is copied only the
-                // first time a key sees it.
-                let param = if let Some(p) = stats.params.get_mut(name.as_ref()) {
-                    p
-                } else if stats.params.len() < limits.params {
-                    added += param_bytes(name);
-                    stats.params.entry(name.to_string()).or_default()
-                } else {
-                    stats.params_over_cap += 1;
-                    continue;
+                // Looked up by `&str`: a name new to the key is shared
+                // with the other keys that hold it.
+                let param = match stats.params.find(name) {
+                    Ok(i) => stats.params.at_mut(i),
+                    Err(i) if stats.params.len() < limits.params => {
+                        added += param_bytes(name);
+                        let name = names.get(name);
+                        stats.params.insert_at(i, name, ParamStats::default())
+                    }
+                    Err(_) => {
+                        stats.params_over_cap += 1;
+                        continue;
+                    }
                 };
                 param.supplied += 1;
                 match value {
                     ArgValue::Str(s) => {
-                        if count_capped(&mut param.values, &mut param.other_values, s, 1, &limits) {
+                        if count_capped(param, s, 1, &limits, || names.get(s)) {
                             added += MAP_ENTRY + s.len();
                         }
                     }
@@ -687,6 +723,7 @@ impl Aggregates {
         let strings = Parts::of(key).strings;
         let added = self
             .slot(key.hour, strings, stats.calls)
+            .0
             .merge_counted(stats, &limits);
         self.bytes += added;
     }
@@ -708,7 +745,7 @@ impl Aggregates {
     /// they were read (a store's row): copied only when the key is new.
     pub fn add_owned_stats_at(&mut self, hour: u64, parts: [&str; 5], stats: ToolStats) {
         let limits = self.limits;
-        let slot = self.slot(hour, parts, stats.calls);
+        let slot = self.slot(hour, parts, stats.calls).0;
         let added = if slot.calls == 0 && slot.latency.count() == 0 && slot.params.is_empty() {
             let added = stats.heap_bytes().saturating_sub(slot.heap_bytes());
             *slot = stats;
@@ -717,6 +754,22 @@ impl Aggregates {
             slot.merge_counted(&stats, &limits)
         };
         self.bytes += added;
+    }
+
+    /// [`Aggregates::add_owned_stats_at`] for statistics as the store
+    /// encodes them ([`crate::serial::encode`]): decoded with their
+    /// tables' names shared with the keys already held, so that a name
+    /// they hold is not copied again. The error says what is wrong with
+    /// `text`, as [`crate::serial::decode`]'s does; nothing is added then.
+    pub fn add_encoded_at(
+        &mut self,
+        hour: u64,
+        parts: [&str; 5],
+        text: &str,
+    ) -> Result<(), String> {
+        let stats = crate::serial::decode_with(text, self.calls.names())?;
+        self.add_owned_stats_at(hour, parts, stats);
+        Ok(())
     }
 
     /// Adds `n` to an event count.

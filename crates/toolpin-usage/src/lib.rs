@@ -11,6 +11,7 @@ pub mod detect;
 pub mod events;
 pub mod ingest;
 mod lines;
+pub mod names;
 mod proto;
 pub mod report;
 pub mod serial;
@@ -22,6 +23,7 @@ pub use aggregate::{
     KEY_PARTS, OTHER,
 };
 pub use ingest::{ingest, ingest_one, Format, IngestReport, Input, Occurrences, Options, Problem};
+pub use names::NameMap;
 pub use span::{read_body, BodyError, Encoding};
 /// Instants, as every reader here takes them (`Options::now`).
 pub use toolpin_manifest::time::Timestamp;

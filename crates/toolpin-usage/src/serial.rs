@@ -7,15 +7,14 @@
 //! row that does not decode is an error the store reports with its key.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
-
 use std::fmt;
 
-use serde::de::{SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{json, Map, Value};
 
 use crate::aggregate::{LatencySketch, ParamStats, ToolStats};
+use crate::names::{NameMap, Names};
 
 /// The encoding's version.
 pub const VERSION: u64 = 1;
@@ -30,17 +29,17 @@ pub fn encode(stats: &ToolStats) -> String {
         sparse.push(u64::from(b - base));
         sparse.push(*n);
     }
+    // Every table is in name order, so that equal statistics encode to
+    // equal text.
     let params: Map<String, Value> = stats
         .params
         .iter()
         .map(|(name, p)| {
-            // Sorted, so that equal statistics encode to equal text.
-            let values: BTreeMap<&String, &u64> = p.values.iter().collect();
             (
-                name.clone(),
+                name.to_string(),
                 json!({
                     "supplied": p.supplied,
-                    "values": values,
+                    "values": p.values,
                     "other": p.other_values,
                     "non_string": p.non_string,
                 }),
@@ -63,31 +62,365 @@ pub fn encode(stats: &ToolStats) -> String {
     .to_string()
 }
 
-/// A stored record as read: the tables straight into the types
-/// [`ToolStats`] holds (a string is copied once, into its key).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Stored<'a> {
-    #[allow(dead_code)]
+/// The statistics `text` encodes; the error says what is wrong with it.
+pub fn decode(text: &str) -> Result<ToolStats, String> {
+    decode_with(text, &mut Names::default())
+}
+
+/// [`decode`], the names of its tables shared through `names` (a table's
+/// names, when the statistics go into it).
+pub(crate) fn decode_with(text: &str, names: &mut Names) -> Result<ToolStats, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = Record { names }
+        .deserialize(&mut de)
+        .and_then(|stored| de.end().map(|()| stored));
+    let stored = match read {
+        Ok(s) => s,
+        Err(e) => {
+            // Say "another version" rather than which member it lacks.
+            return Err(match serde_json::from_str::<Version>(text) {
+                Ok(Version { v: Some(v) }) if v != VERSION => format!(
+                    "encoding version {v} is not one this toolpin reads ({VERSION}); upgrade toolpin"
+                ),
+                Ok(Version { v: None }) => "no encoding version".to_string(),
+                _ => format!("not a stored statistics record: {e}"),
+            });
+        }
+    };
+    if stored.v != VERSION {
+        return Err(format!(
+            "encoding version {} is not one this toolpin reads ({VERSION}); upgrade toolpin",
+            stored.v
+        ));
+    }
+    let (count, Sum(sum), min, max, base, sparse) = stored.latency;
+    let sum = sum.ok_or_else(|| "latency sum is not a number".to_string())?;
+    let mut buckets = sparse.0.map_err(str::to_string)?;
+    // The range starts at its base and ends at a used bucket.
+    let first_empty = buckets.first().is_some_and(|(o, n)| *o != 0 || *n == 0);
+    if first_empty || buckets.last().is_some_and(|(_, n)| *n == 0) {
+        return Err("latency: the bucket range does not start and end at a used bucket".into());
+    }
+    for (bucket, _) in &mut buckets {
+        let offset = *bucket;
+        *bucket = base.checked_add(offset).ok_or_else(|| {
+            format!("latency: buckets from {base} to {base} + {offset} are out of range")
+        })?;
+    }
+    // A bucket between the first and the last may be stored empty.
+    buckets.retain(|(_, n)| *n > 0);
+    let latency = LatencySketch::from_parts(count, sum, min, max, buckets)
+        .map_err(|e| format!("latency: {e}"))?;
+    let stats = ToolStats {
+        calls: stored.calls,
+        errors: stored.errors,
+        latency,
+        with_arguments: stored.with_arguments,
+        params: stored.params,
+        params_over_cap: stored.params_over_cap,
+        tool_fingerprints: stored.fingerprints,
+        fingerprints_other: stored.fingerprints_other,
+    };
+    if stats.latency.count() != stats.calls {
+        return Err(format!(
+            "{} calls but {} latencies",
+            stats.calls,
+            stats.latency.count()
+        ));
+    }
+    Ok(stats)
+}
+
+/// A stored record as read: its tables straight into the maps
+/// [`ToolStats`] holds, their names shared through [`Names`] (a name
+/// the table already holds is not copied), the rest into plain values.
+/// No JSON tree, and nothing allocated that the statistics do not keep.
+struct Stored {
     v: u64,
     calls: u64,
-    errors: BTreeMap<String, u64>,
-    #[serde(borrow)]
-    latency: (u64, Cow<'a, str>, u64, u64, u16, Pairs),
+    errors: NameMap<u64>,
+    latency: (u64, Sum, u64, u64, u16, Pairs),
     with_arguments: u64,
-    params: BTreeMap<String, StoredParam>,
+    params: NameMap<ParamStats>,
     params_over_cap: u64,
-    fingerprints: BTreeMap<String, u64>,
+    fingerprints: NameMap<u64>,
     fingerprints_other: u64,
 }
 
+/// The members of a stored record.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StoredParam {
-    supplied: u64,
-    values: HashMap<String, u64>,
-    other: u64,
-    non_string: u64,
+#[serde(field_identifier, rename_all = "snake_case")]
+enum Member {
+    V,
+    Calls,
+    Errors,
+    Latency,
+    WithArguments,
+    Params,
+    ParamsOverCap,
+    Fingerprints,
+    FingerprintsOther,
+}
+
+const MEMBERS: &[&str] = &[
+    "v",
+    "calls",
+    "errors",
+    "latency",
+    "with_arguments",
+    "params",
+    "params_over_cap",
+    "fingerprints",
+    "fingerprints_other",
+];
+
+/// Reads a stored record, sharing its names through `names`.
+struct Record<'n> {
+    names: &'n mut Names,
+}
+
+/// `value` into `slot`, unless the member was given already.
+fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, member: &'static str) -> Result<(), E> {
+    if slot.is_some() {
+        return Err(E::duplicate_field(member));
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+fn given<T, E: de::Error>(slot: Option<T>, member: &'static str) -> Result<T, E> {
+    slot.ok_or_else(|| E::missing_field(member))
+}
+
+impl<'de> DeserializeSeed<'de> for Record<'_> {
+    type Value = Stored;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Stored, D::Error> {
+        d.deserialize_struct("Stored", MEMBERS, self)
+    }
+}
+
+impl<'de> Visitor<'de> for Record<'_> {
+    type Value = Stored;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct Stored")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Stored, A::Error> {
+        let names = self.names;
+        let (mut v, mut calls, mut errors, mut latency, mut with_arguments) =
+            (None, None, None, None, None);
+        let (mut params, mut params_over_cap, mut fingerprints, mut fingerprints_other) =
+            (None, None, None, None);
+        while let Some(member) = map.next_key::<Member>()? {
+            match member {
+                Member::V => once(&mut v, map.next_value()?, "v")?,
+                Member::Calls => once(&mut calls, map.next_value()?, "calls")?,
+                Member::Errors => {
+                    let table = map.next_value_seed(Counts { names: &mut *names })?;
+                    once(&mut errors, table, "errors")?;
+                }
+                Member::Latency => once(&mut latency, map.next_value()?, "latency")?,
+                Member::WithArguments => {
+                    once(&mut with_arguments, map.next_value()?, "with_arguments")?;
+                }
+                Member::Params => {
+                    let table = map.next_value_seed(Params { names: &mut *names })?;
+                    once(&mut params, table, "params")?;
+                }
+                Member::ParamsOverCap => {
+                    once(&mut params_over_cap, map.next_value()?, "params_over_cap")?;
+                }
+                Member::Fingerprints => {
+                    let table = map.next_value_seed(Counts { names: &mut *names })?;
+                    once(&mut fingerprints, table, "fingerprints")?;
+                }
+                Member::FingerprintsOther => {
+                    once(
+                        &mut fingerprints_other,
+                        map.next_value()?,
+                        "fingerprints_other",
+                    )?;
+                }
+            }
+        }
+        Ok(Stored {
+            v: given(v, "v")?,
+            calls: given(calls, "calls")?,
+            errors: given(errors, "errors")?,
+            latency: given(latency, "latency")?,
+            with_arguments: given(with_arguments, "with_arguments")?,
+            params: given(params, "params")?,
+            params_over_cap: given(params_over_cap, "params_over_cap")?,
+            fingerprints: given(fingerprints, "fingerprints")?,
+            fingerprints_other: given(fingerprints_other, "fingerprints_other")?,
+        })
+    }
+}
+
+/// A name as read: borrowed from the text unless it holds an escape.
+struct Name<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Name<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl<'de> Visitor<'de> for Text {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(Text)
+    }
+}
+
+/// A table of counts by name (error classes, fingerprints, a parameter's
+/// values).
+struct Counts<'n> {
+    names: &'n mut Names,
+}
+
+impl<'de> DeserializeSeed<'de> for Counts<'_> {
+    type Value = NameMap<u64>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<NameMap<u64>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Counts<'_> {
+    type Value = NameMap<u64>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NameMap<u64>, A::Error> {
+        let mut out = NameMap::new();
+        while let Some(Name(name)) = map.next_key()? {
+            let n: u64 = map.next_value()?;
+            out.insert(self.names.get(&name), n);
+        }
+        Ok(out)
+    }
+}
+
+/// The parameters' table.
+struct Params<'n> {
+    names: &'n mut Names,
+}
+
+impl<'de> DeserializeSeed<'de> for Params<'_> {
+    type Value = NameMap<ParamStats>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<NameMap<ParamStats>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Params<'_> {
+    type Value = NameMap<ParamStats>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NameMap<ParamStats>, A::Error> {
+        let mut out = NameMap::new();
+        while let Some(Name(name)) = map.next_key()? {
+            let param = map.next_value_seed(Param {
+                names: &mut *self.names,
+            })?;
+            out.insert(self.names.get(&name), param);
+        }
+        Ok(out)
+    }
+}
+
+/// The members of a stored parameter.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum ParamMember {
+    Supplied,
+    Values,
+    Other,
+    NonString,
+}
+
+const PARAM_MEMBERS: &[&str] = &["supplied", "values", "other", "non_string"];
+
+/// One parameter's statistics.
+struct Param<'n> {
+    names: &'n mut Names,
+}
+
+impl<'de> DeserializeSeed<'de> for Param<'_> {
+    type Value = ParamStats;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ParamStats, D::Error> {
+        d.deserialize_struct("StoredParam", PARAM_MEMBERS, self)
+    }
+}
+
+impl<'de> Visitor<'de> for Param<'_> {
+    type Value = ParamStats;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct StoredParam")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamStats, A::Error> {
+        let (mut supplied, mut values, mut other, mut non_string) = (None, None, None, None);
+        while let Some(member) = map.next_key::<ParamMember>()? {
+            match member {
+                ParamMember::Supplied => once(&mut supplied, map.next_value()?, "supplied")?,
+                ParamMember::Values => {
+                    let table = map.next_value_seed(Counts {
+                        names: &mut *self.names,
+                    })?;
+                    once(&mut values, table, "values")?;
+                }
+                ParamMember::Other => once(&mut other, map.next_value()?, "other")?,
+                ParamMember::NonString => once(&mut non_string, map.next_value()?, "non_string")?,
+            }
+        }
+        Ok(ParamStats {
+            supplied: given(supplied, "supplied")?,
+            values: given(values, "values")?,
+            other_values: given(other, "other")?,
+            non_string: given(non_string, "non_string")?,
+        })
+    }
+}
+
+/// The latency sum, stored as a decimal string; `None` when it is not
+/// one (said after the record is read, as for its other parts).
+struct Sum(Option<u128>);
+
+impl<'de> Deserialize<'de> for Sum {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Text;
+        impl Visitor<'_> for Text {
+            type Value = Sum;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Sum, E> {
+                Ok(Sum(s.parse().ok()))
+            }
+        }
+        d.deserialize_str(Text)
+    }
 }
 
 /// The latency buckets as stored, `[offset, count, …]`, read as pairs
@@ -131,82 +464,6 @@ impl<'de> Deserialize<'de> for Pairs {
 #[derive(Deserialize)]
 struct Version {
     v: Option<u64>,
-}
-
-/// The statistics `text` encodes; the error says what is wrong with it.
-pub fn decode(text: &str) -> Result<ToolStats, String> {
-    let stored: Stored<'_> = match serde_json::from_str(text) {
-        Ok(s) => s,
-        Err(e) => {
-            // Say "another version" rather than which member it lacks.
-            return Err(match serde_json::from_str::<Version>(text) {
-                Ok(Version { v: Some(v) }) if v != VERSION => format!(
-                    "encoding version {v} is not one this toolpin reads ({VERSION}); upgrade toolpin"
-                ),
-                Ok(Version { v: None }) => "no encoding version".to_string(),
-                _ => format!("not a stored statistics record: {e}"),
-            });
-        }
-    };
-    if stored.v != VERSION {
-        return Err(format!(
-            "encoding version {} is not one this toolpin reads ({VERSION}); upgrade toolpin",
-            stored.v
-        ));
-    }
-    let (count, sum, min, max, base, sparse) = stored.latency;
-    let sum: u128 = sum
-        .parse()
-        .map_err(|_| "latency sum is not a number".to_string())?;
-    let mut buckets = sparse.0.map_err(str::to_string)?;
-    // The range starts at its base and ends at a used bucket.
-    let first_empty = buckets.first().is_some_and(|(o, n)| *o != 0 || *n == 0);
-    if first_empty || buckets.last().is_some_and(|(_, n)| *n == 0) {
-        return Err("latency: the bucket range does not start and end at a used bucket".into());
-    }
-    for (bucket, _) in &mut buckets {
-        let offset = *bucket;
-        *bucket = base.checked_add(offset).ok_or_else(|| {
-            format!("latency: buckets from {base} to {base} + {offset} are out of range")
-        })?;
-    }
-    // A bucket between the first and the last may be stored empty.
-    buckets.retain(|(_, n)| *n > 0);
-    let latency = LatencySketch::from_parts(count, sum, min, max, buckets)
-        .map_err(|e| format!("latency: {e}"))?;
-    let params = stored
-        .params
-        .into_iter()
-        .map(|(name, p)| {
-            (
-                name,
-                ParamStats {
-                    supplied: p.supplied,
-                    values: p.values,
-                    other_values: p.other,
-                    non_string: p.non_string,
-                },
-            )
-        })
-        .collect();
-    let stats = ToolStats {
-        calls: stored.calls,
-        errors: stored.errors,
-        latency,
-        with_arguments: stored.with_arguments,
-        params,
-        params_over_cap: stored.params_over_cap,
-        tool_fingerprints: stored.fingerprints,
-        fingerprints_other: stored.fingerprints_other,
-    };
-    if stats.latency.count() != stats.calls {
-        return Err(format!(
-            "{} calls but {} latencies",
-            stats.calls,
-            stats.latency.count()
-        ));
-    }
-    Ok(stats)
 }
 
 #[cfg(test)]

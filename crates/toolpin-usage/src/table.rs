@@ -7,12 +7,12 @@
 //! per table from `RandomState`, so that crafted names cannot be made to
 //! collide ahead of time; colliding keys share a short chain.
 
-use std::collections::hash_map::RandomState;
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::aggregate::{Key, ToolStats};
+use crate::names::{mix, mix_bytes, Names};
 
 /// A key's parts, borrowed.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -36,37 +36,29 @@ impl<'a> Parts<'a> {
     }
 }
 
-/// One copy of each name the keys hold.
-#[derive(Clone, Debug, Default)]
-struct Names(HashSet<Arc<str>>);
-
-impl Names {
-    fn get(&mut self, name: &str) -> Arc<str> {
-        if let Some(held) = self.0.get(name) {
-            return Arc::clone(held);
+/// The key of `parts`, its names shared through `names`; a part equal to
+/// the same part of `last` (the key made before: a store is read in key
+/// order, so consecutive keys share most parts) is taken from it without
+/// a lookup.
+fn key(names: &mut Names, last: Option<&Key>, parts: &Parts<'_>) -> Key {
+    let last = last.map(|k| [&k.environment, &k.tenant, &k.agent, &k.catalog, &k.tool]);
+    let mut i = 0;
+    let [environment, tenant, agent, catalog, tool] = parts.strings.map(|s| {
+        let same = last.map(|l| l[i]).filter(|l| ***l == *s);
+        i += 1;
+        match same {
+            Some(shared) => Arc::clone(shared),
+            None => names.get(s),
         }
-        let held: Arc<str> = Arc::from(name);
-        self.0.insert(Arc::clone(&held));
-        held
+    });
+    Key {
+        hour: parts.hour,
+        environment,
+        tenant,
+        agent,
+        catalog,
+        tool,
     }
-
-    fn key(&mut self, parts: &Parts<'_>) -> Key {
-        let [environment, tenant, agent, catalog, tool] = parts.strings.map(|s| self.get(s));
-        Key {
-            hour: parts.hour,
-            environment,
-            tenant,
-            agent,
-            catalog,
-            tool,
-        }
-    }
-}
-
-const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-fn mix(h: u64, word: u64) -> u64 {
-    (h.rotate_left(5) ^ word).wrapping_mul(K)
 }
 
 /// The hash is already a hash: the index map uses it as it is.
@@ -123,14 +115,14 @@ pub(crate) struct Table {
     /// Hash → the first entry with it.
     index: HashMap<u64, u32, BuildHasherDefault<Identity>>,
     entries: Vec<Entry>,
-    /// The names the entries' keys share.
+    /// The names the entries' keys and statistics share.
     names: Names,
 }
 
 impl Default for Table {
     fn default() -> Self {
         Self {
-            seed: RandomState::new().hash_one(0x0074_6f6f_6c70_696e_u64),
+            seed: crate::names::seed(),
             index: HashMap::default(),
             entries: Vec::new(),
             names: Names::default(),
@@ -142,17 +134,8 @@ impl Table {
     fn hash(&self, parts: &Parts<'_>) -> u64 {
         let mut h = mix(self.seed, parts.hour);
         for s in parts.strings {
-            let bytes = s.as_bytes();
-            let mut chunks = bytes.chunks_exact(8);
-            for c in &mut chunks {
-                let mut word = [0u8; 8];
-                word.copy_from_slice(c);
-                h = mix(h, u64::from_le_bytes(word));
-            }
-            let mut tail = [0u8; 8];
-            tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
             // The length ends each part: ("ab", "c") and ("a", "bc") differ.
-            h = mix(mix(h, u64::from_le_bytes(tail)), bytes.len() as u64);
+            h = mix_bytes(h, s.as_bytes());
         }
         h
     }
@@ -175,13 +158,20 @@ impl Table {
     }
 
     /// The statistics of `parts`, created empty if new, and the bytes a
-    /// new key took (0 for a key already there; see [`key_bytes`]).
-    pub fn entry(&mut self, parts: &Parts<'_>) -> (&mut ToolStats, usize) {
+    /// new key took (0 for a key already there; see [`key_bytes`]); with
+    /// the names the table shares, for the statistics' tables.
+    pub fn entry(&mut self, parts: &Parts<'_>) -> (&mut ToolStats, &mut Names, usize) {
         let hash = self.hash(parts);
-        self.entry_hashed(hash, parts)
+        let (i, added) = self.entry_hashed(hash, parts);
+        (&mut self.entries[i].stats, &mut self.names, added)
     }
 
-    fn entry_hashed(&mut self, hash: u64, parts: &Parts<'_>) -> (&mut ToolStats, usize) {
+    /// The names the table shares.
+    pub fn names(&mut self) -> &mut Names {
+        &mut self.names
+    }
+
+    fn entry_hashed(&mut self, hash: u64, parts: &Parts<'_>) -> (usize, usize) {
         let mut added = 0;
         let i = match self.find(hash, parts) {
             Some(i) => i,
@@ -192,13 +182,13 @@ impl Table {
                 self.entries.push(Entry {
                     hash,
                     next,
-                    key: self.names.key(parts),
+                    key: key(&mut self.names, self.entries.last().map(|e| &e.key), parts),
                     stats: ToolStats::default(),
                 });
                 i as usize
             }
         };
-        (&mut self.entries[i].stats, added)
+        (i, added)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Key, &ToolStats)> {
@@ -234,9 +224,11 @@ mod tests {
     fn colliding_keys_are_chained_apart() {
         let mut t = Table::default();
         for (n, tool) in ["a", "b", "c"].into_iter().enumerate() {
-            t.entry_hashed(7, &parts(tool)).0.calls = n as u64 + 1;
+            let i = t.entry_hashed(7, &parts(tool)).0;
+            t.entries[i].stats.calls = n as u64 + 1;
         }
-        t.entry_hashed(7, &parts("b")).0.calls += 10;
+        let i = t.entry_hashed(7, &parts("b")).0;
+        t.entries[i].stats.calls += 10;
         assert_eq!(t.len(), 3);
         let calls = |tool| t.find(7, &parts(tool)).map(|i| t.entries[i].stats.calls);
         assert_eq!(

@@ -898,7 +898,7 @@ impl Tests<'_, '_, '_> {
                 self.skipped += 1;
                 continue;
             }
-            let values: Vec<&String> = pb
+            let values: Vec<&str> = pb
                 .values
                 .keys()
                 .chain(pa.values.keys())
@@ -911,7 +911,7 @@ impl Tests<'_, '_, '_> {
             let row = |p: &crate::aggregate::ParamStats| -> Vec<u64> {
                 values
                     .iter()
-                    .map(|v| p.values.get(*v).copied().unwrap_or(0))
+                    .map(|v| p.values.get(v).copied().unwrap_or(0))
                     .collect()
             };
             let (rb, ra) = (row(pb), row(pa));
@@ -936,7 +936,7 @@ impl Tests<'_, '_, '_> {
                 .setting
                 .alarm(AlarmKind::EnumShift, tool, vb, va, message);
             alarm.parameter = Some(param.clone());
-            alarm.value = Some(values[i].clone());
+            alarm.value = Some(values[i].to_string());
             alarm.effect = Some(js);
             self.test(alarm, p, js >= th.min_js);
         }
@@ -946,7 +946,7 @@ impl Tests<'_, '_, '_> {
     fn supplied(&mut self, tool: &str, b: &ToolStats, a: &ToolStats) {
         let th = self.th;
         let (w1, w2) = (b.with_arguments, a.with_arguments);
-        let params: BTreeSet<&String> = b.params.keys().chain(a.params.keys()).collect();
+        let params: BTreeSet<&str> = b.params.keys().chain(a.params.keys()).collect();
         if !(w1 >= th.min_tool_calls && w2 >= th.min_tool_calls) {
             if !params.is_empty() {
                 self.skipped += 1;
@@ -968,7 +968,7 @@ impl Tests<'_, '_, '_> {
             let mut alarm = self
                 .setting
                 .alarm(AlarmKind::SuppliedRate, tool, r1, r2, message);
-            alarm.parameter = Some(param.clone());
+            alarm.parameter = Some(param.to_string());
             alarm.effect = Some(r2 - r1);
             self.test(alarm, p, (r2 - r1).abs() * 100.0 >= th.min_rate_points);
         }
@@ -977,7 +977,7 @@ impl Tests<'_, '_, '_> {
     /// Each error class's rate.
     fn errors(&mut self, tool: &str, b: &ToolStats, a: &ToolStats) {
         let th = self.th;
-        let classes: BTreeSet<&String> = b.errors.keys().chain(a.errors.keys()).collect();
+        let classes: BTreeSet<&str> = b.errors.keys().chain(a.errors.keys()).collect();
         if !(b.calls >= th.min_tool_calls && a.calls >= th.min_tool_calls) {
             if !classes.is_empty() {
                 self.skipped += 1;
@@ -995,7 +995,7 @@ impl Tests<'_, '_, '_> {
             let mut alarm = self
                 .setting
                 .alarm(AlarmKind::ErrorRate, tool, r1, r2, message);
-            alarm.class = Some(class.clone());
+            alarm.class = Some(class.to_string());
             alarm.effect = Some(r2 - r1);
             self.test(alarm, p, (r2 - r1).abs() * 100.0 >= th.min_rate_points);
         }
