@@ -26,7 +26,6 @@ pub(super) struct GNode {
 }
 
 pub(super) struct Graph<'s> {
-    root: &'s Value,
     /// The shared reading of a `$ref` (toolpin_manifest::schema), the one
     /// the drift engine follows.
     refs: Resolver<'s>,
@@ -97,7 +96,7 @@ impl<'s> Graph<'s> {
         let Some(ptr) = self.nodes.get(id).map(|n| n.ptr.clone()) else {
             return;
         };
-        let Some(Value::Object(m)) = lookup(self.root, &ptr) else {
+        let Some(Value::Object(m)) = lookup(self.refs.root(), &ptr) else {
             return;
         };
         let mut in_place = Vec::new();
@@ -143,7 +142,6 @@ pub(super) fn worst_case(schema: &mut Value, notes: &mut Notes) -> u64 {
     // A removed `$ref` can only remove edges: a few rounds settle it.
     for _ in 0..4 {
         let mut g = Graph {
-            root: schema,
             refs: Resolver::new(schema),
             nodes: Vec::new(),
             ids: HashMap::new(),

@@ -163,11 +163,8 @@ pub(super) fn remove_at(schema: &mut Value, ptr: &str) -> bool {
     let Some((parent, last)) = ptr.rsplit_once('/') else {
         return false;
     };
-    let Some(key) = unescape_token(last) else {
-        return false;
-    };
-    match lookup_mut(schema, parent) {
-        Some(Value::Object(m)) => m.remove(key.as_ref()).is_some(),
+    match (lookup_mut(schema, parent), unescape_token(last)) {
+        (Some(Value::Object(m)), Some(key)) => m.remove(key.as_ref()).is_some(),
         _ => false,
     }
 }

@@ -70,11 +70,8 @@ pub(super) fn excerpt<T: Serialize + ?Sized>(value: &T, limit: usize) -> String 
 /// `s` cut to at most `max` bytes at a character boundary (then `…`).
 pub(super) fn clip(mut s: String, max: usize) -> String {
     if s.len() > max {
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
+        let end = (0..=max).rev().find(|&i| s.is_char_boundary(i));
+        s.truncate(end.unwrap_or(0));
         s.push('…');
     }
     s

@@ -8,14 +8,12 @@ use super::*;
 pub(super) enum Holds {
     /// One schema.
     One,
-    /// An object of schemas.
+    /// An object of schemas (for `dependencies`, or arrays of names).
     Named,
     /// An array of schemas.
     List,
     /// A schema or an array of schemas (`items`).
     OneOrList,
-    /// An object of schemas or arrays of names (`dependencies`).
-    Dependencies,
     /// Not a schema.
     Value,
 }
@@ -44,8 +42,7 @@ pub(super) fn holds(keyword: &str) -> (Holds, Applies) {
     match keyword {
         "not" | "if" | "then" | "else" => (One, InPlace),
         "allOf" | "anyOf" | "oneOf" => (List, InPlace),
-        "dependentSchemas" => (Named, InPlace),
-        "dependencies" => (Dependencies, InPlace),
+        "dependentSchemas" | "dependencies" => (Named, InPlace),
         "properties" => (Named, Group(T_OBJECT)),
         "patternProperties" => (Named, Each(T_OBJECT)),
         "additionalProperties" | "unevaluatedProperties" | "propertyNames" => (One, Each(T_OBJECT)),
@@ -63,7 +60,7 @@ pub(super) fn holds(keyword: &str) -> (Holds, Applies) {
 /// `v`.
 pub(super) fn subschemas(keyword: &str, v: &Value) -> Vec<String> {
     match (holds(keyword).0, v) {
-        (Holds::Named | Holds::Dependencies, Value::Object(o)) => o
+        (Holds::Named, Value::Object(o)) => o
             .iter()
             .filter(|(_, s)| !s.is_array())
             .map(|(name, _)| format!("/{}", escape_token(name)))
@@ -76,6 +73,7 @@ pub(super) fn subschemas(keyword: &str, v: &Value) -> Vec<String> {
     }
 }
 
+#[derive(Default)]
 pub(super) struct Normaliser {
     pub(super) notes: Notes,
     pub(super) renames: HashMap<String, &'static str>,
@@ -93,12 +91,8 @@ impl Normaliser {
             Draft::Draft4 | Draft::Draft6 | Draft::Draft7
         );
         Normaliser {
-            notes: Notes::default(),
-            renames: HashMap::new(),
             legacy,
-            has_ref: false,
-            has_unique: false,
-            max_depth: 0,
+            ..Normaliser::default()
         }
     }
 
@@ -130,10 +124,10 @@ impl Normaliser {
                     Ok(Value::Array(list.collect()))
                 }
                 (Holds::OneOrList, _) => Ok(self.schema(sub, &kp, depth + 1)),
-                (Holds::Named | Holds::Dependencies, Value::Object(o)) => {
+                (Holds::Named, Value::Object(o)) => {
                     Ok(self.named(k == "dependencies", o, &kp, depth))
                 }
-                (Holds::Named | Holds::Dependencies, _) => Err("not an object; ignored"),
+                (Holds::Named, _) => Err("not an object; ignored"),
                 (Holds::List, _) => Err("not an array; ignored"),
                 (Holds::Value, _) => {
                     bounded_copy(sub, depth + 1).ok_or("value nested too deep; ignored")

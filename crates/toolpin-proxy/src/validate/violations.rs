@@ -126,22 +126,18 @@ impl Validator {
             K::PropertyNames { error } => {
                 let mut inner = Vec::new();
                 self.map(error, root, &mut inner);
-                let pointer = || at.pointer.to_string();
-                out.extend(inner.into_iter().map(|x| Violation {
-                    pointer: pointer(),
-                    ..x
-                }));
+                inner
+                    .iter_mut()
+                    .for_each(|x| x.pointer = at.pointer.to_string());
+                out.append(&mut inner);
             }
-            _ => {
-                let mut v = at.v(keyword(&at, kind), self.message(&at, kind));
-                if matches!(
-                    kind,
-                    K::BacktrackLimitExceeded { .. } | K::RegexEngineFailure { .. }
-                ) {
-                    v.kind = ViolationKind::LimitExceeded;
-                }
-                out.push(v);
+            K::BacktrackLimitExceeded { .. } | K::RegexEngineFailure { .. } => {
+                out.push(Violation {
+                    kind: ViolationKind::LimitExceeded,
+                    ..at.v("pattern", self.message(&at, kind))
+                })
             }
+            _ => out.push(at.v(keyword(&at, kind), self.message(&at, kind))),
         }
     }
 
@@ -164,11 +160,8 @@ impl Validator {
             K::Enum { options } => {
                 let list = excerpt(&**options, LIST_EXCERPT);
                 let message = format!("value {shown} is not one of the pinned values {list}");
-                (
-                    "enum",
-                    message,
-                    options.as_array().map_or(&[][..], Vec::as_slice),
-                )
+                let values = options.as_array().map_or(&[][..], Vec::as_slice);
+                ("enum", message, values)
             }
             K::Constant { expected_value: c } => ("const", constant(c), std::slice::from_ref(&**c)),
             _ => ("enum", String::new(), &[][..]),
