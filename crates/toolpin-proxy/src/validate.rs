@@ -84,7 +84,6 @@ use jsonschema::{Draft, JsonType, ReferencingError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use toolpin_manifest::jcs::to_canonical_vec;
-use toolpin_manifest::normalize::depth_exceeds;
 use toolpin_manifest::schema::{
     self, escape_token, lookup, lookup_mut, unescape_token, Resolver, Target,
 };
@@ -268,7 +267,7 @@ impl Validator {
     fn limit(&self, instance: &Value) -> Option<Violation> {
         let message = match self.over_budget {
             Some(cost) => format!("the schema's {}", over_budget_text(cost)),
-            None if self.guard_depth && depth_exceeds(instance, MAX_DEPTH as usize) => {
+            None if self.guard_depth && too_deep(instance, 1) => {
                 format!("value nested deeper than {MAX_DEPTH} levels; not validated")
             }
             None => return None,
@@ -295,6 +294,21 @@ fn over_budget_text(cost: u64) -> String {
 fn unresolved(reference: &str) -> String {
     let r = excerpt(reference, MESSAGE_EXCERPT);
     format!("$ref {r} does not resolve; treated as always valid")
+}
+
+/// Whether `v` (at nesting level `depth`) nests more than [`MAX_DEPTH`]
+/// containers, recursing at most that deep, without allocating. The same
+/// reading as `toolpin_manifest::normalize::depth_exceeds`, but scalars are
+/// never entered: this runs on every call, and a call per member showed.
+fn too_deep(v: &Value, depth: u32) -> bool {
+    let over = |x: &Value| {
+        (x.is_array() || x.is_object()) && (depth >= MAX_DEPTH || too_deep(x, depth + 1))
+    };
+    match v {
+        Value::Array(a) => a.iter().any(over),
+        Value::Object(m) => m.values().any(over),
+        _ => false,
+    }
 }
 
 // ---------------------------------------------------------------------------

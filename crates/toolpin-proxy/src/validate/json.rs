@@ -46,7 +46,7 @@ pub(super) fn excerpt<T: Serialize + ?Sized>(value: &T, limit: usize) -> String 
     impl io::Write for Bounded {
         fn write(&mut self, data: &[u8]) -> io::Result<usize> {
             let room = self.1.saturating_sub(self.0.len());
-            self.0.extend(data.iter().take(room));
+            self.0.extend_from_slice(data.get(..room).unwrap_or(data));
             if data.len() > room {
                 return Err(io::Error::other("excerpt full"));
             }

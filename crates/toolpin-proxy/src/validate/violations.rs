@@ -2,17 +2,22 @@
 //! [`Violation`]s, messages excerpted.
 
 use super::*;
+use std::sync::LazyLock;
 use ValidationErrorKind as K;
 
 /// The keywords violations are reported under, as `'static` names: the
 /// crate's [`ValidationErrorKind::keyword`]s, and those read from the
 /// schema pointer (`minContains`, `dependencies`, ...). Any other is
 /// `custom`.
-const KEYWORDS: &str = "$ref additionalItems additionalProperties anyOf const contains \
-    contentEncoding contentMediaType dependencies dependentRequired enum exclusiveMaximum \
-    exclusiveMinimum format maxContains maxItems maxLength maxProperties maximum minContains \
-    minItems minLength minProperties minimum multipleOf not oneOf pattern propertyNames \
-    required type unevaluatedItems unevaluatedProperties uniqueItems";
+static KEYWORDS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
+    "$ref additionalItems additionalProperties anyOf const contains contentEncoding \
+    contentMediaType dependencies dependentRequired enum exclusiveMaximum exclusiveMinimum format \
+    maxContains maxItems maxLength maxProperties maximum minContains minItems minLength \
+    minProperties minimum multipleOf not oneOf pattern propertyNames required type \
+    unevaluatedItems unevaluatedProperties uniqueItems"
+        .split(' ')
+        .collect()
+});
 
 /// Where one crate error stands: in the value and in the schema.
 pub(super) struct At<'e> {
@@ -70,7 +75,7 @@ fn keyword(at: &At<'_>, kind: &ValidationErrorKind) -> &'static str {
         (K::Required { .. }, last @ ("dependencies" | "dependentRequired")) => last,
         _ => kind.keyword(),
     };
-    KEYWORDS.split(' ').find(|k| *k == name).unwrap_or("custom")
+    KEYWORDS.get(name).copied().unwrap_or("custom")
 }
 
 /// How a pointer is shown in a message.
