@@ -126,6 +126,8 @@ const MAX_ATTEMPTS: usize = 32;
 /// with a stack of [`COMPILE_STACK`] bytes.
 const INLINE_DEPTH: u32 = 24;
 const COMPILE_STACK: usize = 64 << 20;
+/// The keywords that apply another subschema by reference.
+const REFS: [&str; 3] = ["$ref", "$dynamicRef", "$recursiveRef"];
 
 /// One way an instance fails its schema.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -163,12 +165,7 @@ pub enum ViolationKind {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "(root)"
-        } else {
-            &self.pointer
-        };
-        write!(f, "{at}: {}", self.message)
+        write!(f, "{}: {}", shown_pointer(&self.pointer), self.message)
     }
 }
 
@@ -194,47 +191,36 @@ impl Validator {
     /// by [`Validator::unsupported`] and accept everything.
     pub fn new(schema: &Value) -> Validator {
         let mut n = Normaliser::new(schema);
-        let mut copy = n.schema(schema, String::new(), 0);
-        let guard_depth = n.has_ref || n.has_unique;
+        let mut copy = n.schema(schema, "", 0);
         let mut notes = std::mem::take(&mut n.notes);
-        let renames = std::mem::take(&mut n.renames);
         let cost = worst_case(&mut copy, &mut notes);
         let over_budget = (cost > MAX_STEPS).then_some(cost);
-        let mut inner = None;
-        if let Some(cost) = over_budget {
-            notes.note(
-                "",
-                format_args!(
-                    "worst case of {} subschema evaluations exceeds {MAX_STEPS}; not validated",
-                    cost_text(cost)
-                ),
-            );
+        let inner = if over_budget.is_some() {
+            notes.note("", over_budget_text(cost));
+            None
         } else if n.max_depth <= INLINE_DEPTH {
-            inner = build(&mut copy, &mut notes);
+            build(&mut copy, &mut notes)
         } else {
             // The crate's compiler recurses deeply per level (over 3 MiB at
             // 128 levels unoptimised): a thread with room for it.
+            let thread = std::thread::Builder::new()
+                .name("toolpin-schema-compile".into())
+                .stack_size(COMPILE_STACK);
             let built = std::thread::scope(|s| {
-                std::thread::Builder::new()
-                    .name("toolpin-schema-compile".into())
-                    .stack_size(COMPILE_STACK)
-                    .spawn_scoped(s, || build(&mut copy, &mut notes))
-                    .ok()
-                    .and_then(|h| h.join().ok())
+                let h = thread.spawn_scoped(s, || build(&mut copy, &mut notes));
+                h.ok().and_then(|h| h.join().ok())
             });
-            match built {
-                Some(r) => inner = r,
-                None => notes.note(
-                    "",
-                    "the schema could not be compiled; treated as always valid",
-                ),
-            }
-        }
+            built.unwrap_or_else(|| {
+                let why = "the schema could not be compiled; treated as always valid";
+                notes.note("", why);
+                None
+            })
+        };
         Validator {
             inner: inner.map(Arc::new),
             schema: Arc::new(copy),
-            renames: Arc::new(renames),
-            guard_depth,
+            renames: Arc::new(n.renames),
+            guard_depth: n.has_ref || n.has_unique,
             over_budget,
             unsupported: notes.finish(),
         }
@@ -255,14 +241,14 @@ impl Validator {
         let Some(inner) = &self.inner else {
             return Vec::new();
         };
-        let mut out = Vec::new();
-        let mut errors = inner.iter_errors(instance);
-        let mut batch = Vec::new();
-        while out.len() < MAX_VIOLATIONS {
-            let Some(e) = errors.next() else { break };
-            batch.clear();
+        let (mut out, mut batch) = (Vec::new(), Vec::new());
+        for e in inner.iter_errors(instance) {
+            // Each error's own violations, in `batch`, are mapped alone.
             self.map(&e, instance, &mut batch);
             out.append(&mut batch);
+            if out.len() >= MAX_VIOLATIONS {
+                break;
+            }
         }
         drop_enums_under_type_failures(&mut out);
         out.truncate(MAX_VIOLATIONS);
@@ -274,23 +260,17 @@ impl Validator {
     /// Whether `instance` is valid, i.e. [`Validator::validate`] would return
     /// nothing; stops at the first failure and builds no message.
     pub fn is_valid(&self, instance: &Value) -> bool {
-        if self.over_budget.is_some() || (self.guard_depth && too_deep(instance)) {
-            return false;
-        }
-        self.inner.as_ref().is_none_or(|v| v.is_valid(instance))
+        self.limit(instance).is_none() && self.inner.as_ref().is_none_or(|v| v.is_valid(instance))
     }
 
     /// The one violation when the call is not judged.
     fn limit(&self, instance: &Value) -> Option<Violation> {
-        let message = if let Some(cost) = self.over_budget {
-            format!(
-                "the schema's worst case of {} subschema evaluations exceeds {MAX_STEPS}; not validated",
-                cost_text(cost)
-            )
-        } else if self.guard_depth && too_deep(instance) {
-            format!("value nested deeper than {MAX_DEPTH} levels; not validated")
-        } else {
-            return None;
+        let message = match self.over_budget {
+            Some(cost) => format!("the schema's {}", over_budget_text(cost)),
+            None if self.guard_depth && too_deep(instance, 1) => {
+                format!("value nested deeper than {MAX_DEPTH} levels; not validated")
+            }
+            None => return None,
         };
         Some(Violation {
             pointer: String::new(),
@@ -302,36 +282,33 @@ impl Validator {
     }
 }
 
-fn cost_text(cost: u64) -> String {
-    if cost == u64::MAX {
-        "more than 2^64".to_string()
-    } else {
-        cost.to_string()
-    }
+fn over_budget_text(cost: u64) -> String {
+    let cost = match cost {
+        u64::MAX => "more than 2^64".to_string(),
+        _ => cost.to_string(),
+    };
+    format!("worst case of {cost} subschema evaluations exceeds {MAX_STEPS}; not validated")
 }
 
-/// Whether `v` nests more than [`MAX_DEPTH`] containers (recursing at most
-/// that deep, without allocating).
-fn too_deep(v: &Value) -> bool {
-    fn deeper(v: &Value, depth: u32) -> bool {
-        let inner = |x: &&Value| is_container(x);
-        match v {
-            Value::Array(a) => a
-                .iter()
-                .filter(inner)
-                .any(|x| depth >= MAX_DEPTH || deeper(x, depth + 1)),
-            Value::Object(m) => m
-                .values()
-                .filter(inner)
-                .any(|x| depth >= MAX_DEPTH || deeper(x, depth + 1)),
-            _ => false,
-        }
-    }
-    deeper(v, 1)
+/// The note for a `$ref` that leads nowhere.
+fn unresolved(reference: &str) -> String {
+    let r = excerpt(reference, MESSAGE_EXCERPT);
+    format!("$ref {r} does not resolve; treated as always valid")
 }
 
-fn is_container(v: &Value) -> bool {
-    matches!(v, Value::Array(_) | Value::Object(_))
+/// Whether `v` (at nesting level `depth`) nests more than [`MAX_DEPTH`]
+/// containers, recursing at most that deep, without allocating. The same
+/// reading as `toolpin_manifest::normalize::depth_exceeds`, but scalars are
+/// never entered: this runs on every call, and a call per member showed.
+fn too_deep(v: &Value, depth: u32) -> bool {
+    let over = |x: &Value| {
+        (x.is_array() || x.is_object()) && (depth >= MAX_DEPTH || too_deep(x, depth + 1))
+    };
+    match v {
+        Value::Array(a) => a.iter().any(over),
+        Value::Object(m) => m.values().any(over),
+        _ => false,
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -4,11 +4,11 @@
 
 use super::*;
 
-/// Instance types, for the keywords that descend into the value.
+/// Instance types, for the keywords that descend into the value (the
+/// fourth, 3, is any other type).
 pub(super) const T_ARRAY: usize = 0;
 pub(super) const T_OBJECT: usize = 1;
 pub(super) const T_STRING: usize = 2;
-pub(super) const T_OTHER: usize = 3;
 pub(super) const TYPES: usize = 4;
 
 #[derive(Default)]
@@ -19,14 +19,13 @@ pub(super) struct GNode {
     /// Per instance type, groups of children: the children of one group
     /// apply to different locations (the largest counts), groups add up.
     descend: [Vec<Vec<usize>>; TYPES],
-    /// The `$ref`-like keywords of this node.
+    /// The `$ref`-like keywords of this node (of [`REFS`]).
     ref_kws: Vec<&'static str>,
     /// They were cut (a cycle).
     refs_cut: bool,
 }
 
 pub(super) struct Graph<'s> {
-    root: &'s Value,
     /// The shared reading of a `$ref` (toolpin_manifest::schema), the one
     /// the drift engine follows.
     refs: Resolver<'s>,
@@ -42,7 +41,7 @@ pub(super) struct Graph<'s> {
 }
 
 impl<'s> Graph<'s> {
-    pub(super) fn node(&mut self, ptr: String) -> usize {
+    fn node(&mut self, ptr: String) -> usize {
         if let Some(&id) = self.ids.get(&ptr) {
             return id;
         }
@@ -56,116 +55,82 @@ impl<'s> Graph<'s> {
         id
     }
 
-    /// The local targets of a `$ref`-like keyword, or why there are none:
+    /// The nodes a `$ref`-like keyword `k` (value `v`, at `kp`) leads to:
     /// where the shared resolver leads, and for a `$dynamicRef` (or a
     /// plain name only a `$dynamicAnchor` holds) every `$dynamicAnchor` of
-    /// that name.
-    pub(super) fn resolve(&self, r: &str, dynamic: bool) -> Result<Vec<String>, String> {
-        let mut out = Vec::new();
-        match self.refs.target(r) {
-            Ok(Target::Local { pointer, .. }) => out.push(pointer),
-            Ok(Target::Remote) => {
-                return Err(format!(
-                    "remote $ref {} is not resolved; treated as always valid",
-                    excerpt(r, MESSAGE_EXCERPT)
-                ))
-            }
-            Err(_) => {}
-        }
-        if dynamic || out.is_empty() {
-            for p in self.refs.dynamic_targets(r) {
-                if !out.contains(p) {
-                    out.push(p.clone());
-                }
-            }
-        }
-        if out.is_empty() {
-            return Err(format!(
-                "$ref {} does not resolve; treated as always valid",
-                excerpt(r, MESSAGE_EXCERPT)
-            ));
-        }
-        Ok(out)
-    }
-
-    /// The nodes a `$ref`-like keyword `k` (value `v`, at `kp`) leads to;
-    /// a broken one is noted, one naming a plain anchor is to be written
-    /// as the pointer it leads to.
+    /// that name. A broken one is noted; one naming a plain anchor is to
+    /// be written as the pointer it leads to.
     fn follow(&mut self, k: &str, v: &Value, kp: String) -> Vec<usize> {
-        let r = if k == "$recursiveRef" {
-            "#"
-        } else {
-            v.as_str().unwrap_or_default()
+        let r = match k {
+            "$recursiveRef" => "#",
+            _ => v.as_str().unwrap_or_default(),
         };
-        match self.resolve(r, k != "$ref") {
-            Ok(targets) => {
-                if k == "$ref" {
-                    if let Some(to) = as_pointer_ref(r, &targets) {
-                        self.anchored.push((kp, to));
-                    }
-                }
-                targets.into_iter().map(|t| self.node(t)).collect()
-            }
-            Err(why) => {
+        let mut targets = match self.refs.target(r) {
+            Ok(Target::Local { pointer, .. }) => vec![pointer],
+            Ok(Target::Remote) => {
+                let r = excerpt(r, MESSAGE_EXCERPT);
+                let why = format!("remote $ref {r} is not resolved; treated as always valid");
                 self.broken.push((kp, why));
-                Vec::new()
+                return Vec::new();
+            }
+            Err(_) => Vec::new(),
+        };
+        if k != "$ref" || targets.is_empty() {
+            for p in self.refs.dynamic_targets(r) {
+                if !targets.contains(p) {
+                    targets.push(p.clone());
+                }
             }
         }
+        if targets.is_empty() {
+            self.broken.push((kp, unresolved(r)));
+        } else if k == "$ref" {
+            self.anchored
+                .extend(as_pointer_ref(r, &targets).map(|to| (kp, to)));
+        }
+        targets.into_iter().map(|t| self.node(t)).collect()
     }
 
-    pub(super) fn fill(&mut self, id: usize) {
-        let ptr = self
-            .nodes
-            .get(id)
-            .map(|n| n.ptr.clone())
-            .unwrap_or_default();
-        let Some(Value::Object(m)) = lookup(self.root, &ptr) else {
+    /// The edges of node `id`.
+    fn fill(&mut self, id: usize) {
+        let Some(ptr) = self.nodes.get(id).map(|n| n.ptr.clone()) else {
             return;
         };
-        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
+        let Some(Value::Object(m)) = lookup(self.refs.root(), &ptr) else {
+            return;
+        };
         let mut in_place = Vec::new();
         let mut ref_kws = Vec::new();
         let mut descend: [Vec<Vec<usize>>; TYPES] = Default::default();
         for (k, v) in m {
-            match k.as_str() {
-                "$ref" | "$dynamicRef" | "$recursiveRef"
-                    if v.is_string() || k == "$recursiveRef" =>
-                {
-                    ref_kws.push(match k.as_str() {
-                        "$ref" => "$ref",
-                        "$dynamicRef" => "$dynamicRef",
-                        _ => "$recursiveRef",
-                    });
-                    in_place.extend(self.follow(k, v, at(k)).into_iter().map(|t| (t, true)));
-                }
-                _ => {
-                    let (_, applies) = holds(k);
-                    if applies == Applies::Nowhere {
-                        // `$defs` apply only through a `$ref`.
-                        continue;
-                    }
-                    let group: Vec<usize> = subschemas(k, v)
-                        .into_iter()
-                        .map(|p| self.node(format!("{}{p}", at(k))))
-                        .collect();
-                    match applies {
-                        Applies::InPlace => in_place.extend(group.into_iter().map(|c| (c, false))),
-                        Applies::Group(t) => descend[t].push(group),
-                        Applies::Each(t) => descend[t].extend(group.into_iter().map(|c| vec![c])),
-                        // Exclusive per index, like the entries of properties.
-                        Applies::Index => match descend[T_ARRAY].first_mut() {
-                            Some(first) => first.extend(group),
-                            None => descend[T_ARRAY].push(group),
-                        },
-                        Applies::Nowhere => {}
-                    }
-                }
+            let kp = format!("{ptr}/{}", escape_token(k));
+            let ref_kw = REFS.into_iter().find(|r| *r == k.as_str());
+            if let Some(kw) = ref_kw.filter(|_| v.is_string() || k == "$recursiveRef") {
+                ref_kws.push(kw);
+                in_place.extend(self.follow(k, v, kp).into_iter().map(|t| (t, true)));
+                continue;
+            }
+            // `$defs` apply only through a `$ref`.
+            let applies = holds(k).1;
+            if applies == Applies::Nowhere {
+                continue;
+            }
+            let subs = subschemas(k, v).into_iter();
+            let group: Vec<usize> = subs.map(|p| self.node(format!("{kp}{p}"))).collect();
+            match applies {
+                Applies::InPlace => in_place.extend(group.into_iter().map(|c| (c, false))),
+                Applies::Group(t) => descend[t].push(group),
+                Applies::Each(t) => descend[t].extend(group.into_iter().map(|c| vec![c])),
+                // Exclusive per index, like the entries of properties.
+                Applies::Index => match descend[T_ARRAY].first_mut() {
+                    Some(first) => first.extend(group),
+                    None => descend[T_ARRAY].push(group),
+                },
+                Applies::Nowhere => {}
             }
         }
         if let Some(n) = self.nodes.get_mut(id) {
-            n.in_place = in_place;
-            n.descend = descend;
-            n.ref_kws = ref_kws;
+            (n.in_place, n.descend, n.ref_kws) = (in_place, descend, ref_kws);
         }
     }
 }
@@ -173,12 +138,10 @@ impl<'s> Graph<'s> {
 /// Resolve `$ref`s, cut in-place cycles and compute the worst case of
 /// `schema` (edited: broken and cycle-closing `$ref`s are removed).
 pub(super) fn worst_case(schema: &mut Value, notes: &mut Notes) -> u64 {
-    let mut cuts: Vec<String> = Vec::new();
     let mut cost = 0;
     // A removed `$ref` can only remove edges: a few rounds settle it.
     for _ in 0..4 {
         let mut g = Graph {
-            root: schema,
             refs: Resolver::new(schema),
             nodes: Vec::new(),
             ids: HashMap::new(),
@@ -190,21 +153,16 @@ pub(super) fn worst_case(schema: &mut Value, notes: &mut Notes) -> u64 {
         while let Some(id) = g.work.pop() {
             g.fill(id);
         }
-        let broken = std::mem::take(&mut g.broken);
-        let anchored = std::mem::take(&mut g.anchored);
-        let mut nodes = g.nodes;
+        let (mut nodes, broken, anchored) = (g.nodes, g.broken, g.anchored);
         let cycles = cut_cycles(&mut nodes);
         cost = dp(&nodes);
         let done = broken.is_empty() && cycles.is_empty();
-        for (p, why) in broken {
+        let cycle =
+            "a cycle of $ref and in-place applicators that never descends into the value; ignored";
+        let cycles = cycles.into_iter().map(|p| (p, cycle.to_string()));
+        let mut cuts = Vec::new();
+        for (p, why) in broken.into_iter().chain(cycles) {
             notes.note(&p, why);
-            cuts.push(p);
-        }
-        for p in cycles {
-            notes.note(
-                &p,
-                "a cycle of $ref and in-place applicators that never descends into the value; ignored",
-            );
             cuts.push(p);
         }
         for (p, to) in anchored {
@@ -212,7 +170,7 @@ pub(super) fn worst_case(schema: &mut Value, notes: &mut Notes) -> u64 {
                 *v = Value::String(to);
             }
         }
-        for p in cuts.drain(..) {
+        for p in cuts {
             remove_at(schema, &p);
         }
         if done {
@@ -224,7 +182,7 @@ pub(super) fn worst_case(schema: &mut Value, notes: &mut Notes) -> u64 {
 
 /// Cut the cycles of in-place edges (each through a `$ref`): the pointers of
 /// the `$ref` keywords cut.
-pub(super) fn cut_cycles(nodes: &mut [GNode]) -> Vec<String> {
+fn cut_cycles(nodes: &mut [GNode]) -> Vec<String> {
     let n = nodes.len();
     let mut color = vec![0u8; n];
     let mut out = Vec::new();
@@ -236,13 +194,7 @@ pub(super) fn cut_cycles(nodes: &mut [GNode]) -> Vec<String> {
         // (node, next edge, entered by a ref edge)
         let mut stack: Vec<(usize, usize, bool)> = vec![(start, 0, false)];
         while let Some(&(u, k, _)) = stack.last() {
-            let edge = nodes.get(u).and_then(|x| {
-                if x.refs_cut {
-                    x.in_place.iter().filter(|e| !e.1).nth(k).copied()
-                } else {
-                    x.in_place.get(k).copied()
-                }
-            });
+            let edge = live(nodes, u).nth(k);
             let Some((v, is_ref)) = edge else {
                 color[u] = 2;
                 stack.pop();
@@ -262,27 +214,14 @@ pub(super) fn cut_cycles(nodes: &mut [GNode]) -> Vec<String> {
                         Some(u)
                     } else {
                         let pos = stack.iter().rposition(|f| f.0 == v).unwrap_or(0);
-                        stack
-                            .iter()
-                            .enumerate()
-                            .skip(pos + 1)
-                            .rev()
-                            .find(|(_, f)| f.2)
-                            .and_then(|(i, _)| stack.get(i.wrapping_sub(1)))
-                            .map(|f| f.0)
+                        let by_ref = (pos + 1..stack.len()).rev().find(|&i| stack[i].2);
+                        by_ref.and_then(|i| stack.get(i - 1)).map(|f| f.0)
                     };
-                    let mut cut = false;
-                    if let Some(x) = from.and_then(|f| nodes.get_mut(f)) {
-                        if !x.refs_cut {
-                            x.refs_cut = true;
-                            for kw in &x.ref_kws {
-                                out.push(format!("{}/{kw}", x.ptr));
-                            }
-                            cut = true;
-                        }
-                    }
-                    // Restart this node's edges with the cut applied.
-                    if cut {
+                    let from = from.and_then(|f| nodes.get_mut(f));
+                    if let Some(x) = from.filter(|x| !x.refs_cut) {
+                        x.refs_cut = true;
+                        out.extend(x.ref_kws.iter().map(|kw| format!("{}/{kw}", x.ptr)));
+                        // Restart this node's edges with the cut applied.
                         if let Some(top) = stack.last_mut() {
                             top.1 = 0;
                         }
@@ -297,7 +236,7 @@ pub(super) fn cut_cycles(nodes: &mut [GNode]) -> Vec<String> {
 
 /// The worst case: evaluations at one value location over all levels of
 /// nesting down to [`MAX_DEPTH`], saturating.
-pub(super) fn dp(nodes: &[GNode]) -> u64 {
+fn dp(nodes: &[GNode]) -> u64 {
     let n = nodes.len();
     // In-place edges form a DAG now: children before parents.
     let mut order = Vec::with_capacity(n);
@@ -309,8 +248,8 @@ pub(super) fn dp(nodes: &[GNode]) -> u64 {
         seen[start] = true;
         let mut stack = vec![(start, 0usize)];
         while let Some(&(u, k)) = stack.last() {
-            match live_edges(nodes, u).nth(k) {
-                Some(v) => {
+            match live(nodes, u).nth(k) {
+                Some((v, _)) => {
                     if let Some(top) = stack.last_mut() {
                         top.1 += 1;
                     }
@@ -333,19 +272,12 @@ pub(super) fn dp(nodes: &[GNode]) -> u64 {
             let Some(node) = nodes.get(u) else { continue };
             let mut c = [1u64; TYPES];
             for (t, slot) in c.iter_mut().enumerate() {
-                for v in live_edges(nodes, u) {
-                    *slot = slot.saturating_add(cur.get(v).map_or(0, |x| x[t]));
-                }
-                if depth > 0 {
-                    for group in &node.descend[t.min(T_OTHER)] {
-                        let worst = group
-                            .iter()
-                            .map(|&v| prev.get(v).copied().unwrap_or(0))
-                            .max()
-                            .unwrap_or(0);
-                        *slot = slot.saturating_add(worst);
-                    }
-                }
+                let here = live(nodes, u).map(|(v, _)| cur.get(v).map_or(0, |x| x[t]));
+                // Per group the largest child, one value level down.
+                let worst = |g: &Vec<usize>| g.iter().filter_map(|&v| prev.get(v)).max();
+                let below = node.descend[t].iter().filter(|_| depth > 0).map(worst);
+                let below = below.map(|w| w.copied().unwrap_or(0));
+                *slot = here.chain(below).fold(*slot, u64::saturating_add);
             }
             cur[u] = c;
         }
@@ -362,13 +294,12 @@ pub(super) fn dp(nodes: &[GNode]) -> u64 {
     prev.first().copied().unwrap_or(0)
 }
 
-pub(super) fn live_edges(nodes: &[GNode], u: usize) -> impl Iterator<Item = usize> + '_ {
+/// The in-place edges of node `u` not cut: (target, by a `$ref`).
+fn live(nodes: &[GNode], u: usize) -> impl Iterator<Item = (usize, bool)> + '_ {
     let node = nodes.get(u);
     let cut = node.is_some_and(|x| x.refs_cut);
-    node.into_iter()
-        .flat_map(|x| x.in_place.iter())
-        .filter(move |e| !(cut && e.1))
-        .map(|e| e.0)
+    let edges = node.into_iter().flat_map(|x| x.in_place.iter().copied());
+    edges.filter(move |e| !(cut && e.1))
 }
 
 /// Bytes of a JSON pointer written as they are in a `$ref` fragment.

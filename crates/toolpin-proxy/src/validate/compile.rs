@@ -8,21 +8,15 @@ use super::*;
 pub(super) fn build(schema: &mut Value, notes: &mut Notes) -> Option<jsonschema::Validator> {
     for _ in 0..MAX_ATTEMPTS {
         // `offline`: a `$ref` the layer missed still never fetches.
-        let e = match jsonschema::options()
-            .should_validate_formats(true)
-            .offline()
-            .build(schema)
-        {
+        let options = jsonschema::options().should_validate_formats(true);
+        let e = match options.offline().build(schema) {
             Ok(v) => return Some(v),
             Err(e) => e,
         };
-        let at = e.instance_path().as_str().to_string();
-        let fixed = if let ValidationErrorKind::Referencing(r) = e.kind() {
-            remove_refs_named(schema, r, notes)
-        } else if at.is_empty() {
-            false
-        } else {
-            neutralise_keyword(schema, &at, e.kind().keyword(), notes)
+        let at = e.instance_path().as_str();
+        let fixed = match e.kind() {
+            ValidationErrorKind::Referencing(r) => remove_refs_named(schema, r, notes),
+            kind => !at.is_empty() && neutralise_keyword(schema, at, kind.keyword(), notes),
         };
         if !fixed {
             break;
@@ -33,34 +27,20 @@ pub(super) fn build(schema: &mut Value, notes: &mut Notes) -> Option<jsonschema:
 }
 
 /// Remove the `$ref`s a resolution error names (see [`names_ref`]).
-pub(super) fn remove_refs_named(
-    schema: &mut Value,
-    error: &ReferencingError,
-    notes: &mut Notes,
-) -> bool {
-    let mut refs = Vec::new();
-    for ptr in subschema_pointers(schema) {
-        let Some(Value::Object(m)) = lookup(schema, &ptr) else {
-            continue;
-        };
-        for k in ["$ref", "$dynamicRef", "$recursiveRef"] {
-            if let Some(Value::String(r)) = m.get(k) {
-                if names_ref(error, r) {
-                    refs.push((format!("{ptr}/{k}"), r.clone()));
-                }
-            }
-        }
-    }
+fn remove_refs_named(schema: &mut Value, error: &ReferencingError, notes: &mut Notes) -> bool {
+    let keywords = subschema_pointers(schema)
+        .into_iter()
+        .flat_map(|ptr| REFS.map(|k| format!("{ptr}/{k}")));
+    let refs: Vec<(String, String)> = keywords
+        .filter_map(|p| match lookup(schema, &p) {
+            Some(Value::String(r)) if names_ref(error, r) => Some((p, r.clone())),
+            _ => None,
+        })
+        .collect();
     let mut any = false;
     for (p, r) in refs {
         if remove_at(schema, &p) {
-            notes.note(
-                &p,
-                format_args!(
-                    "$ref {} does not resolve; treated as always valid",
-                    excerpt(&r, MESSAGE_EXCERPT)
-                ),
-            );
+            notes.note(&p, unresolved(&r));
             any = true;
         }
     }
@@ -71,7 +51,7 @@ pub(super) fn remove_refs_named(
 /// the error's kind and the part it names: the pointer or anchor of a
 /// fragment (as written or percent-decoded), or the document it could not
 /// retrieve (the crate names it as an absolute URI).
-pub(super) fn names_ref(error: &ReferencingError, reference: &str) -> bool {
+fn names_ref(error: &ReferencingError, reference: &str) -> bool {
     use ReferencingError as E;
     let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
     let fragment_is = |named: &str| {
@@ -98,12 +78,7 @@ pub(super) fn names_ref(error: &ReferencingError, reference: &str) -> bool {
 /// Remove what an error at `at` (a pointer into the schema, from checking
 /// it against its meta-schema) is about: the keyword holding `at`, or the
 /// subschema at `at`.
-pub(super) fn neutralise_keyword(
-    schema: &mut Value,
-    at: &str,
-    check: &str,
-    notes: &mut Notes,
-) -> bool {
+fn neutralise_keyword(schema: &mut Value, at: &str, check: &str, notes: &mut Notes) -> bool {
     // The deepest subschema holding `at`, and the keyword under it.
     let positions = subschema_pointers(schema);
     let (mut ptr, mut kw_ptr) = (at, None);
@@ -116,57 +91,49 @@ pub(super) fn neutralise_keyword(
     if let Some(kw_ptr) = kw_ptr {
         // The keyword's own value is at fault.
         let kw = kw_ptr.rsplit_once('/').map_or("", |x| x.1);
-        let pattern = (kw == "pattern")
-            .then(|| {
-                lookup(schema, kw_ptr)
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .flatten();
+        let pattern = lookup(schema, kw_ptr).and_then(Value::as_str);
+        let pattern = pattern.filter(|_| kw == "pattern").map(str::to_string);
         if !remove_at(schema, kw_ptr) {
             return false;
         }
-        note_removed(notes, kw_ptr, pattern.as_deref(), check);
+        match pattern {
+            Some(p) => note_pattern(notes, kw_ptr, &p),
+            None => notes.note(
+                kw_ptr,
+                format_args!("malformed value (fails the meta-schema's {check}); ignored"),
+            ),
+        }
         if kw_ptr.contains("/patternProperties/") || kw == "patternProperties" {
             additional_off(schema, ptr, notes);
         }
         return true;
     }
     // The subschema itself is at fault.
-    match lookup_mut(schema, ptr) {
-        Some(v) => *v = Value::Bool(true),
-        None => return false,
-    }
-    if let Some((parent, pat)) = ptr.rsplit_once("/patternProperties/") {
-        notes.note(
-            ptr,
-            format_args!(
-                "pattern {} is not supported (not a valid regular expression); ignored",
-                excerpt(&unescape_token(pat).unwrap_or_default(), MESSAGE_EXCERPT)
-            ),
+    let Some(v) = lookup_mut(schema, ptr) else {
+        return false;
+    };
+    *v = Value::Bool(true);
+    let Some((parent, pat)) = ptr.rsplit_once("/patternProperties/") else {
+        let why = format!(
+            "not a valid schema (fails the meta-schema's {check}); treated as always valid"
         );
-        // Which names the entry matched is unknown.
-        if let Some(p) = lookup_mut(schema, parent).and_then(Value::as_object_mut) {
-            let pat = ptr.rsplit_once('/').map(|x| x.1).and_then(unescape_token);
-            if let (Some(Value::Object(pp)), Some(pat)) = (p.get_mut("patternProperties"), pat) {
-                pp.remove(pat.as_ref());
-            }
-        }
-        additional_off(schema, parent, notes);
-    } else {
-        notes.note(
-            ptr,
-            format_args!(
-                "not a valid schema (fails the meta-schema's {check}); treated as always valid"
-            ),
-        );
+        notes.note(ptr, why);
+        return true;
+    };
+    note_pattern(notes, ptr, &unescape_token(pat).unwrap_or_default());
+    // Which names the entry matched is unknown.
+    let name = ptr.rsplit_once('/').map(|x| x.1).and_then(unescape_token);
+    let entries = lookup_mut(schema, &format!("{parent}/patternProperties"));
+    if let (Some(Value::Object(entries)), Some(name)) = (entries, name) {
+        entries.remove(name.as_ref());
     }
+    additional_off(schema, parent, notes);
     true
 }
 
 /// `additionalProperties` of the schema at `ptr` is not judged (a
 /// `patternProperties` entry was dropped).
-pub(super) fn additional_off(schema: &mut Value, ptr: &str, notes: &mut Notes) {
+fn additional_off(schema: &mut Value, ptr: &str, notes: &mut Notes) {
     let kp = format!("{ptr}/additionalProperties");
     if remove_at(schema, &kp) {
         notes.note(&kp, "ignored: a patternProperties pattern is not supported");
@@ -196,29 +163,15 @@ pub(super) fn remove_at(schema: &mut Value, ptr: &str) -> bool {
     let Some((parent, last)) = ptr.rsplit_once('/') else {
         return false;
     };
-    let Some(key) = unescape_token(last) else {
-        return false;
-    };
-    match lookup_mut(schema, parent) {
-        Some(Value::Object(m)) => m.remove(key.as_ref()).is_some(),
+    match (lookup_mut(schema, parent), unescape_token(last)) {
+        (Some(Value::Object(m)), Some(key)) => m.remove(key.as_ref()).is_some(),
         _ => false,
     }
 }
 
-/// The note for a keyword removed for its value: a `pattern` that is not a
-/// regular expression, or a value failing the meta-schema's `check`.
-fn note_removed(notes: &mut Notes, kw_ptr: &str, pattern: Option<&str>, check: &str) {
-    match pattern {
-        Some(p) => notes.note(
-            kw_ptr,
-            format_args!(
-                "pattern {} is not supported (not a valid regular expression); ignored",
-                excerpt(p, MESSAGE_EXCERPT)
-            ),
-        ),
-        None => notes.note(
-            kw_ptr,
-            format_args!("malformed value (fails the meta-schema's {check}); ignored"),
-        ),
-    }
+/// The note for a `pattern` that is not a regular expression.
+fn note_pattern(notes: &mut Notes, ptr: &str, pattern: &str) {
+    let p = excerpt(pattern, MESSAGE_EXCERPT);
+    let why = format!("pattern {p} is not supported (not a valid regular expression); ignored");
+    notes.note(ptr, why);
 }

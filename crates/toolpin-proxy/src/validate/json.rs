@@ -41,53 +41,37 @@ pub(super) fn first_duplicate(a: &[Value]) -> Option<(usize, usize)> {
 /// boundary, then `…`); serializing stops there, so a huge value costs
 /// nothing more.
 pub(super) fn excerpt<T: Serialize + ?Sized>(value: &T, limit: usize) -> String {
-    struct Bounded {
-        buf: Vec<u8>,
-        limit: usize,
-        cut: bool,
-    }
+    /// Keeps the first `.1` bytes written, then fails the writer.
+    struct Bounded(Vec<u8>, usize);
     impl io::Write for Bounded {
         fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-            let room = self.limit.saturating_sub(self.buf.len());
+            let room = self.1.saturating_sub(self.0.len());
+            self.0.extend_from_slice(data.get(..room).unwrap_or(data));
             if data.len() > room {
-                self.buf
-                    .extend_from_slice(data.get(..room).unwrap_or_default());
-                self.cut = true;
                 return Err(io::Error::other("excerpt full"));
             }
-            self.buf.extend_from_slice(data);
             Ok(data.len())
         }
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
         }
     }
-    let mut w = Bounded {
-        buf: Vec::new(),
-        limit,
-        cut: false,
-    };
-    let _ = serde_json::to_writer(&mut w, value);
-    let text = match std::str::from_utf8(&w.buf) {
-        Ok(t) => t,
-        Err(e) => std::str::from_utf8(w.buf.get(..e.valid_up_to()).unwrap_or_default())
-            .unwrap_or_default(),
-    };
-    let mut out = text.to_string();
-    if w.cut {
-        out.push('…');
+    let mut w = Bounded(Vec::new(), limit);
+    let cut = serde_json::to_writer(&mut w, value).is_err();
+    // A character the cut split is dropped.
+    let text = w.0.utf8_chunks().next().map_or("", |c| c.valid());
+    if cut {
+        format!("{text}…")
+    } else {
+        text.to_string()
     }
-    out
 }
 
 /// `s` cut to at most `max` bytes at a character boundary (then `…`).
 pub(super) fn clip(mut s: String, max: usize) -> String {
     if s.len() > max {
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s.truncate(end);
+        let end = (0..=max).rev().find(|&i| s.is_char_boundary(i));
+        s.truncate(end.unwrap_or(0));
         s.push('…');
     }
     s

@@ -8,14 +8,12 @@ use super::*;
 pub(super) enum Holds {
     /// One schema.
     One,
-    /// An object of schemas.
+    /// An object of schemas (for `dependencies`, or arrays of names).
     Named,
     /// An array of schemas.
     List,
     /// A schema or an array of schemas (`items`).
     OneOrList,
-    /// An object of schemas or arrays of names (`dependencies`).
-    Dependencies,
     /// Not a schema.
     Value,
 }
@@ -44,8 +42,7 @@ pub(super) fn holds(keyword: &str) -> (Holds, Applies) {
     match keyword {
         "not" | "if" | "then" | "else" => (One, InPlace),
         "allOf" | "anyOf" | "oneOf" => (List, InPlace),
-        "dependentSchemas" => (Named, InPlace),
-        "dependencies" => (Dependencies, InPlace),
+        "dependentSchemas" | "dependencies" => (Named, InPlace),
         "properties" => (Named, Group(T_OBJECT)),
         "patternProperties" => (Named, Each(T_OBJECT)),
         "additionalProperties" | "unevaluatedProperties" | "propertyNames" => (One, Each(T_OBJECT)),
@@ -63,7 +60,7 @@ pub(super) fn holds(keyword: &str) -> (Holds, Applies) {
 /// `v`.
 pub(super) fn subschemas(keyword: &str, v: &Value) -> Vec<String> {
     match (holds(keyword).0, v) {
-        (Holds::Named | Holds::Dependencies, Value::Object(o)) => o
+        (Holds::Named, Value::Object(o)) => o
             .iter()
             .filter(|(_, s)| !s.is_array())
             .map(|(name, _)| format!("/{}", escape_token(name)))
@@ -76,6 +73,7 @@ pub(super) fn subschemas(keyword: &str, v: &Value) -> Vec<String> {
     }
 }
 
+#[derive(Default)]
 pub(super) struct Normaliser {
     pub(super) notes: Notes,
     pub(super) renames: HashMap<String, &'static str>,
@@ -93,120 +91,86 @@ impl Normaliser {
             Draft::Draft4 | Draft::Draft6 | Draft::Draft7
         );
         Normaliser {
-            notes: Notes::default(),
-            renames: HashMap::new(),
             legacy,
-            has_ref: false,
-            has_unique: false,
-            max_depth: 0,
+            ..Normaliser::default()
         }
     }
 
     /// The copy of the schema `v` at `ptr`, `depth` JSON levels down.
-    pub(super) fn schema(&mut self, v: &Value, ptr: String, depth: u32) -> Value {
+    pub(super) fn schema(&mut self, v: &Value, ptr: &str, depth: u32) -> Value {
         self.max_depth = self.max_depth.max(depth);
-        if depth >= MAX_SCHEMA_DEPTH && !matches!(v, Value::Bool(_)) {
-            self.notes.note(
-                &ptr,
-                format_args!(
-                    "nested deeper than {MAX_SCHEMA_DEPTH} levels; treated as always valid"
-                ),
-            );
-            return Value::Bool(true);
-        }
-        let m = match v {
+        let why = match v {
             Value::Bool(_) => return v.clone(),
-            Value::Object(m) => m,
-            _ => {
-                self.notes.note(
-                    &ptr,
-                    "not a schema (an object or a boolean); treated as always valid",
-                );
-                return Value::Bool(true);
+            _ if depth >= MAX_SCHEMA_DEPTH => {
+                format!("nested deeper than {MAX_SCHEMA_DEPTH} levels; treated as always valid")
             }
+            Value::Object(m) => return self.object(m, ptr, depth),
+            _ => "not a schema (an object or a boolean); treated as always valid".to_string(),
         };
-        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
+        self.notes.note(ptr, why);
+        Value::Bool(true)
+    }
+
+    /// The copy of the schema object `m` (see [`Normaliser::schema`]).
+    fn object(&mut self, m: &Map<String, Value>, ptr: &str, depth: u32) -> Value {
         let mut out = Map::new();
         for (k, sub) in m {
-            let kp = at(k);
-            let copy = match holds(k).0 {
-                Holds::One => Some(self.schema(sub, kp, depth + 1)),
-                Holds::Named | Holds::Dependencies => match sub {
-                    Value::Object(o) => {
-                        let mut c = Map::new();
-                        for (name, s) in o {
-                            let np = format!("{kp}/{}", escape_token(name));
-                            let x = if k == "dependencies" && s.is_array() {
-                                bounded_copy(s, depth + 2)
-                            } else {
-                                Some(self.schema(s, np.clone(), depth + 2))
-                            };
-                            match x {
-                                Some(x) => {
-                                    c.insert(name.clone(), x);
-                                }
-                                None => self.notes.note(&np, "nested too deep; ignored"),
-                            }
-                        }
-                        Some(Value::Object(c))
-                    }
-                    _ => {
-                        self.notes.note(&kp, "not an object; ignored");
-                        None
-                    }
-                },
-                Holds::List => match sub {
-                    Value::Array(a) => Some(self.list(a, &kp, depth)),
-                    _ => {
-                        self.notes.note(&kp, "not an array; ignored");
-                        None
-                    }
-                },
-                Holds::OneOrList => match sub {
-                    Value::Array(a) => Some(self.list(a, &kp, depth)),
-                    _ => Some(self.schema(sub, kp, depth + 1)),
-                },
-                Holds::Value => {
-                    let c = bounded_copy(sub, depth + 1);
-                    if c.is_none() {
-                        self.notes.note(&kp, "value nested too deep; ignored");
-                    }
-                    c
+            let kp = format!("{ptr}/{}", escape_token(k));
+            let copy = match (holds(k).0, sub) {
+                (Holds::One, _) => Ok(self.schema(sub, &kp, depth + 1)),
+                (Holds::List | Holds::OneOrList, Value::Array(a)) => {
+                    let items = a.iter().enumerate();
+                    let list = items.map(|(i, s)| self.schema(s, &format!("{kp}/{i}"), depth + 2));
+                    Ok(Value::Array(list.collect()))
+                }
+                (Holds::OneOrList, _) => Ok(self.schema(sub, &kp, depth + 1)),
+                (Holds::Named, Value::Object(o)) => {
+                    Ok(self.named(k == "dependencies", o, &kp, depth))
+                }
+                (Holds::Named, _) => Err("not an object; ignored"),
+                (Holds::List, _) => Err("not an array; ignored"),
+                (Holds::Value, _) => {
+                    bounded_copy(sub, depth + 1).ok_or("value nested too deep; ignored")
                 }
             };
-            if let Some(c) = copy {
-                out.insert(k.clone(), c);
+            match copy {
+                Ok(c) => {
+                    out.insert(k.clone(), c);
+                }
+                Err(why) => self.notes.note(&kp, why),
             }
         }
-        self.keywords(&mut out, &ptr, depth == 0);
+        self.keywords(&mut out, ptr, depth == 0);
         Value::Object(out)
     }
 
-    pub(super) fn list(&mut self, a: &[Value], ptr: &str, depth: u32) -> Value {
-        Value::Array(
-            a.iter()
-                .enumerate()
-                .map(|(i, s)| self.schema(s, format!("{ptr}/{i}"), depth + 2))
-                .collect(),
-        )
+    /// The copy of an object of schemas at `ptr` (or, for `dependencies`,
+    /// of schemas and arrays of names).
+    fn named(&mut self, deps: bool, o: &Map<String, Value>, ptr: &str, depth: u32) -> Value {
+        let mut out = Map::new();
+        for (name, s) in o {
+            let np = format!("{ptr}/{}", escape_token(name));
+            let copy = match s {
+                Value::Array(_) if deps => bounded_copy(s, depth + 2),
+                _ => Some(self.schema(s, &np, depth + 2)),
+            };
+            match copy {
+                Some(c) => {
+                    out.insert(name.clone(), c);
+                }
+                None => self.notes.note(&np, "nested too deep; ignored"),
+            }
+        }
+        Value::Object(out)
     }
 
     /// The rewrites of one schema object (its subschemas are done).
-    pub(super) fn keywords(&mut self, m: &mut Map<String, Value>, ptr: &str, root: bool) {
-        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
-        if m.contains_key("$ref")
-            || m.contains_key("$dynamicRef")
-            || m.contains_key("$recursiveRef")
-        {
-            self.has_ref = true;
-        }
-        if m.get("uniqueItems") == Some(&Value::Bool(true)) {
-            self.has_unique = true;
-        }
-        if let Some(t) = m.remove("type") {
-            if let Some(t) = self.types(&at("type"), t) {
-                m.insert("type".into(), t);
-            }
+    fn keywords(&mut self, m: &mut Map<String, Value>, ptr: &str, root: bool) {
+        self.has_ref |= REFS.iter().any(|k| m.contains_key(*k));
+        self.has_unique |= m.get("uniqueItems") == Some(&Value::Bool(true));
+        let t = m.remove("type");
+        if let Some(t) = t.and_then(|t| self.types(&format!("{ptr}/type"), t)) {
+            m.insert("type".into(), t);
         }
         if m.get("nullable") == Some(&Value::Bool(true)) {
             m.remove("nullable");
@@ -220,26 +184,23 @@ impl Normaliser {
 
     /// OpenAPI 3.0 `nullable: true`: `null` joins `type` and `enum`, and a
     /// `const` becomes a two-value `enum` (reported as the `const`).
-    pub(super) fn nullable(&mut self, m: &mut Map<String, Value>, ptr: &str) {
-        if let Some(Value::Array(names)) = m.get_mut("type") {
-            if !names.iter().any(|n| n == "null") {
+    fn nullable(&mut self, m: &mut Map<String, Value>, ptr: &str) {
+        match m.get_mut("type") {
+            Some(Value::Array(names)) if !names.iter().any(|n| n == "null") => {
                 names.push(Value::from("null"));
             }
-        } else if let Some(Value::String(name)) = m.get("type") {
-            if name != "null" {
-                let name = name.clone();
-                m.insert("type".into(), Value::from(vec![name, "null".to_string()]));
+            Some(t) if t.is_string() && *t != "null" => {
+                *t = Value::Array(vec![t.take(), Value::from("null")]);
             }
+            _ => {}
         }
         if let Some(Value::Array(values)) = m.get_mut("enum") {
             if !values.contains(&Value::Null) {
                 values.push(Value::Null);
             }
         }
-        if let Some(c) = m.remove("const") {
-            if m.contains_key("enum") {
-                m.insert("const".into(), c);
-            } else {
+        if !m.contains_key("enum") {
+            if let Some(c) = m.remove("const") {
                 m.insert("enum".into(), Value::Array(vec![c, Value::Null]));
                 self.renames.insert(format!("{ptr}/enum"), "const");
             }
@@ -248,57 +209,45 @@ impl Normaliser {
 
     /// An unknown `$schema` at the root is dropped; a nested `$id` naming
     /// a resource is dropped (references resolve against the root).
-    pub(super) fn ids(&mut self, m: &mut Map<String, Value>, ptr: &str, root: bool) {
-        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
-        if root {
-            if let Some(Value::String(uri)) = m.get("$schema") {
-                if Draft::from_schema_uri(uri) == Draft::Unknown {
-                    self.notes.note(
-                        &at("$schema"),
-                        format_args!(
-                            "unknown dialect {}; validated as 2020-12",
-                            excerpt(uri, MESSAGE_EXCERPT)
-                        ),
-                    );
-                    m.remove("$schema");
-                }
-            }
-        } else if let Some(Value::String(id)) = m.get("$id") {
-            if !id.starts_with('#') {
-                self.notes.note(
-                    &at("$id"),
-                    "nested $id ignored; $refs resolve against the root",
-                );
-                m.remove("$id");
-            }
+    fn ids(&mut self, m: &mut Map<String, Value>, ptr: &str, root: bool) {
+        let dialect = m.get("$schema").and_then(Value::as_str).filter(|_| root);
+        if let Some(uri) = dialect.filter(|uri| Draft::from_schema_uri(uri) == Draft::Unknown) {
+            let uri = excerpt(uri, MESSAGE_EXCERPT);
+            let why = format!("unknown dialect {uri}; validated as 2020-12");
+            self.notes.note(&format!("{ptr}/$schema"), why);
+            m.remove("$schema");
+        }
+        let id = m.get("$id").and_then(Value::as_str);
+        if !root && id.is_some_and(|id| !id.starts_with('#')) {
+            let why = "nested $id ignored; $refs resolve against the root";
+            self.notes.note(&format!("{ptr}/$id"), why);
+            m.remove("$id");
         }
     }
 
     /// The draft-07 forms found in 2020-12 schemas, rewritten: `"$id":
     /// "#name"`, `items` as an array (with `additionalItems`), boolean
     /// `exclusiveMinimum`/`exclusiveMaximum`.
-    pub(super) fn draft_07_forms(&mut self, m: &mut Map<String, Value>, ptr: &str) {
-        let at = |kw: &str| format!("{ptr}/{}", escape_token(kw));
-        if let Some(Value::String(id)) = m.get("$id") {
-            if let Some(name) = id.strip_prefix('#') {
-                let name = name.to_string();
-                m.remove("$id");
-                if !name.is_empty() && !m.contains_key("$anchor") {
-                    m.insert("$anchor".into(), Value::String(name));
-                }
+    fn draft_07_forms(&mut self, m: &mut Map<String, Value>, ptr: &str) {
+        let id = m.get("$id").and_then(Value::as_str);
+        if let Some(name) = id.and_then(|id| id.strip_prefix('#')).map(str::to_string) {
+            m.remove("$id");
+            if !name.is_empty() && !m.contains_key("$anchor") {
+                m.insert("$anchor".into(), Value::String(name));
             }
         }
         if m.get("items").is_some_and(Value::is_array) {
+            let items = m.remove("items");
             if m.contains_key("prefixItems") {
-                self.notes
-                    .note(&at("items"), "an array next to prefixItems; ignored");
-                m.remove("items");
-            } else if let Some(items) = m.remove("items") {
+                let why = "an array next to prefixItems; ignored";
+                self.notes.note(&format!("{ptr}/items"), why);
+            } else if let Some(items) = items {
                 m.insert("prefixItems".into(), items);
-                self.renames.insert(at("prefixItems"), "items");
+                self.renames.insert(format!("{ptr}/prefixItems"), "items");
                 if let Some(extra) = m.remove("additionalItems") {
                     m.insert("items".into(), extra);
-                    self.renames.insert(at("items"), "additionalItems");
+                    self.renames
+                        .insert(format!("{ptr}/items"), "additionalItems");
                 }
             }
         }
@@ -306,52 +255,43 @@ impl Normaliser {
             ("exclusiveMinimum", "minimum"),
             ("exclusiveMaximum", "maximum"),
         ] {
-            if let Some(Value::Bool(b)) = m.get(exclusive) {
-                let b = *b;
+            if let Some(&Value::Bool(b)) = m.get(exclusive) {
                 m.remove(exclusive);
-                if b {
-                    if let Some(limit) = m.remove(bound) {
-                        m.insert(exclusive.into(), limit);
-                    }
+                if let Some(limit) = if b { m.remove(bound) } else { None } {
+                    m.insert(exclusive.into(), limit);
                 }
             }
         }
     }
 
-    pub(super) fn types(&mut self, ptr: &str, t: Value) -> Option<Value> {
+    /// A `type` lower-cased, without repeats; `None` (noted) when it names
+    /// an unknown type or is neither a name nor a non-empty array.
+    fn types(&mut self, ptr: &str, t: Value) -> Option<Value> {
         let names: Vec<Value> = match t {
             Value::Array(a) if !a.is_empty() => a,
             Value::String(_) => vec![t],
             _ => {
-                self.notes
-                    .note(ptr, "neither a type name nor a non-empty array; ignored");
+                let why = "neither a type name nor a non-empty array; ignored";
+                self.notes.note(ptr, why);
                 return None;
             }
         };
-        let mut out = Vec::with_capacity(names.len());
+        let mut out: Vec<Value> = Vec::with_capacity(names.len());
         for name in &names {
             let lower = name.as_str().map(str::to_ascii_lowercase);
-            match lower.as_deref() {
-                Some("null" | "boolean" | "object" | "array" | "number" | "string" | "integer") => {
-                    let l = Value::String(lower.unwrap_or_default());
-                    if !out.contains(&l) {
-                        out.push(l);
-                    }
-                }
-                _ => {
-                    self.notes.note(
-                        ptr,
-                        format_args!("unknown type {}; any type accepted", excerpt(name, 40)),
-                    );
-                    return None;
-                }
+            let Some(l) = lower.filter(|l| l.parse::<JsonType>().is_ok()) else {
+                let why = format!("unknown type {}; any type accepted", excerpt(name, 40));
+                self.notes.note(ptr, why);
+                return None;
+            };
+            if !out.iter().any(|x| *x == *l) {
+                out.push(Value::String(l));
             }
         }
-        Some(if out.len() == 1 {
-            out.remove(0)
-        } else {
-            Value::Array(out)
-        })
+        match <[Value; 1]>::try_from(out) {
+            Ok([one]) => Some(one),
+            Err(out) => Some(Value::Array(out)),
+        }
     }
 }
 
