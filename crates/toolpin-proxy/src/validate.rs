@@ -299,7 +299,7 @@ fn unresolved(reference: &str) -> String {
 /// Whether `v` (at nesting level `depth`) nests more than [`MAX_DEPTH`]
 /// containers, recursing at most that deep, without allocating. The same
 /// reading as `toolpin_manifest::normalize::depth_exceeds`, but scalars are
-/// never entered: this runs on every call, and a call per member showed.
+/// never entered: this runs on every call (docs/performance.md).
 fn too_deep(v: &Value, depth: u32) -> bool {
     let over = |x: &Value| {
         (x.is_array() || x.is_object()) && (depth >= MAX_DEPTH || too_deep(x, depth + 1))
