@@ -416,6 +416,12 @@ impl Walker<'_, '_> {
             notes.insert(property(old), format!(" (looks renamed to `{new}`)"));
             notes.insert(property(new), format!(" (looks renamed from `{old}`)"));
         }
+        self.append_notes(&notes, first_finding);
+    }
+
+    /// Appends each note to the message of the findings since
+    /// `first_finding` at its pointer.
+    fn append_notes(&mut self, notes: &HashMap<String, String>, first_finding: usize) {
         for f in &mut self.out[first_finding..] {
             if let Some(note) = notes.get(&f.pointer) {
                 f.message.push_str(note);
@@ -462,13 +468,8 @@ impl Walker<'_, '_> {
                 format!(" (holds {} moved from here)", names.join(", ")),
             );
         }
-        if notes.is_empty() {
-            return;
-        }
-        for f in &mut self.out[first_finding..] {
-            if let Some(note) = notes.get(&f.pointer) {
-                f.message.push_str(note);
-            }
+        if !notes.is_empty() {
+            self.append_notes(&notes, first_finding);
         }
     }
 
