@@ -416,6 +416,13 @@ const CASES: &[(&str, &[&str])] = &[
         "output-description-added",
         &["property-description-changed"],
     ),
+    (
+        "defs-example-and-output-prose-changed",
+        &[
+            "property-description-changed",
+            "property-description-changed",
+        ],
+    ),
     // Issue 34, class 5: every annotation is the annotation family's.
     ("annotation-category-changed", &["annotation-changed"]),
     ("annotation-hint-not-boolean", &["annotation-changed"]),
